@@ -1,0 +1,221 @@
+"""The ssdbench command: a thin layer over the engine. Errors are one line, never a traceback."""
+
+import argparse
+import json
+import os
+import sqlite3
+import sys
+import time
+
+from . import __version__, drives, plan, runner, store, suites
+from .errors import SsdbenchError
+
+DEFAULT_DATA_DIR = "/var/lib/ssdbench"
+EXIT_ERROR = 2
+
+
+def data_dir(args):
+    return args.data_dir or os.environ.get("SSDBENCH_DATA") or DEFAULT_DATA_DIR
+
+
+def out_json(data):
+    json.dump(data, sys.stdout, indent=1, ensure_ascii=False)
+    sys.stdout.write("\n")
+
+
+def clock(seconds):
+    seconds = int(seconds or 0)
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+def size(nbytes):
+    return f"{nbytes / 1e9:.1f} GB" if nbytes >= 1e9 else f"{nbytes / 1e6:.1f} MB"
+
+
+def cmd_drives(args):
+    found = drives.discover(named=args.devices, allow_usb=args.allow_usb)
+    if args.json:
+        return out_json(found)
+    if not found:
+        print("no SATA or NVMe drives found")
+    for d in found:
+        verdict = "ELIGIBLE" if d["eligible"] else "not eligible"
+        link = (d["link"] or {}).get("generation") or (d["link"] or {}).get("speed") or "-"
+        print(f"{d['path']:<14} {d['transport']:<6} {d.get('model') or '-'} (serial {d.get('serial') or '-'}, "
+              f"fw {d.get('firmware') or '-'}) {size(d['capacity_bytes'])}, link {link}")
+        print(f"{'':<14} {verdict}: {d['reason']}; confirm with --confirm {d['confirm_id']}")
+        for note in d["notes"]:
+            print(f"{'':<14} note: {note}")
+
+
+def suite_summary(s):
+    return {"name": s.name, "version": s.data["version"], "title": s.data["title"], "sha256": s.sha256,
+            "locked": s.locked, "comparable": s.data.get("comparable", True), "steps": len(s.steps)}
+
+
+def suite_steps(s):
+    """Each step with its fio parameters as the suite declares them (spans before resolution)."""
+    out = []
+    for step in s.steps:
+        entry = {"id": step["id"], "kind": step["kind"], "title": step["title"]}
+        if step["kind"] == "fio":
+            entry.update({k: step.get(k) for k in ("rw", "bs", "iodepth", "numjobs", "span", "runtime", "data")})
+            entry["fio"] = plan.fio_options(step, step["span"]["offset"], step["span"]["size"])
+        out.append(entry)
+    return out
+
+
+def cmd_suites(args):
+    if args.action == "list":
+        rows = [suite_summary(suites.load(n)) for n in suites.names()]
+        if args.json:
+            return out_json(rows)
+        for r in rows:
+            print(f"{r['name']:<10} v{r['version']}  {r['steps']:>3} steps  {r['sha256'][:16]}  {r['title']}")
+        return None
+    s = suites.load(args.name)
+    data = {**suite_summary(s), "fio_global": s.data.get("fio", {}), "steps": suite_steps(s)}
+    if args.json:
+        return out_json(data)
+    print(f"{s.name} v{s.data['version']}: {s.data['title']}\nsha256 {s.sha256}")
+    for step in data["steps"]:
+        params = " ".join(f"{k}={step[k]}" for k in ("rw", "bs", "iodepth", "numjobs", "runtime", "data")
+                          if step.get(k) is not None)
+        print(f"  {step['id']:<20} {step['kind']:<6} {params}")
+    return None
+
+
+def cmd_plan(args):
+    s = suites.load(args.suite)
+    steps = plan.compile_plan(s, args.capacity)
+    total = plan.estimate_seconds(steps)
+    if args.json:
+        return out_json({"suite": s.name, "sha256": s.sha256, "capacity_bytes": args.capacity,
+                         "estimate_s": total, "steps": [st.to_dict() for st in steps]})
+    for st in steps:
+        print(f"{st.index + 1:>3}. {st.id:<22} {clock(st.estimate_s)}  {st.title}")
+    print(f"estimated total: {clock(total)} on a {size(args.capacity)} drive")
+    return None
+
+
+def cmd_run(args):
+    s = suites.load(args.suite, path=args.suite_file, allow_non_standard=args.non_standard)
+    last = [0.0]
+
+    def show(idx, count, percent, eta, iops, bw):
+        now = time.monotonic()
+        if now - last[0] < 1.0 and idx < count:
+            return
+        last[0] = now
+        rate = f"{iops:,.0f} IOPS {bw / 1e6:,.1f} MB/s" if iops is not None else ""
+        print(f"\rstep {min(idx + 1, count)}/{count} {percent:5.1f}%  ETA {clock(eta)}  {rate:<32}",
+              end="", file=sys.stderr, flush=True)
+
+    run_id, state, error = runner.execute(data_dir(args), s, args.drive, args.confirm,
+                                          destroy_data=args.destroy_data, allow_usb=args.allow_usb,
+                                          on_progress=show)
+    print(file=sys.stderr)
+    print(f"run {run_id}: {state}" + (f": {error}" if error else ""))
+    return 0 if state == "done" else 1
+
+
+def cmd_runs(args):
+    rows = store.list_runs(store.connect(data_dir(args)))
+    if args.json:
+        return out_json(rows)
+    for r in rows:
+        when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(r["created_at"]))
+        print(f"{r['id']:>4}  {when}Z  {r['state']:<11} {r['suite']:<9} {r['path']} "
+              f"{r['model'] or ''} {r['serial'] or ''}" + ("" if r["standard"] else "  [non-standard]"))
+    return None
+
+
+def cmd_show(args):
+    run = store.get_run(store.connect(data_dir(args)), args.run)
+    if run is None:
+        raise SsdbenchError(f"no run {args.run}")
+    if args.json:
+        return out_json(run)
+    print(f"run {run['id']}: {run['state']}, suite {run['suite']} ({run['suite_hash'][:16]}), "
+          f"drive {run['drive']['path']} {run['drive'].get('model') or ''}")
+    if run["error"]:
+        print(f"error: {run['error']}")
+    for step in run["steps"]:
+        print(f"  {step['idx'] + 1:>2}. {step['key']:<20} {step['state']}" + (f": {step['error']}" if step["error"] else ""))
+        for m in step["metrics"]:
+            if m["name"].split(".")[-1] in ("iops", "bw", "lat_mean", "lat_max"):
+                print(f"        {m['name']:<22} {m['value']:>16,.1f} {m['unit']}")
+    return None
+
+
+def cmd_cancel(args):
+    run_id = runner.cancel(data_dir(args))
+    print(f"asked run {run_id} to stop")
+
+
+def parser():
+    p = argparse.ArgumentParser(prog="ssdbench", description="SSD test appliance: locked fio suites.")
+    p.add_argument("--version", action="version", version=f"ssdbench {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def add(name, func, help_text, data=False, as_json=False):
+        c = sub.add_parser(name, help=help_text)
+        c.set_defaults(func=func)
+        if data:
+            c.add_argument("--data-dir", help=f"results directory (default $SSDBENCH_DATA or {DEFAULT_DATA_DIR})")
+        if as_json:
+            c.add_argument("--json", action="store_true", help="print JSON")
+        return c
+
+    c = add("drives", cmd_drives, "list drives and whether each may be tested", as_json=True)
+    c.add_argument("devices", nargs="*", metavar="DEV", help="describe only these (loop devices must be named)")
+    c.add_argument("--allow-usb", action="store_true", help="treat USB-attached drives as targets")
+
+    c = add("suites", cmd_suites, "list or show the locked suites")
+    ss = c.add_subparsers(dest="action", required=True)
+    ls = ss.add_parser("list")
+    ls.add_argument("--json", action="store_true")
+    sh = ss.add_parser("show")
+    sh.add_argument("name")
+    sh.add_argument("--json", action="store_true")
+
+    c = add("plan", cmd_plan, "print a suite's steps and estimated time for a capacity", as_json=True)
+    c.add_argument("--suite", required=True)
+    c.add_argument("--capacity", required=True, type=suites.parse_size, help="drive size, e.g. 1000204886016 or 512GiB")
+
+    c = add("run", cmd_run, "run a suite on a drive (destroys its data)", data=True)
+    c.add_argument("--suite", help="a locked suite by name")
+    c.add_argument("--suite-file", help="a suite file; refused unless its hash is locked, or --non-standard")
+    c.add_argument("--drive", required=True, help="the device, e.g. /dev/nvme0n1")
+    c.add_argument("--confirm", required=True, metavar="ID", help="the drive's serial (or kernel name if it has none)")
+    c.add_argument("--destroy-data", action="store_true", help="confirm that existing partitions/file systems go")
+    c.add_argument("--allow-usb", action="store_true", help="allow a USB-attached drive")
+    c.add_argument("--non-standard", action="store_true", help="run a suite whose hash is not locked")
+
+    add("runs", cmd_runs, "list runs", data=True, as_json=True)
+    c = add("show", cmd_show, "show one run with its metrics", data=True, as_json=True)
+    c.add_argument("run", type=int)
+    add("cancel", cmd_cancel, "stop the active run", data=True)
+    return p
+
+
+def main(argv=None):
+    args = parser().parse_args(argv)
+    if args.command == "run" and not (args.suite or args.suite_file):
+        parser().error("run needs --suite NAME or --suite-file PATH")
+    try:
+        return args.func(args) or 0
+    except SsdbenchError as exc:
+        print(f"ssdbench: error: {exc}", file=sys.stderr)
+    except sqlite3.Error as exc:
+        print(f"ssdbench: error: the results database failed: {exc}", file=sys.stderr)
+    except OSError as exc:
+        print(f"ssdbench: error: {exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else ""),
+              file=sys.stderr)
+    except KeyboardInterrupt:
+        return 130
+    return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,291 @@
+"""Find the SATA and NVMe drives, describe them, and say which may be tested and why.
+
+Identity comes from lsblk and sysfs, enriched by nvme-cli, smartctl and hdparm
+where they are installed and we are root. This module knows nothing of suites.
+"""
+
+import glob
+import json
+import os
+import re
+
+from . import parse, tools
+from .errors import SsdbenchError
+
+SYS = "/sys"
+LSBLK_COLUMNS = ("NAME,KNAME,PATH,TYPE,SIZE,MODEL,SERIAL,REV,TRAN,LOG-SEC,PHY-SEC,ROTA,DISC-MAX,"
+                 "MOUNTPOINTS,FSTYPE,PTTYPE,LABEL,HOTPLUG,RM,RO,PKNAME")
+# Partition labels that mark the appliance's own stick (board/ssdbench/genimage.cfg).
+BOOT_LABELS = ("SSDBENCH", "SSDB-DATA")
+BOOT_DISK_FILE = "/run/ssdbench/boot-disk"
+PCIE_GEN = {"2.5": 1, "5.0": 2, "8.0": 3, "16.0": 4, "32.0": 5, "64.0": 6}
+SATA_GEN = {"1.5": 1, "3.0": 2, "6.0": 3}
+
+
+def _read(path):
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def _lsblk(paths=()):
+    return parse.lsblk(tools.run(["lsblk", "-J", "-b", "-o", LSBLK_COLUMNS, *paths]))
+
+
+def _mounts(node):
+    """Every mount point in a device's tree (its partitions, and whatever sits on them)."""
+    found = [(node["name"], m) for m in node.get("mountpoints") or [] if m]
+    for child in node.get("children", []):
+        found += _mounts(child)
+    return found
+
+
+def mounts(node):
+    return [f"/dev/{dev} on {mnt}" for dev, mnt in _mounts(node)]
+
+
+def _labels(node):
+    return [node.get("label")] + [lab for c in node.get("children", []) for lab in _labels(c)]
+
+
+def _boot_disk():
+    """The disk named by the boot flow as the appliance stick, if any."""
+    name = os.environ.get("SSDBENCH_BOOT_DISK") or _read(BOOT_DISK_FILE)
+    return os.path.basename(name) if name else None
+
+
+def _transport(node):
+    if node["type"] == "loop":
+        return "loop"
+    tran = node.get("tran")
+    if tran:
+        return tran
+    if node["name"].startswith("nvme"):
+        return "nvme"
+    subsystem = os.path.realpath(f"{SYS}/class/block/{node['name']}/device/subsystem")
+    return os.path.basename(subsystem) if os.path.exists(subsystem) else "unknown"
+
+
+def _hwmon_for(name):
+    """hwmon temperature input whose device is this drive or its controller (nvme, drivetemp)."""
+    candidates = {os.path.realpath(f"{SYS}/class/block/{name}/device"),
+                  os.path.realpath(f"{SYS}/class/block/{name}/device/device")}
+    for hwmon in sorted(glob.glob(f"{SYS}/class/hwmon/hwmon*")):
+        if os.path.realpath(f"{hwmon}/device") in candidates and os.path.exists(f"{hwmon}/temp1_input"):
+            return f"{hwmon}/temp1_input"
+    return None
+
+
+def _pcie_link(name):
+    pci = f"{SYS}/class/block/{name}/device/device"
+    speed, width = _read(f"{pci}/current_link_speed"), _read(f"{pci}/current_link_width")
+    if not speed:
+        return None
+    m = re.match(r"([\d.]+) GT/s", speed)
+    gen = PCIE_GEN.get(m.group(1)) if m else None
+    return {"kind": "pcie", "speed": speed, "width": f"x{width}" if width else None,
+            "generation": f"PCIe Gen{gen}" if gen else None,
+            "max_speed": _read(f"{pci}/max_link_speed"), "max_width": _read(f"{pci}/max_link_width")}
+
+
+def _sata_link(name):
+    m = re.search(r"/(ata\d+)/", os.path.realpath(f"{SYS}/class/block/{name}"))
+    if not m:
+        return None
+    spd = _read(f"{SYS}/class/ata_link/link{m.group(1)[3:]}/sata_spd")
+    if not spd or spd == "<unknown>":
+        return {"kind": "sata", "port": m.group(1), "speed": None, "generation": None}
+    g = SATA_GEN.get(spd.split()[0])
+    return {"kind": "sata", "port": m.group(1), "speed": spd, "generation": f"SATA Gen{g}" if g else None}
+
+
+def _partitions(name):
+    return sorted(os.path.basename(os.path.dirname(p)) for p in glob.glob(f"{SYS}/class/block/{name}/*/partition"))
+
+
+def _signatures(path, notes):
+    if os.geteuid() != 0:
+        notes.append("not root: file system signatures were not probed")
+        return []
+    try:
+        out = tools.run(["wipefs", "--no-act", "--json", path], timeout=30)
+    except SsdbenchError as exc:
+        notes.append(str(exc))
+        return []
+    if not out.strip():
+        return []
+    return [s.get("type") for s in json.loads(out).get("signatures", [])]
+
+
+def _enrich_nvme(drive, notes):
+    ctrl = re.sub(r"n\d+$", "", drive["name"])
+    if tools.which("nvme") is None:
+        notes.append("nvme-cli is not installed: identity comes from sysfs only")
+        return
+    try:
+        ids = parse.nvme_id_ctrl(tools.run(["nvme", "id-ctrl", f"/dev/{ctrl}", "-o", "json"]))
+    except SsdbenchError as exc:
+        notes.append(str(exc))
+        return
+    drive.update({k: ids[k] or drive.get(k) for k in ("model", "serial", "firmware")})
+    drive["erase"] = {"format": ids["format_supported"], "sanitize": ids["sanitize_supported"],
+                      "sanitize_block_erase": ids["sanitize_block_erase"],
+                      "crypto_erase": ids["crypto_erase_supported"], "ata_security": None}
+    drive["apst_supported"] = ids["apst_supported"]
+    drive["warning_temp_c"] = ids["warning_temp_k"] - 273 if ids["warning_temp_k"] else None
+    drive["trim_supported"] = ids["dataset_management"]
+    drive["controller"] = f"/dev/{ctrl}"
+
+
+def _enrich_ata(drive, notes):
+    if tools.which("smartctl"):
+        try:
+            smart = parse.smartctl(tools.run(["smartctl", "-j", "-a", drive["path"]], ok=None))
+            for key in ("model", "serial", "firmware"):
+                drive[key] = drive.get(key) or smart[key]
+            if drive["link"] is None or drive["link"].get("speed") is None and smart["link_current"]:
+                g = SATA_GEN.get((smart["link_current"] or "").split()[0] if smart["link_current"] else "")
+                drive["link"] = {"kind": "sata", "speed": smart["link_current"],
+                                 "generation": f"SATA Gen{g}" if g else None, "max": smart["link_max"]}
+            if smart["trim_supported"] is not None:
+                drive["trim_supported"] = smart["trim_supported"]
+        except SsdbenchError as exc:
+            notes.append(str(exc))
+    else:
+        notes.append("smartctl is not installed: no SMART identity or health")
+    if tools.which("hdparm") is None:
+        notes.append("hdparm is not installed: ATA security state unknown")
+        return
+    try:
+        ident = parse.hdparm_identify(tools.run(["hdparm", "-I", drive["path"]]))
+    except SsdbenchError as exc:
+        notes.append(str(exc))
+        return
+    security = ("not supported" if not ident["security_supported"] else
+                "frozen" if ident["security_frozen"] else
+                "enabled" if ident["security_enabled"] else "supported")
+    drive["erase"] = {"format": False, "sanitize": False, "ata_security": security,
+                      "ata_erase_minutes": ident["security_erase_minutes"]}
+    drive["trim_supported"] = ident["trim_supported"] or drive.get("trim_supported")
+
+
+def describe(node, named=False, allow_usb=False, root_disks=(), boot_disk=None):
+    """One drive's identity and verdict, from its lsblk node."""
+    name = node["name"]
+    notes = []
+    transport = _transport(node)
+    drive = {
+        "name": name, "path": node["path"], "transport": transport,
+        "model": (node.get("model") or "").strip() or None,
+        "serial": (node.get("serial") or "").strip() or None,
+        "firmware": (node.get("rev") or "").strip() or _read(f"{SYS}/class/block/{name}/device/firmware_rev"),
+        "capacity_bytes": node["size"], "logical_block_size": node["log-sec"],
+        "physical_block_size": node["phy-sec"], "rotational": node["rota"],
+        "link": _pcie_link(name) if transport == "nvme" else _sata_link(name) if transport == "sata" else None,
+        "trim_supported": bool(node.get("disc-max")),
+        "erase": {"format": False, "sanitize": False, "ata_security": None},
+        "temperature_source": None,
+        "partitions": _partitions(name),
+        "mounts": mounts(node),
+    }
+    if transport == "nvme":
+        _enrich_nvme(drive, notes)
+    elif transport in ("sata", "usb") and os.geteuid() == 0:
+        _enrich_ata(drive, notes)
+    hwmon = _hwmon_for(name)
+    if hwmon:
+        drive["temperature_source"] = f"hwmon:{hwmon}"
+    elif transport == "nvme" and tools.which("nvme"):
+        drive["temperature_source"] = f"nvme-smart-log:{drive.get('controller', node['path'])}"
+    elif transport in ("sata", "usb") and tools.which("smartctl"):
+        drive["temperature_source"] = f"smartctl:{node['path']}"
+    # A mounted drive is refused anyway, and probing it can fail while it is busy.
+    drive["signatures"] = [] if drive["mounts"] else _signatures(node["path"], notes)
+    drive["confirm_id"] = drive["serial"] or name
+    drive["development_target"] = transport == "loop"
+    drive["notes"] = notes
+    drive.update(verdict(drive, node, named, allow_usb, root_disks, boot_disk))
+    return drive
+
+
+def verdict(drive, node, named, allow_usb, root_disks, boot_disk):
+    name, transport = drive["name"], drive["transport"]
+
+    def no(reason):
+        return {"eligible": False, "needs_wipe_confirmation": False, "reason": reason}
+
+    if name in root_disks:
+        return no("holds the running system: never a target")
+    if name == boot_disk or any(lab in BOOT_LABELS for lab in _labels(node)):
+        return no("this is the ssdbench boot stick: never a target")
+    if drive["mounts"]:
+        return no(f"has mounted file systems ({', '.join(drive['mounts'])}): unmount them first")
+    if node.get("ro"):
+        return no("is read-only")
+    if not drive["capacity_bytes"]:
+        return no("has no medium (0 bytes)")
+    if transport == "loop" and not named:
+        return no("loop device: accepted only when named explicitly")
+    if transport == "usb" and not allow_usb:
+        return no("USB-attached: not a target by default (pass --allow-usb to test it anyway)")
+    if transport not in ("nvme", "sata", "loop", "usb"):
+        return no(f"not a SATA or NVMe drive (transport {transport})")
+    existing = [f"partition {p}" for p in drive["partitions"]] + [f"{s} signature" for s in drive["signatures"]]
+    if existing:
+        return {"eligible": True, "needs_wipe_confirmation": True,
+                "reason": f"holds data ({', '.join(existing)}): testing destroys it, so it needs --destroy-data"}
+    if transport == "loop":
+        return {"eligible": True, "needs_wipe_confirmation": False,
+                "reason": "loop device: a development target, results are not comparable with drives"}
+    return {"eligible": True, "needs_wipe_confirmation": False, "reason": f"empty {transport.upper()} drive"}
+
+
+def _root_disks(tree):
+    """Disks under the mount of / (on the appliance / is in RAM, so there are none)."""
+    found = set()
+    for node in tree:
+        if any(m == "/" for _, m in _mounts(node)):
+            found.add(node["name"])
+    return found
+
+
+def discover(named=(), allow_usb=False):
+    """Every SATA, NVMe and USB disk, plus the devices named explicitly (loop devices only then)."""
+    tree = _lsblk()
+    by_path = {n["path"]: n for n in tree}
+    roots = _root_disks(tree)
+    boot = _boot_disk()
+    named_paths = []
+    for path in named:
+        real = os.path.realpath(path)
+        if real not in by_path:
+            if not os.path.exists(path):
+                raise SsdbenchError(f"unknown drive {path}: no such device")
+            nodes = [n for n in tree if n["name"] == os.path.basename(real)]
+            if not nodes:
+                raise SsdbenchError(f"unknown drive {path}: not a whole block device (a partition?)")
+            by_path[real] = nodes[0]
+        named_paths.append(real)
+    drives = []
+    for node in tree:
+        is_named = node["path"] in named_paths
+        if node["type"] not in ("disk", "loop") or (node["type"] == "loop" and not is_named):
+            continue
+        if re.match(r"(zram|ram)\d", node["name"]):  # memory, not drives
+            continue
+        if named and not is_named:
+            continue
+        drives.append(describe(node, named=is_named, allow_usb=allow_usb, root_disks=roots, boot_disk=boot))
+    return drives
+
+
+def find(path, allow_usb=False):
+    return discover(named=[path], allow_usb=allow_usb)[0]
+
+
+def capacity(path):
+    """The size now, from sysfs: 0 or missing when the drive is gone."""
+    size = _read(f"{SYS}/class/block/{os.path.basename(os.path.realpath(path))}/size")
+    return int(size) * 512 if size else 0

@@ -1,0 +1,148 @@
+"""Run one fio step: write its job file, start fio, report progress each second, stop it cleanly.
+
+fio writes its JSON (one document per second, then the final one) to fio.json and
+its per-second logs beside it, in the step's folder. Those files are the raw
+result; everything stored in the database is read back from them.
+"""
+
+import ctypes
+import glob
+import os
+import re
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+
+from . import parse, tools
+from .plan import DUT_VAR
+
+TICK_S = 0.5
+STOP_GRACE_S = 30
+PR_SET_PDEATHSIG = 1
+# fio log names: <prefix>_<kind>.<job>.log; kind "clat_hist" holds histograms and is kept raw.
+LOG_RE = re.compile(r"_(iops|bw|lat|clat|slat)\.(\d+)\.log$")
+LOG_UNITS = {"iops": "IOPS", "bw": "KiB/s", "lat": "ns", "clat": "ns", "slat": "ns"}
+DIRECTION_NAMES = {0: "read", 1: "write", 2: "trim"}
+
+
+@dataclass
+class Outcome:
+    state: str  # done, failed or cancelled
+    error: str | None = None
+    metrics: list = field(default_factory=list)
+    series: list = field(default_factory=list)
+
+
+def _die_with_parent():
+    # If the runner is killed, fio must not go on writing to the drive on its own.
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def start(job_file_text, step_key, out_dir, device):
+    os.makedirs(out_dir, exist_ok=True)
+    job_path = os.path.join(out_dir, f"{step_key}.fio")
+    with open(job_path, "w") as f:
+        f.write(job_file_text)
+    argv = [tools.require("fio"), "--output-format=json", "--output=fio.json", "--status-interval=1",
+            os.path.basename(job_path)]
+    env = dict(os.environ, **{DUT_VAR: device})
+    with open(os.path.join(out_dir, "fio.stderr"), "w") as err:
+        return subprocess.Popen(argv, cwd=out_dir, env=env, stdout=subprocess.DEVNULL, stderr=err,
+                                preexec_fn=_die_with_parent, start_new_session=True)
+
+
+class StatusReader:
+    """Follows fio.json as it grows and yields each new --status-interval document."""
+
+    def __init__(self, path):
+        self.path = path
+        self.offset = 0
+        self.pending = ""
+        self.last = None
+
+    def poll(self):
+        try:
+            with open(self.path) as f:
+                f.seek(self.offset)
+                chunk = f.read()
+                self.offset = f.tell()
+        except FileNotFoundError:
+            return []
+        self.pending += chunk
+        docs, used = parse.fio_stream(self.pending)
+        self.pending = self.pending[used:]
+        return docs
+
+
+def run(job_file_text, step_key, out_dir, device, on_tick, should_stop):
+    """Run a step to its end. Twice a second, on_tick(latest status document or None, IOPS, bytes/s)."""
+    proc = start(job_file_text, step_key, out_dir, device)
+    reader = StatusReader(os.path.join(out_dir, "fio.json"))
+    latest, iops, bw = None, 0.0, 0.0
+    stopped_at = None
+    while True:
+        rc = proc.poll()
+        for doc in reader.poll():
+            if latest is not None:
+                iops, bw = parse.progress_between(latest, doc)
+            latest = doc
+        on_tick(latest, iops, bw)
+        if rc is not None:
+            break
+        if stopped_at is None and should_stop():
+            # SIGINT is fio's own clean stop: it ends the jobs and still writes its result.
+            proc.send_signal(signal.SIGINT)
+            stopped_at = time.monotonic()
+        elif stopped_at is not None and time.monotonic() - stopped_at > STOP_GRACE_S:
+            proc.kill()
+        time.sleep(TICK_S)
+    return collect(out_dir, rc, cancelled=stopped_at is not None)
+
+
+def stderr_message(out_dir):
+    """fio's own error lines, as it printed them."""
+    try:
+        with open(os.path.join(out_dir, "fio.stderr")) as f:
+            lines = [line.strip() for line in f if line.strip()]
+    except OSError:
+        return ""
+    errors = [line for line in lines if "error" in line.lower() or line.startswith("fio:")]
+    return "; ".join(errors or lines[-3:])
+
+
+def collect(out_dir, rc, cancelled=False):
+    """Read a finished step's fio.json and logs into metrics and series."""
+    with open(os.path.join(out_dir, "fio.json")) as f:
+        text = f.read()
+    docs = parse.fio_documents(text)
+    message = stderr_message(out_dir)
+    if not docs:
+        return Outcome("cancelled" if cancelled else "failed",
+                       message or f"fio exited with status {rc} and wrote no result")
+    doc = docs[-1]
+    outcome = Outcome("done", metrics=parse.fio_metrics(doc), series=read_logs(out_dir))
+    job_error = parse.fio_job_error(doc)
+    if cancelled:
+        outcome.state, outcome.error = "cancelled", "stopped by cancel"
+    elif rc != 0 or job_error:
+        outcome.state = "failed"
+        outcome.error = message or f"fio reported error {job_error} ({os.strerror(job_error)})"
+    return outcome
+
+
+def read_logs(out_dir):
+    """Per-second series from fio's logs: (name, unit, source, [(t_ms, value)]), one per direction."""
+    series = []
+    for path in sorted(glob.glob(os.path.join(out_dir, "*.log"))):
+        m = LOG_RE.search(path)
+        if not m:
+            continue
+        kind, job = m.group(1), int(m.group(2))
+        with open(path) as f:
+            samples = parse.fio_log(f.read())
+        for direction in sorted({s.direction for s in samples}):
+            name = f"{DIRECTION_NAMES.get(direction, direction)}.{kind}" + (f".job{job}" if job > 1 else "")
+            points = [(s.t_ms, s.value) for s in samples if s.direction == direction]
+            series.append((name, LOG_UNITS[kind], f"{os.path.basename(path)}:direction={direction}", points))
+    return series

@@ -1,0 +1,291 @@
+"""Turn the text that fio, nvme-cli, smartctl, hdparm and lsblk print into plain values.
+
+Nothing here starts a process or touches a device, so every function is tested on
+outputs captured from the real tools (tests/data/).
+"""
+
+import json
+import re
+from dataclasses import dataclass
+
+from .errors import SsdbenchError
+
+DIRECTIONS = ("read", "write", "trim")
+# Percentiles the suites ask fio for (percentile_list); fio keys them as "99.990000".
+PERCENTILES = ("50", "90", "99", "99.9", "99.99")
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One figure, with the JSON pointer (RFC 6901) of the fio field it was read from."""
+
+    name: str
+    value: float
+    unit: str
+    source: str
+
+
+def fio_documents(text):
+    """Every JSON document in fio's output, in order.
+
+    fio may print notes before its JSON, and --status-interval appends one whole
+    document per interval, so the text is a stream of documents, not one.
+    """
+    return fio_stream(text)[0]
+
+
+def fio_stream(text):
+    """The whole documents at the start of a growing fio output, and how many characters they used.
+
+    fio starts every document with a "{" at the start of a line; inner objects are
+    indented. A document that does not decode is complete only if another follows.
+    """
+    decoder = json.JSONDecoder()
+    starts = [m.start() for m in re.finditer(r"^\{", text, re.M)]
+    docs, used = [], 0
+    for n, start in enumerate(starts):
+        try:
+            doc, end = decoder.raw_decode(text, start)
+        except json.JSONDecodeError:
+            if n == len(starts) - 1:
+                return docs, start
+            continue
+        if isinstance(doc, dict) and "jobs" in doc:
+            docs.append(doc)
+        used = end
+    return docs, used
+
+
+def fio_result(text):
+    """The final document of fio's output: the one that holds the whole job's result."""
+    docs = fio_documents(text)
+    if not docs:
+        raise SsdbenchError("fio wrote no JSON result; see the step's fio.stderr for its message")
+    return docs[-1]
+
+
+def pointer_get(doc, pointer):
+    """Resolve an RFC 6901 JSON pointer such as /jobs/0/read/iops."""
+    value = doc
+    for token in pointer.lstrip("/").split("/"):
+        token = token.replace("~1", "/").replace("~0", "~")
+        value = value[int(token)] if isinstance(value, list) else value[token]
+    return value
+
+
+def _percentile_key(p):
+    return f"{float(p):.6f}"
+
+
+def fio_metrics(doc):
+    """The metrics of one fio result, each traced to its field in the JSON.
+
+    Only directions that did I/O are reported, so a read test has no write rows.
+    Job names prefix the metrics only when the result holds several jobs.
+    """
+    metrics = []
+    jobs = doc.get("jobs", [])
+    for i, job in enumerate(jobs):
+        prefix = f"{job['jobname']}." if len(jobs) > 1 else ""
+        base = f"/jobs/{i}"
+        for d in DIRECTIONS:
+            stats = job.get(d)
+            if not stats or not stats.get("total_ios"):
+                continue
+            p = f"{base}/{d}"
+
+            def add(name, unit, pointer):
+                metrics.append(Metric(f"{prefix}{d}.{name}", float(pointer_get(doc, pointer)), unit, pointer))
+
+            add("iops", "IOPS", f"{p}/iops")
+            add("bw", "B/s", f"{p}/bw_bytes")
+            add("io_bytes", "B", f"{p}/io_bytes")
+            add("total_ios", "IOs", f"{p}/total_ios")
+            add("runtime", "ms", f"{p}/runtime")
+            for stat in ("mean", "min", "max", "stddev"):
+                add(f"lat_{stat}", "ns", f"{p}/lat_ns/{stat}")
+            percentiles = stats.get("clat_ns", {}).get("percentile", {})
+            for pct in PERCENTILES:
+                if _percentile_key(pct) in percentiles:
+                    add(f"clat_p{pct}", "ns", f"{p}/clat_ns/percentile/{_percentile_key(pct)}")
+        metrics.append(Metric(f"{prefix}usr_cpu", float(job["usr_cpu"]), "%", f"{base}/usr_cpu"))
+        metrics.append(Metric(f"{prefix}sys_cpu", float(job["sys_cpu"]), "%", f"{base}/sys_cpu"))
+    for i, disk in enumerate(doc.get("disk_util", [])):
+        metrics.append(Metric(f"disk.{disk['name']}.util", float(disk["util"]), "%", f"/disk_util/{i}/util"))
+    return metrics
+
+
+def fio_job_error(doc):
+    """fio's own error number for the first failed job, or 0."""
+    return next((job["error"] for job in doc.get("jobs", []) if job.get("error")), 0)
+
+
+@dataclass(frozen=True)
+class LogSample:
+    t_ms: int
+    value: float
+    direction: int  # 0 read, 1 write, 2 trim, as fio writes it
+    bs: int
+
+
+def fio_log(text):
+    """Rows of a fio iops/bw/lat log: time (ms), value, direction, block size, ..."""
+    samples = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        fields = [f.strip() for f in line.split(",")]
+        try:
+            samples.append(LogSample(int(fields[0]), float(fields[1]), int(fields[2]), int(fields[3])))
+        except (ValueError, IndexError) as exc:
+            raise SsdbenchError(f"fio log line {n} is not 'time, value, direction, bs': {line!r}") from exc
+    return samples
+
+
+def progress_between(prev, cur):
+    """Current IOPS and bytes/s between two --status-interval documents (they are cumulative)."""
+    dt = (cur["timestamp_ms"] - prev["timestamp_ms"]) / 1000.0
+    if dt <= 0:
+        return 0.0, 0.0
+
+    def totals(doc):
+        ios = sum(job[d]["total_ios"] for job in doc["jobs"] for d in DIRECTIONS if d in job)
+        nbytes = sum(job[d]["io_bytes"] for job in doc["jobs"] for d in DIRECTIONS if d in job)
+        return ios, nbytes
+
+    ios0, b0 = totals(prev)
+    ios1, b1 = totals(cur)
+    return (ios1 - ios0) / dt, (b1 - b0) / dt
+
+
+def _load_json(text, tool):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SsdbenchError(f"{tool} did not print valid JSON: {exc}") from exc
+
+
+def lsblk(text):
+    """The block device tree from `lsblk -J -b -o ...`."""
+    return _load_json(text, "lsblk").get("blockdevices", [])
+
+
+def nvme_list(text):
+    """Devices from `nvme list -o json`, flattened to one dict per namespace."""
+    return _load_json(text, "nvme list").get("Devices", [])
+
+
+def nvme_id_ctrl(text):
+    doc = _load_json(text, "nvme id-ctrl")
+    oacs = int(doc.get("oacs", 0))
+    sanicap = int(doc.get("sanicap", 0))
+    return {
+        "model": str(doc.get("mn", "")).strip(),
+        "serial": str(doc.get("sn", "")).strip(),
+        "firmware": str(doc.get("fr", "")).strip(),
+        "format_supported": bool(oacs & 0x2),
+        # FNA bit 2: cryptographic erase; Format with SES=1 (user data erase) is always allowed when Format is.
+        "crypto_erase_supported": bool(int(doc.get("fna", 0)) & 0x4),
+        "sanitize_supported": bool(sanicap & 0x7),
+        "sanitize_block_erase": bool(sanicap & 0x2),
+        "sanitize_crypto_erase": bool(sanicap & 0x1),
+        "sanitize_overwrite": bool(sanicap & 0x4),
+        "apst_supported": bool(int(doc.get("apsta", 0)) & 0x1),
+        "warning_temp_k": int(doc.get("wctemp", 0)) or None,
+        "critical_temp_k": int(doc.get("cctemp", 0)) or None,
+        "dataset_management": bool(int(doc.get("oncs", 0)) & 0x4),
+    }
+
+
+def nvme_smart_log(text):
+    doc = _load_json(text, "nvme smart-log")
+    return {
+        "temperature_c": int(doc["temperature"]) - 273 if "temperature" in doc else None,
+        "data_units_written": int(doc.get("data_units_written", 0)),
+        "host_bytes_written": int(doc.get("data_units_written", 0)) * 512000,
+        "percent_used": doc.get("percent_used"),
+        "raw": doc,
+    }
+
+
+def smartctl(text):
+    """The fields of `smartctl -j -a` that identity and health need.
+
+    smartctl's exit status is a bit mask that is often non-zero on healthy drives,
+    so the JSON, not the status, says whether it worked.
+    """
+    doc = _load_json(text, "smartctl")
+    messages = [m.get("string", "") for m in doc.get("smartctl", {}).get("messages", [])]
+    speed = doc.get("interface_speed", {})
+    return {
+        "model": doc.get("model_name"),
+        "serial": doc.get("serial_number"),
+        "firmware": doc.get("firmware_version"),
+        "capacity_bytes": doc.get("user_capacity", {}).get("bytes"),
+        "logical_block_size": doc.get("logical_block_size"),
+        "physical_block_size": doc.get("physical_block_size"),
+        "protocol": doc.get("device", {}).get("protocol"),
+        "link_current": speed.get("current", {}).get("string"),
+        "link_max": speed.get("max", {}).get("string"),
+        "sata_version": doc.get("sata_version", {}).get("string"),
+        "trim_supported": doc.get("trim", {}).get("supported"),
+        "temperature_c": doc.get("temperature", {}).get("current"),
+        "host_bytes_written": _smartctl_host_bytes_written(doc),
+        "messages": messages,
+        "raw": doc,
+    }
+
+
+def _smartctl_host_bytes_written(doc):
+    nvme = doc.get("nvme_smart_health_information_log")
+    if nvme and "data_units_written" in nvme:
+        return nvme["data_units_written"] * 512000
+    for attr in doc.get("ata_smart_attributes", {}).get("table", []):
+        if attr.get("id") == 241:  # Total_LBAs_Written, in logical blocks on most drives
+            return attr["raw"]["value"] * (doc.get("logical_block_size") or 512)
+    return None
+
+
+_HDPARM_FIELDS = {
+    "model": re.compile(r"^\s*Model Number:\s*(.*?)\s*$", re.M),
+    "serial": re.compile(r"^\s*Serial Number:\s*(.*?)\s*$", re.M),
+    "firmware": re.compile(r"^\s*Firmware Revision:\s*(.*?)\s*$", re.M),
+    "logical_block_size": re.compile(r"^\s*Logical\s+Sector size:\s*(\d+) bytes", re.M),
+    "physical_block_size": re.compile(r"^\s*Physical Sector size:\s*(\d+) bytes", re.M),
+}
+
+
+def hdparm_identify(text):
+    """The identity, TRIM, link and ATA security state from `hdparm -I`."""
+    out = {}
+    for key in ("model", "serial", "firmware"):
+        m = _HDPARM_FIELDS[key].search(text)
+        out[key] = m.group(1) if m else None
+    for key in ("logical_block_size", "physical_block_size"):
+        m = _HDPARM_FIELDS[key].search(text)
+        out[key] = int(m.group(1)) if m else None
+    m = re.search(r"^\s*LBA48\s+user addressable sectors:\s*(\d+)", text, re.M) or re.search(
+        r"^\s*LBA\s+user addressable sectors:\s*(\d+)", text, re.M
+    )
+    out["sectors"] = int(m.group(1)) if m else None
+    out["trim_supported"] = bool(re.search(r"Data Set Management TRIM supported", text))
+    gens = re.findall(r"Gen(\d) signaling speed \(([\d.]+Gb/s)\)", text)
+    out["sata_generations"] = [f"SATA Gen{g} ({s})" for g, s in gens]
+    security = text.split("Security:", 1)[1] if "Security:" in text else ""
+    security = security.split("Logical Unit WWN", 1)[0].split("Checksum:", 1)[0]
+
+    def flag(word):
+        # hdparm prints "\tnot\tfrozen" or "\t\tfrozen": the word "not" comes before it.
+        m = re.search(rf"^\s*(not)?\s*{word}\s*$", security, re.M)
+        return None if m is None else m.group(1) is None
+
+    out["security_supported"] = flag("supported")
+    out["security_enabled"] = flag("enabled")
+    out["security_frozen"] = flag("frozen")
+    out["security_erase_minutes"] = _erase_minutes(security)
+    return out
+
+
+def _erase_minutes(security):
+    m = re.search(r"(\d+)min for SECURITY ERASE UNIT", security)
+    return int(m.group(1)) if m else None

@@ -1,0 +1,216 @@
+"""Execute a run: hold the lock, walk the plan, write progress, handle cancel, crash and failure.
+
+This is the only writer of run state. Each step is stored whole when it ends, so
+whatever stops the run (cancel, a vanished drive, a power cut) leaves every
+completed step intact.
+"""
+
+import fcntl
+import json
+import os
+import signal
+import time
+
+from . import drives, environment, fio, health, plan, purge, store, tools
+from .errors import SsdbenchError
+
+LOCK_NAME = "run.lock"
+
+
+class RunLock:
+    """An exclusive flock on data_dir/run.lock: the kernel drops it when the holder dies."""
+
+    def __init__(self, data_dir):
+        os.makedirs(data_dir, exist_ok=True)
+        self.path = os.path.join(data_dir, LOCK_NAME)
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+
+    def acquire(self):
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = read_lock(os.path.dirname(self.path))
+            raise SsdbenchError(f"another run is active (run {holder.get('run_id', '?')} on "
+                                f"{holder.get('device', '?')}, pid {holder.get('pid', '?')}); "
+                                "wait for it to end or cancel it with `ssdbench cancel`") from None
+        return self
+
+    def record(self, **info):
+        os.ftruncate(self.fd, 0)
+        os.pwrite(self.fd, json.dumps({"pid": os.getpid(), **info}).encode(), 0)
+
+    def release(self):
+        os.ftruncate(self.fd, 0)
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+        os.close(self.fd)
+
+
+def read_lock(data_dir):
+    try:
+        with open(os.path.join(data_dir, LOCK_NAME)) as f:
+            return json.loads(f.read() or "{}")
+    except (OSError, ValueError):
+        return {}
+
+
+def check_target(drive, confirm, destroy_data):
+    if not drive["eligible"]:
+        raise SsdbenchError(f"{drive['path']} is not a valid target: {drive['reason']}")
+    if confirm != drive["confirm_id"]:
+        raise SsdbenchError(f"confirmation does not name the drive: running a suite destroys all data on "
+                            f"{drive['path']} ({drive.get('model') or drive['transport']}); to go on, pass "
+                            f"--confirm {drive['confirm_id']}")
+    if drive["needs_wipe_confirmation"] and not destroy_data:
+        raise SsdbenchError(f"{drive['path']} {drive['reason']}")
+
+
+class Run:
+    def __init__(self, db, data_dir, run_id, drive, steps, on_progress=None):
+        self.on_progress = on_progress
+        self.db, self.data_dir, self.run_id, self.drive, self.steps = db, data_dir, run_id, drive, steps
+        self.total_estimate = plan.estimate_seconds(steps) or 1.0
+        self.cancel = False
+        self.started = time.monotonic()
+        self.temp_source = drive.get("temperature_source")
+        self.temp_series = None
+        self.last_temp = 0.0
+        self.last_cancel_check = 0.0
+        self.run_dir = os.path.join(data_dir, "runs", str(run_id))
+        os.makedirs(self.run_dir, exist_ok=True)
+
+    def should_stop(self):
+        now = time.monotonic()
+        if not self.cancel and now - self.last_cancel_check >= 1.0:
+            self.last_cancel_check = now
+            self.cancel = store.cancel_requested(self.db, self.run_id)
+        return self.cancel
+
+    def sample_temperature(self):
+        now = time.monotonic()
+        if self.temp_series is None or now - self.last_temp < 1.0:
+            return
+        self.last_temp = now
+        value = health.read_temperature(self.temp_source)
+        if value is not None:
+            store.append_points(self.db, self.temp_series, [(int((now - self.started) * 1000), value)])
+
+    def progress(self, idx, fraction, iops=None, bw=None):
+        done = sum(s.estimate_s for s in self.steps[:idx])
+        current = self.steps[idx].estimate_s if idx < len(self.steps) else 0
+        eta = max(0.0, self.total_estimate - done - fraction * current)
+        percent = min(100.0, 100.0 * (done + fraction * current) / self.total_estimate)
+        store.update_progress(self.db, self.run_id, idx, percent, eta, iops, bw)
+        if self.on_progress:
+            self.on_progress(idx, len(self.steps), percent, eta, iops, bw)
+        self.sample_temperature()
+
+    def fio_fraction(self, step, doc):
+        if doc is None:
+            return 0.0
+        job = doc["jobs"][0]
+        if step.runtime:
+            return min(1.0, job["elapsed"] / step.runtime)
+        done = sum(job[d]["io_bytes"] for d in ("read", "write", "trim"))
+        return min(1.0, done / max(1, step.size * step.options["numjobs"]))
+
+    def run_step(self, step):
+        out_rel = os.path.join("runs", str(self.run_id), f"{step.index:02d}-{step.id}")
+        out_dir = os.path.join(self.data_dir, out_rel)
+        sid = store.start_step(self.db, self.run_id, step.index, out_rel)
+        self.progress(step.index, 0.0)
+        if step.kind == "purge":
+            try:
+                detail = purge.purge(self.drive)
+            except SsdbenchError as exc:
+                store.finish_step(self.db, sid, "failed", error=str(exc))
+                return "failed", str(exc)
+            store.finish_step(self.db, sid, "done", detail=detail)
+            return "done", None
+        def tick(doc, iops, bw):
+            self.progress(step.index, self.fio_fraction(step, doc), iops, bw)
+
+        outcome = fio.run(step.job_file, step.id, out_dir, self.drive["path"], tick, self.should_stop)
+        if outcome.state == "failed" and drives.capacity(self.drive["path"]) == 0:
+            outcome.error = f"the drive {self.drive['path']} vanished during the step; fio said: {outcome.error}"
+        store.finish_step(self.db, sid, outcome.state, error=outcome.error,
+                          metrics=outcome.metrics, series=outcome.series)
+        return outcome.state, outcome.error
+
+    def execute(self):
+        if self.temp_source:
+            self.temp_series = store.add_series(self.db, self.run_id, None, "temperature", "°C",
+                                                self.temp_source, [])
+        self.write_json("health-before.json", health.snapshot(self.drive))
+        state, error = "done", None
+        for step in self.steps:
+            if self.should_stop():
+                state, error = "cancelled", "stopped by cancel"
+                break
+            try:
+                step_state, step_error = self.run_step(step)
+            except (SsdbenchError, OSError) as exc:
+                step_state, step_error = "failed", f"step {step.id}: {exc}"
+            if step_state != "done":
+                state, error = step_state, step_error
+                break
+        if state != "failed":
+            self.write_json("health-after.json", health.snapshot(self.drive))
+        if state == "done":
+            self.progress(len(self.steps), 0.0)
+        store.finish_run(self.db, self.run_id, state, error)
+        return state, error
+
+    def write_json(self, name, data):
+        with open(os.path.join(self.run_dir, name), "w") as f:
+            json.dump(data, f, indent=1)
+
+
+def execute(data_dir, suite, device, confirm, destroy_data=False, allow_usb=False, on_progress=None):
+    """Run `suite` on `device`, in the foreground. Returns (run id, final state, error)."""
+    if os.geteuid() != 0:
+        raise SsdbenchError("ssdbench must run as root to open raw block devices; run it with sudo")
+    tools.require("fio")
+    lock = RunLock(data_dir).acquire()
+    try:
+        db = store.connect(data_dir)
+        store.mark_interrupted(db)
+        drive = drives.find(device, allow_usb=allow_usb)
+        check_target(drive, confirm, destroy_data)
+        if drive["transport"] == "nvme":
+            tools.require("nvme")
+        steps = plan.compile_plan(suite, drive["capacity_bytes"])
+        run_id = store.create_run(db, store.upsert_drive(db, drive), suite, steps)
+        lock.record(run_id=run_id, device=drive["path"])
+        env = environment.fingerprint(suite, drive)
+        store.set_environment(db, run_id, env)
+        run = Run(db, data_dir, run_id, drive, steps, on_progress)
+        run.write_json("environment.json", env)
+
+        def on_signal(signum, frame):
+            run.cancel = True
+
+        previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            state, error = run.execute()
+        finally:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+        return run_id, state, error
+    finally:
+        lock.release()
+
+
+def cancel(data_dir):
+    """Ask the active run to stop: a flag in the database, and SIGTERM to its process."""
+    db = store.connect(data_dir)
+    run = store.active_run(db)
+    if run is None:
+        raise SsdbenchError("no run is active")
+    store.request_cancel(db, run["id"])
+    pid = run["pid"] or read_lock(data_dir).get("pid")
+    if pid:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    return run["id"]

@@ -1,0 +1,286 @@
+"""The results store: SQLite in WAL mode, plain SQL, schema versioned with PRAGMA user_version.
+
+This is the only module that writes SQL. The raw fio outputs live beside the
+database, under runs/<run id>/, and each step row names its folder.
+"""
+
+import json
+import os
+import sqlite3
+import time
+
+DB_NAME = "ssdbench.db"
+RUN_STATES = ("queued", "running", "done", "failed", "cancelled", "interrupted")
+ACTIVE_STATES = ("queued", "running")
+
+# Each entry moves the schema up one version; never edit one that has shipped.
+MIGRATIONS = [
+    """
+    CREATE TABLE drives (
+        id INTEGER PRIMARY KEY,
+        identity_key TEXT NOT NULL UNIQUE,
+        path TEXT NOT NULL,
+        model TEXT,
+        serial TEXT,
+        firmware TEXT,
+        capacity_bytes INTEGER,
+        transport TEXT,
+        identity_json TEXT NOT NULL
+    );
+    CREATE TABLE runs (
+        id INTEGER PRIMARY KEY,
+        drive_id INTEGER NOT NULL REFERENCES drives(id),
+        suite TEXT NOT NULL,
+        suite_hash TEXT NOT NULL,
+        standard INTEGER NOT NULL,
+        state TEXT NOT NULL CHECK (state IN ('queued','running','done','failed','cancelled','interrupted')),
+        origin TEXT NOT NULL DEFAULT 'local',
+        created_at REAL NOT NULL,
+        started_at REAL,
+        finished_at REAL,
+        error TEXT,
+        environment_json TEXT,
+        pid INTEGER,
+        cancel_requested INTEGER NOT NULL DEFAULT 0,
+        step_index INTEGER,
+        step_count INTEGER NOT NULL,
+        percent REAL NOT NULL DEFAULT 0,
+        eta_s REAL,
+        cur_iops REAL,
+        cur_bw REAL,
+        progress_at REAL
+    );
+    CREATE TABLE steps (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        idx INTEGER NOT NULL,
+        key TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        title TEXT NOT NULL,
+        state TEXT NOT NULL DEFAULT 'pending',
+        estimate_s REAL,
+        started_at REAL,
+        finished_at REAL,
+        error TEXT,
+        job_file TEXT,
+        out_dir TEXT,
+        detail_json TEXT,
+        UNIQUE (run_id, idx)
+    );
+    CREATE TABLE metrics (
+        id INTEGER PRIMARY KEY,
+        step_id INTEGER NOT NULL REFERENCES steps(id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        value REAL NOT NULL,
+        unit TEXT NOT NULL,
+        source TEXT NOT NULL,
+        UNIQUE (step_id, name)
+    );
+    CREATE TABLE series (
+        id INTEGER PRIMARY KEY,
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        step_id INTEGER REFERENCES steps(id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        unit TEXT NOT NULL,
+        source TEXT NOT NULL
+    );
+    CREATE TABLE points (
+        series_id INTEGER NOT NULL REFERENCES series(id) ON DELETE CASCADE,
+        t_ms INTEGER NOT NULL,
+        value REAL NOT NULL
+    );
+    CREATE INDEX points_by_series ON points (series_id, t_ms);
+    CREATE INDEX series_by_run ON series (run_id);
+    """,
+]
+
+
+def db_path(data_dir):
+    return os.path.join(data_dir, DB_NAME)
+
+
+def connect(data_dir):
+    os.makedirs(data_dir, exist_ok=True)
+    db = sqlite3.connect(db_path(data_dir), timeout=30, isolation_level=None)
+    db.row_factory = sqlite3.Row
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA foreign_keys=ON")
+    # NORMAL is durable across power cuts in WAL mode: only the last commits can roll back.
+    db.execute("PRAGMA synchronous=NORMAL")
+    migrate(db)
+    return db
+
+
+def migrate(db):
+    version = db.execute("PRAGMA user_version").fetchone()[0]
+    for n, sql in enumerate(MIGRATIONS[version:], version + 1):
+        with transaction(db):
+            _apply(db, sql)
+            db.execute(f"PRAGMA user_version={n}")
+
+
+def _apply(db, sql):
+    for statement in sql.split(";"):
+        if statement.strip():
+            db.execute(statement)
+
+
+class transaction:
+    """BEGIN IMMEDIATE ... COMMIT, or ROLLBACK on error (the connection is in autocommit mode)."""
+
+    def __init__(self, db):
+        self.db = db
+
+    def __enter__(self):
+        self.db.execute("BEGIN IMMEDIATE")
+        return self.db
+
+    def __exit__(self, exc_type, exc, tb):
+        self.db.execute("ROLLBACK" if exc_type else "COMMIT")
+        return False
+
+
+def upsert_drive(db, identity):
+    key = f"{identity.get('model')}|{identity.get('serial') or identity['path']}"
+    db.execute(
+        """INSERT INTO drives (identity_key, path, model, serial, firmware, capacity_bytes, transport, identity_json)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+           ON CONFLICT (identity_key) DO UPDATE SET path=excluded.path, firmware=excluded.firmware,
+             capacity_bytes=excluded.capacity_bytes, transport=excluded.transport,
+             identity_json=excluded.identity_json""",
+        (key, identity["path"], identity.get("model"), identity.get("serial"), identity.get("firmware"),
+         identity.get("capacity_bytes"), identity.get("transport"), json.dumps(identity)),
+    )
+    return db.execute("SELECT id FROM drives WHERE identity_key=?", (key,)).fetchone()[0]
+
+
+def create_run(db, drive_id, suite, plan, state="running"):
+    now = time.time()
+    with transaction(db):
+        cur = db.execute(
+            """INSERT INTO runs (drive_id, suite, suite_hash, standard, state, created_at, started_at, pid,
+                                 step_count)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+            (drive_id, suite.name, suite.sha256, int(suite.locked), state, now,
+             now if state == "running" else None, os.getpid(), len(plan)),
+        )
+        run_id = cur.lastrowid
+        db.executemany(
+            "INSERT INTO steps (run_id, idx, key, kind, title, estimate_s, job_file) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [(run_id, s.index, s.id, s.kind, s.title, s.estimate_s, s.job_file) for s in plan],
+        )
+    return run_id
+
+
+def set_environment(db, run_id, environment):
+    db.execute("UPDATE runs SET environment_json=? WHERE id=?", (json.dumps(environment), run_id))
+
+
+def finish_run(db, run_id, state, error=None):
+    with transaction(db):
+        db.execute("UPDATE runs SET state=?, error=?, finished_at=?, pid=NULL WHERE id=?",
+                   (state, error, time.time(), run_id))
+        db.execute("UPDATE steps SET state=? WHERE run_id=? AND state='running'", (state, run_id))
+        db.execute("UPDATE steps SET state='skipped' WHERE run_id=? AND state='pending'", (run_id,))
+
+
+def step_id(db, run_id, idx):
+    return db.execute("SELECT id FROM steps WHERE run_id=? AND idx=?", (run_id, idx)).fetchone()[0]
+
+
+def start_step(db, run_id, idx, out_dir):
+    db.execute("UPDATE steps SET state='running', started_at=?, out_dir=? WHERE run_id=? AND idx=?",
+               (time.time(), out_dir, run_id, idx))
+    return step_id(db, run_id, idx)
+
+
+def finish_step(db, sid, state, error=None, detail=None, metrics=(), series=()):
+    """Close a step with its metrics and time series in one transaction, so a step is whole or absent."""
+    with transaction(db):
+        db.execute("UPDATE steps SET state=?, error=?, finished_at=?, detail_json=? WHERE id=?",
+                   (state, error, time.time(), json.dumps(detail) if detail is not None else None, sid))
+        run_id = db.execute("SELECT run_id FROM steps WHERE id=?", (sid,)).fetchone()[0]
+        db.executemany("INSERT INTO metrics (step_id, name, value, unit, source) VALUES (?, ?, ?, ?, ?)",
+                       [(sid, m.name, m.value, m.unit, m.source) for m in metrics])
+        for name, unit, source, points in series:
+            add_series(db, run_id, sid, name, unit, source, points)
+
+
+def add_series(db, run_id, sid, name, unit, source, points):
+    series_id = db.execute("INSERT INTO series (run_id, step_id, name, unit, source) VALUES (?, ?, ?, ?, ?)",
+                           (run_id, sid, name, unit, source)).lastrowid
+    append_points(db, series_id, points)
+    return series_id
+
+
+def append_points(db, series_id, points):
+    db.executemany("INSERT INTO points (series_id, t_ms, value) VALUES (?, ?, ?)",
+                   ((series_id, t, v) for t, v in points))
+
+
+def update_progress(db, run_id, step_index, percent, eta_s, cur_iops, cur_bw):
+    db.execute("""UPDATE runs SET step_index=?, percent=?, eta_s=?, cur_iops=?, cur_bw=?, progress_at=?
+                  WHERE id=?""", (step_index, percent, eta_s, cur_iops, cur_bw, time.time(), run_id))
+
+
+def request_cancel(db, run_id):
+    db.execute("UPDATE runs SET cancel_requested=1 WHERE id=?", (run_id,))
+
+
+def cancel_requested(db, run_id):
+    return bool(db.execute("SELECT cancel_requested FROM runs WHERE id=?", (run_id,)).fetchone()[0])
+
+
+def mark_interrupted(db):
+    """Runs still marked running belong to a process that died (crash or power cut).
+
+    Call this only while holding the run lock, so no live run can be caught.
+    Completed steps keep their state and data.
+    """
+    with transaction(db):
+        ids = [r[0] for r in db.execute("SELECT id FROM runs WHERE state='running'")]
+        for run_id in ids:
+            db.execute("UPDATE steps SET state='interrupted' WHERE run_id=? AND state='running'", (run_id,))
+            db.execute("UPDATE steps SET state='skipped' WHERE run_id=? AND state='pending'", (run_id,))
+            db.execute("""UPDATE runs SET state='interrupted', pid=NULL, finished_at=?,
+                          error='the run was cut off (crash or power loss); completed steps are kept'
+                          WHERE id=?""", (time.time(), run_id))
+    return ids
+
+
+def active_run(db):
+    return db.execute("SELECT * FROM runs WHERE state='running' ORDER BY id DESC LIMIT 1").fetchone()
+
+
+def list_runs(db):
+    rows = db.execute(
+        """SELECT runs.id, runs.suite, runs.suite_hash, runs.standard, runs.state, runs.origin,
+                  runs.created_at, runs.finished_at, runs.percent, runs.error,
+                  drives.path, drives.model, drives.serial
+           FROM runs JOIN drives ON drives.id = runs.drive_id ORDER BY runs.id""")
+    return [dict(r) for r in rows]
+
+
+def get_run(db, run_id):
+    run = db.execute("SELECT * FROM runs WHERE id=?", (run_id,)).fetchone()
+    if run is None:
+        return None
+    out = dict(run)
+    out["environment"] = json.loads(out.pop("environment_json") or "null")
+    drive = db.execute("SELECT * FROM drives WHERE id=?", (run["drive_id"],)).fetchone()
+    out["drive"] = json.loads(drive["identity_json"])
+    out["steps"] = []
+    for step in db.execute("SELECT * FROM steps WHERE run_id=? ORDER BY idx", (run_id,)):
+        s = dict(step)
+        s["detail"] = json.loads(s.pop("detail_json") or "null")
+        s["metrics"] = [dict(m) for m in db.execute(
+            "SELECT name, value, unit, source FROM metrics WHERE step_id=? ORDER BY id", (step["id"],))]
+        out["steps"].append(s)
+    out["series"] = [dict(r) for r in db.execute(
+        "SELECT id, step_id, name, unit, source FROM series WHERE run_id=? ORDER BY id", (run_id,))]
+    return out
+
+
+def series_points(db, series_id):
+    return [(r[0], r[1]) for r in db.execute(
+        "SELECT t_ms, value FROM points WHERE series_id=? ORDER BY t_ms", (series_id,))]

@@ -1,0 +1,49 @@
+"""Find and start the external tools: always an argv list, never a shell."""
+
+import os
+import shutil
+import subprocess
+
+from .errors import SsdbenchError
+
+# What to install when a tool is missing, by the name of its command.
+PACKAGES = {"fio": "fio", "nvme": "nvme-cli", "smartctl": "smartmontools", "hdparm": "hdparm",
+            "lsblk": "util-linux", "blkdiscard": "util-linux", "wipefs": "util-linux"}
+
+
+def which(name):
+    return shutil.which(name, path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin")
+
+
+def require(name):
+    path = which(name)
+    if path is None:
+        raise SsdbenchError(f"{name} is not installed (not found in PATH); install the "
+                            f"{PACKAGES.get(name, name)} package")
+    return path
+
+
+def run(argv, timeout=60, ok=(0,)):
+    """Run a tool to completion and return its stdout; a clear error if it fails."""
+    argv = [require(argv[0]), *argv[1:]]
+    try:
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, errors="replace")
+    except subprocess.TimeoutExpired as exc:
+        raise SsdbenchError(f"{os.path.basename(argv[0])} did not finish within {timeout} s") from exc
+    if ok is not None and proc.returncode not in ok:
+        msg = (proc.stderr or proc.stdout).strip().splitlines()
+        raise SsdbenchError(f"{' '.join(argv[:1] + argv[1:4])} failed (exit {proc.returncode}): "
+                            f"{msg[-1] if msg else 'no message'}")
+    return proc.stdout
+
+
+def version(name):
+    """The first line a tool prints of its own version, or why there is none."""
+    flags = {"fio": ["--version"], "nvme": ["version"], "hdparm": ["-V"], "smartctl": ["--version"]}
+    if which(name) is None:
+        return "not installed"
+    try:
+        out = run([name, *flags.get(name, ["--version"])], timeout=10, ok=None)
+    except SsdbenchError as exc:
+        return f"unknown ({exc})"
+    return next((line.strip() for line in out.splitlines() if line.strip()), "unknown")

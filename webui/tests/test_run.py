@@ -1,0 +1,213 @@
+"""The runner end to end: real fio on real loop devices, results in a real SQLite file."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import needs_root, show, ssdbench
+from ssdbench import parse, store
+
+pytestmark = needs_root()
+
+
+def start_run(dev, data_dir, *extra):
+    """Start `ssdbench run` in the background, as a tester at the console would."""
+    argv = [sys.executable, "-m", "ssdbench.cli", "run", "--suite", "smoke", "--drive", dev,
+            "--confirm", os.path.basename(dev), "--data-dir", str(data_dir), *extra]
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def wait_for_step(data_dir, key, state="running", timeout=60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if os.path.exists(store.db_path(data_dir)):
+            db = store.connect(data_dir)
+            row = db.execute("SELECT state FROM steps WHERE key=? ORDER BY id DESC LIMIT 1", (key,)).fetchone()
+            db.close()
+            if row and row[0] == state:
+                return
+        time.sleep(0.2)
+    raise AssertionError(f"step {key} never reached {state}")
+
+
+def test_smoke_suite_end_to_end_and_every_metric_traces_to_fio(loopdev, tmp_path):
+    dev, _ = loopdev()
+    data_dir = tmp_path / "data"
+    proc = ssdbench("run", "--suite", "smoke", "--drive", dev, "--confirm", os.path.basename(dev), data_dir=data_dir)
+    assert proc.returncode == 0, proc.stderr
+    assert "run 1: done" in proc.stdout
+    run = show(1, data_dir)
+    assert run["state"] == "done" and run["percent"] == 100.0
+    assert run["standard"] == 1 and run["suite_hash"] == run["environment"]["suite"]["sha256"]
+    assert [s["state"] for s in run["steps"]] == ["done"] * 6
+    assert run["steps"][0]["detail"]["method"].startswith("discard")
+    env = run["environment"]
+    assert env["kernel"]["release"] == os.uname().release and env["tools"]["fio"].startswith("fio-")
+    assert {"cmdline", "version"} <= set(env["kernel"]) and {"model", "governor", "cstates"} <= set(env["cpu"])
+    for step in run["steps"][1:]:
+        folder = data_dir / step["out_dir"]
+        doc = parse.fio_result((folder / "fio.json").read_text())
+        assert (folder / f"{step['key']}.fio").read_text() == step["job_file"]
+        assert step["metrics"], step["key"]
+        for m in step["metrics"]:
+            assert parse.pointer_get(doc, m["source"]) == m["value"], (step["key"], m)
+        iops = {m["name"]: m["value"] for m in step["metrics"]}
+        assert ("read.iops" in iops) == (step["key"] in ("rand-read-4k", "seq-read-128k"))
+    # Per-second logs became series, and each point is a line of fio's log.
+    db = store.connect(data_dir)
+    series = [s for s in run["series"] if s["name"] == "write.iops" and s["step_id"] == run["steps"][3]["id"]]
+    assert len(series) == 1
+    log_name, _, direction = series[0]["source"].partition(":direction=")
+    log = parse.fio_log((data_dir / run["steps"][3]["out_dir"] / log_name).read_text())
+    assert store.series_points(db, series[0]["id"]) == [(s.t_ms, s.value) for s in log if s.direction == int(direction)]
+
+
+def test_re_run_the_saved_job_file_with_plain_fio(loopdev, tmp_path):
+    dev, _ = loopdev()
+    data_dir = tmp_path / "data"
+    ssdbench("run", "--suite", "smoke", "--drive", dev, "--confirm", os.path.basename(dev), data_dir=data_dir,
+             check=True)
+    step = show(1, data_dir)["steps"][2]
+    job = tmp_path / "again.fio"
+    job.write_text(step["job_file"])
+    out = subprocess.run(["fio", "--output-format=json", str(job)], cwd=tmp_path, capture_output=True, text=True,
+                         env=dict(os.environ, SSDBENCH_DUT=dev), check=True).stdout
+    assert parse.fio_result(out)["jobs"][0]["read"]["total_ios"] > 0
+
+
+def test_second_run_is_refused_while_one_is_active(loopdev, tmp_path):
+    dev, _ = loopdev()
+    other, _ = loopdev(name="other.img")
+    data_dir = tmp_path / "data"
+    first = start_run(dev, data_dir)
+    try:
+        wait_for_step(data_dir, "rand-read-4k")
+        second = ssdbench("run", "--suite", "smoke", "--drive", other, "--confirm", os.path.basename(other),
+                          data_dir=data_dir)
+        assert second.returncode == 2
+        assert f"another run is active (run 1 on {dev}" in second.stderr
+    finally:
+        first.wait(timeout=120)
+    assert first.returncode == 0
+
+
+def test_cancel_stops_fio_cleanly(loopdev, tmp_path):
+    dev, _ = loopdev()
+    data_dir = tmp_path / "data"
+    proc = start_run(dev, data_dir)
+    wait_for_step(data_dir, "rand-read-4k")
+    cancelled = ssdbench("cancel", data_dir=data_dir)
+    assert cancelled.returncode == 0 and "asked run 1 to stop" in cancelled.stdout
+    proc.wait(timeout=60)
+    assert proc.returncode == 1
+    run = show(1, data_dir)
+    assert run["state"] == "cancelled"
+    states = [s["state"] for s in run["steps"]]
+    assert states[:2] == ["done", "done"] and states[2] == "cancelled" and set(states[3:]) == {"skipped"}
+    # fio stopped on SIGINT and still wrote its result for the partial step.
+    assert run["steps"][2]["metrics"]
+
+
+def test_sigterm_cancels_too(loopdev, tmp_path):
+    dev, _ = loopdev()
+    data_dir = tmp_path / "data"
+    proc = start_run(dev, data_dir)
+    wait_for_step(data_dir, "rand-read-4k")
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=60)
+    assert show(1, data_dir)["state"] == "cancelled"
+
+
+def test_killed_runner_leaves_an_interrupted_run_with_its_steps(loopdev, tmp_path):
+    dev, _ = loopdev()
+    data_dir = tmp_path / "data"
+    proc = start_run(dev, data_dir)
+    wait_for_step(data_dir, "rand-write-4k")
+    proc.kill()  # as a power cut would
+    proc.wait()
+    time.sleep(0.5)
+    assert subprocess.run(["pgrep", "-f", "rand-write-4k.fio"], capture_output=True).returncode == 1, \
+        "fio outlived its runner"
+    assert show(1, data_dir)["state"] == "running"
+    # The next start marks it; it then runs normally.
+    again = ssdbench("run", "--suite", "smoke", "--drive", dev, "--confirm", os.path.basename(dev),
+                     data_dir=data_dir)
+    assert again.returncode == 0, again.stderr
+    run = show(1, data_dir)
+    assert run["state"] == "interrupted"
+    states = [s["state"] for s in run["steps"]]
+    assert states[:3] == ["done", "done", "done"] and states[3] == "interrupted"
+    assert all(s["metrics"] for s in run["steps"][1:3])
+    assert show(2, data_dir)["state"] == "done"
+
+
+def test_drive_that_vanishes_fails_its_step_with_fios_message(loopdev, tmp_path):
+    dev, img = loopdev()
+    data_dir = tmp_path / "data"
+    proc = start_run(dev, data_dir)
+    wait_for_step(data_dir, "rand-write-4k")
+    time.sleep(1)
+    # A busy loop device only detaches on last close, so take its medium away first.
+    subprocess.run(["truncate", "-s", "0", str(img)], check=True)
+    subprocess.run(["losetup", "-c", dev], check=True)
+    subprocess.run(["losetup", "-d", dev], check=True)
+    proc.wait(timeout=60)
+    assert proc.returncode == 1
+    run = show(1, data_dir)
+    assert run["state"] == "failed"
+    step = run["steps"][3]
+    assert step["state"] == "failed"
+    assert f"the drive {dev} vanished during the step; fio said: fio: io_u error on file {dev}" in step["error"]
+    assert [s["state"] for s in run["steps"][:3]] == ["done"] * 3
+
+
+def test_mounted_loop_device_is_refused(loopdev, tmp_path):
+    dev, _ = loopdev("64M")
+    subprocess.run(["mkfs.ext4", "-q", dev], check=True)
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    subprocess.run(["mount", dev, str(mnt)], check=True)
+    try:
+        proc = ssdbench("run", "--suite", "smoke", "--drive", dev, "--confirm", os.path.basename(dev),
+                        data_dir=tmp_path / "data")
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)
+    assert proc.returncode == 2
+    assert f"is not a valid target: has mounted file systems ({dev} on {mnt})" in proc.stderr
+
+
+def test_existing_data_and_wrong_confirmation_are_refused(loopdev, tmp_path):
+    dev, _ = loopdev("64M")
+    wrong = ssdbench("run", "--suite", "smoke", "--drive", dev, "--confirm", "SOMETHING", data_dir=tmp_path)
+    assert wrong.returncode == 2 and f"--confirm {os.path.basename(dev)}" in wrong.stderr
+    subprocess.run(["mkfs.ext4", "-q", dev], check=True)
+    kept = ssdbench("run", "--suite", "smoke", "--drive", dev, "--confirm", os.path.basename(dev), data_dir=tmp_path)
+    assert kept.returncode == 2 and "needs --destroy-data" in kept.stderr
+
+
+def test_tampered_suite_file_is_refused_by_run(loopdev, tmp_path):
+    dev, _ = loopdev("64M")
+    from importlib import resources
+    f = tmp_path / "smoke.toml"
+    f.write_text((resources.files("ssdbench") / "suites" / "smoke.toml").read_text().replace("iodepth = 3", "iodepth = 4"))
+    proc = ssdbench("run", "--suite-file", str(f), "--drive", dev, "--confirm", os.path.basename(dev),
+                    data_dir=tmp_path / "data")
+    assert proc.returncode == 2 and "the file was changed" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_missing_fio_and_not_root_are_clear_errors(loopdev, tmp_path):
+    dev, _ = loopdev("64M")
+    args = ["run", "--suite", "smoke", "--drive", dev, "--confirm", os.path.basename(dev)]
+    no_fio = ssdbench(*args, data_dir=tmp_path, env=dict(os.environ, PATH="/nonexistent"))
+    assert no_fio.returncode == 2
+    assert no_fio.stderr.strip() == "ssdbench: error: fio is not installed (not found in PATH); install the fio package"
+    as_nobody = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m",
+                                "ssdbench.cli", *args, "--data-dir", str(tmp_path)],
+                               capture_output=True, text=True, env=os.environ)
+    assert as_nobody.returncode == 2
+    assert "must run as root" in as_nobody.stderr and "Traceback" not in as_nobody.stderr
