@@ -52,4 +52,6 @@ def fingerprint(suite, drive):
         "drive": {k: drive.get(k) for k in ("path", "model", "serial", "firmware", "capacity_bytes",
                                             "logical_block_size", "physical_block_size", "transport", "link",
                                             "trim_supported", "erase")},
+        "temperature_source": drive.get("temperature_source")
+        or f"unavailable: no sensor found for this {drive['transport']} device (no hwmon, no health log)",
     }

@@ -12,7 +12,7 @@ PACKAGES = {"fio": "fio", "nvme": "nvme-cli", "smartctl": "smartmontools", "hdpa
 
 
 def which(name):
-    return shutil.which(name, path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin")
+    return shutil.which(name)
 
 
 def require(name):
