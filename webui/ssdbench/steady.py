@@ -1,0 +1,51 @@
+"""Steady-state detection by the SNIA PTS rule, on rounds of a per-second series.
+
+A round is ROUND_S seconds of the series, averaged. Steady state is reached at the
+last round of the first window of WINDOW rounds in which
+- the range of the round averages is within 20% of the window's average, and
+- the excursion of the least-squares line across the window (slope times the
+  window's width) is within 10% of that average.
+"""
+
+from dataclasses import dataclass
+
+ROUND_S = 60
+WINDOW = 5
+MAX_RANGE = 0.20
+MAX_SLOPE_EXCURSION = 0.10
+
+
+@dataclass(frozen=True)
+class SteadyState:
+    reached: bool
+    round: int | None  # 1-based round at which it was reached
+    t_s: int | None  # seconds from the start at the end of that round
+    window_average: float | None
+
+
+def rounds(values, round_s=ROUND_S):
+    """Averages of whole rounds of a once-a-second series; a partial last round is left out."""
+    return [sum(values[i:i + round_s]) / round_s for i in range(0, len(values) - round_s + 1, round_s)]
+
+
+def slope(ys):
+    n = len(ys)
+    mean_x, mean_y = (n - 1) / 2, sum(ys) / n
+    return sum((x - mean_x) * (y - mean_y) for x, y in enumerate(ys)) / sum((x - mean_x) ** 2 for x in range(n))
+
+
+def window_is_steady(window):
+    avg = sum(window) / len(window)
+    if avg <= 0:
+        return False
+    return (max(window) - min(window)) <= MAX_RANGE * avg and \
+        abs(slope(window) * (len(window) - 1)) <= MAX_SLOPE_EXCURSION * avg
+
+
+def detect(values, round_s=ROUND_S):
+    avgs = rounds(values, round_s)
+    for end in range(WINDOW, len(avgs) + 1):
+        window = avgs[end - WINDOW:end]
+        if window_is_steady(window):
+            return SteadyState(True, end, end * round_s, sum(window) / WINDOW)
+    return SteadyState(False, None, None, None)
