@@ -34,12 +34,16 @@ class Outcome:
     series: list = field(default_factory=list)
 
 
-def _die_with_parent():
-    # If the runner is killed, fio must not go on writing to the drive on its own.
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+def _child_setup(cpus):
+    def setup():
+        # If the runner is killed, fio must not go on writing to the drive on its own.
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if cpus:
+            os.sched_setaffinity(0, cpus)
+    return setup
 
 
-def start(job_file_text, step_key, out_dir, device):
+def start(job_file_text, step_key, out_dir, device, cpus=None):
     os.makedirs(out_dir, exist_ok=True)
     job_path = os.path.join(out_dir, f"{step_key}.fio")
     with open(job_path, "w") as f:
@@ -49,7 +53,7 @@ def start(job_file_text, step_key, out_dir, device):
     env = dict(os.environ, **{DUT_VAR: device})
     with open(os.path.join(out_dir, "fio.stderr"), "w") as err:
         return subprocess.Popen(argv, cwd=out_dir, env=env, stdout=subprocess.DEVNULL, stderr=err,
-                                preexec_fn=_die_with_parent, start_new_session=True)
+                                preexec_fn=_child_setup(cpus), start_new_session=True)
 
 
 class StatusReader:
@@ -75,9 +79,9 @@ class StatusReader:
         return docs
 
 
-def run(job_file_text, step_key, out_dir, device, on_tick, should_stop):
+def run(job_file_text, step_key, out_dir, device, on_tick, should_stop, cpus=None):
     """Run a step to its end. Twice a second, on_tick(latest status document or None, IOPS, bytes/s)."""
-    proc = start(job_file_text, step_key, out_dir, device)
+    proc = start(job_file_text, step_key, out_dir, device, cpus)
     reader = StatusReader(os.path.join(out_dir, "fio.json"))
     latest, iops, bw = None, 0.0, 0.0
     stopped_at = None

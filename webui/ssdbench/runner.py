@@ -11,7 +11,7 @@ import os
 import signal
 import time
 
-from . import drives, environment, fio, health, plan, purge, store, tools
+from . import drives, environment, fio, health, plan, purge, quiet, store, tools
 from .errors import SsdbenchError
 
 LOCK_NAME = "run.lock"
@@ -65,8 +65,10 @@ def check_target(drive, confirm, destroy_data):
 
 
 class Run:
-    def __init__(self, db, data_dir, run_id, drive, steps, on_progress=None):
+    def __init__(self, db, data_dir, run_id, drive, steps, on_progress=None, cpus=None):
         self.on_progress = on_progress
+        self.cpus = cpus
+        self.idle_c = health.read_temperature(drive.get("temperature_source"))
         self.db, self.data_dir, self.run_id, self.drive, self.steps = db, data_dir, run_id, drive, steps
         self.total_estimate = plan.estimate_seconds(steps) or 1.0
         self.cancel = False
@@ -129,10 +131,11 @@ class Run:
         def tick(doc, iops, bw):
             self.progress(step.index, self.fio_fraction(step, doc), iops, bw)
 
-        outcome = fio.run(step.job_file, step.id, out_dir, self.drive["path"], tick, self.should_stop)
+        cooled = quiet.cool_down(self.drive, self.idle_c, self.should_stop)
+        outcome = fio.run(step.job_file, step.id, out_dir, self.drive["path"], tick, self.should_stop, self.cpus)
         if outcome.state == "failed" and drives.capacity(self.drive["path"]) == 0:
             outcome.error = f"the drive {self.drive['path']} vanished during the step; fio said: {outcome.error}"
-        store.finish_step(self.db, sid, outcome.state, error=outcome.error,
+        store.finish_step(self.db, sid, outcome.state, error=outcome.error, detail={"cool_down": cooled},
                           metrics=outcome.metrics, series=outcome.series)
         return outcome.state, outcome.error
 
@@ -181,9 +184,11 @@ def execute(data_dir, suite, device, confirm, destroy_data=False, allow_usb=Fals
         steps = plan.compile_plan(suite, drive["capacity_bytes"])
         run_id = store.create_run(db, store.upsert_drive(db, drive), suite, steps)
         lock.record(run_id=run_id, device=drive["path"])
+        controls = quiet.Quiet(drive)
         env = environment.fingerprint(suite, drive)
+        env["controls"] = controls.apply()
         store.set_environment(db, run_id, env)
-        run = Run(db, data_dir, run_id, drive, steps, on_progress)
+        run = Run(db, data_dir, run_id, drive, steps, on_progress, controls.cpus)
         run.write_json("environment.json", env)
 
         def on_signal(signum, frame):
@@ -193,6 +198,7 @@ def execute(data_dir, suite, device, confirm, destroy_data=False, allow_usb=Fals
         try:
             state, error = run.execute()
         finally:
+            controls.release()
             for s, handler in previous.items():
                 signal.signal(s, handler)
         return run_id, state, error

@@ -49,6 +49,16 @@ def test_smoke_suite_end_to_end_and_every_metric_traces_to_fio(loopdev, tmp_path
     env = run["environment"]
     assert env["kernel"]["release"] == os.uname().release and env["tools"]["fio"].startswith("fio-")
     assert {"cmdline", "version"} <= set(env["kernel"]) and {"model", "governor", "cstates"} <= set(env["cpu"])
+    # Every quiet-OS control is recorded as applied or unavailable with a reason; none is skipped.
+    controls = env["controls"]
+    assert set(controls) == {"governor", "cpu_dma_latency", "scheduler", "nomerges", "power_management",
+                             "cpu_affinity"}
+    for c in controls.values():
+        assert (c["state"], bool(c.get("value") or c.get("reason"))) in (("applied", True), ("unavailable", True))
+    assert controls["scheduler"]["value"].startswith("[none]") and controls["nomerges"]["value"] == "2"
+    name = os.path.basename(dev)
+    assert open(f"/sys/block/{name}/queue/nomerges").read().strip() == "2"
+    assert all("cool_down" in s["detail"] for s in run["steps"][1:])
     for step in run["steps"][1:]:
         folder = data_dir / step["out_dir"]
         doc = parse.fio_result((folder / "fio.json").read_text())

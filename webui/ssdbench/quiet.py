@@ -1,0 +1,146 @@
+"""The quiet-OS controls of the locked configuration, applied before a run and recorded.
+
+Each control ends up in the environment as applied (with the value set) or as
+unavailable (with the reason): nothing is skipped silently. Controls that must be
+held for the run's length (cpu_dma_latency) stay held until release().
+"""
+
+import glob
+import os
+import struct
+import time
+
+from . import health, tools
+from .errors import SsdbenchError
+
+COOL_DOWN_MAX_WAIT_S = 300
+COOL_DOWN_MARGIN_C = 3.0
+
+
+def _write(path, value):
+    with open(path, "w") as f:
+        f.write(value)
+
+
+def _applied(value):
+    return {"state": "applied", "value": value}
+
+
+def _unavailable(reason):
+    return {"state": "unavailable", "reason": reason}
+
+
+def _set_sysfs(path, value, what):
+    if not os.path.exists(path):
+        return _unavailable(f"{what}: {path} does not exist on this kernel/device")
+    try:
+        _write(path, value)
+    except OSError as exc:
+        return _unavailable(f"{what}: writing {value!r} to {path} failed: {exc.strerror}")
+    return _applied(open(path).read().strip())
+
+
+def governor():
+    paths = sorted(glob.glob("/sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor"))
+    if not paths:
+        return _unavailable("no cpufreq driver: the frequency is set by firmware or the hypervisor")
+    results = {p: _set_sysfs(p, "performance", "governor") for p in paths}
+    failed = [r for r in results.values() if r["state"] != "applied"]
+    return failed[0] if failed else _applied("performance on all CPUs")
+
+
+class Quiet:
+    """Holds the controls for the length of a run."""
+
+    def __init__(self, drive):
+        self.drive = drive
+        self.dma_fd = None
+        self.cpus = None
+        self.controls = {}
+
+    def apply(self):
+        name = os.path.basename(os.path.realpath(self.drive["path"]))
+        queue = f"/sys/block/{name}/queue"
+        self.controls = {
+            "governor": governor(),
+            "cpu_dma_latency": self.hold_dma_latency(),
+            "scheduler": _set_sysfs(f"{queue}/scheduler", "none", "I/O scheduler"),
+            "nomerges": _set_sysfs(f"{queue}/nomerges", "2", "merges"),
+            "power_management": self.link_power(),
+            "cpu_affinity": self.numa_cpus(name),
+        }
+        return self.controls
+
+    def hold_dma_latency(self):
+        # The kernel honours the request only while the file stays open.
+        try:
+            self.dma_fd = os.open("/dev/cpu_dma_latency", os.O_WRONLY)
+            os.write(self.dma_fd, struct.pack("i", 0))
+        except OSError as exc:
+            return _unavailable(f"/dev/cpu_dma_latency: {exc.strerror}")
+        return _applied("0 us, held for the run")
+
+    def link_power(self):
+        transport = self.drive["transport"]
+        if transport == "nvme":
+            ctrl = self.drive.get("controller")
+            if not self.drive.get("apst_supported"):
+                return _unavailable("NVMe APST: the controller does not support it (APSTA=0), so it is already off")
+            try:
+                tools.run(["nvme", "set-feature", ctrl, "-f", "0x0c", "-v", "0"], timeout=10)
+            except SsdbenchError as exc:
+                return _unavailable(f"NVMe APST: {exc}")
+            return _applied("APST off")
+        if transport == "sata":
+            port = (self.drive.get("link") or {}).get("port")
+            if not port:
+                return _unavailable("SATA link power management: the ATA port was not found")
+            hosts = glob.glob(f"/sys/class/ata_port/{port}/device/host*/scsi_host/host*/"
+                              "link_power_management_policy")
+            if not hosts:
+                return _unavailable(f"SATA link power management: no policy file for {port}")
+            return _set_sysfs(hosts[0], "max_performance", "SATA link power management")
+        return _unavailable(f"link power management: not applicable to a {transport} device")
+
+    def numa_cpus(self, name):
+        node = None
+        for path in (f"/sys/block/{name}/device/numa_node", f"/sys/block/{name}/device/device/numa_node"):
+            try:
+                node = int(open(path).read())
+                break
+            except (OSError, ValueError):
+                continue
+        if node is None or node < 0:
+            self.cpus = None
+            return _unavailable("the drive reports no NUMA node (single-node system or virtual device): fio may "
+                                "use every CPU")
+        cpulist = open(f"/sys/devices/system/node/node{node}/cpulist").read().strip()
+        self.cpus = parse_cpulist(cpulist)
+        return _applied(f"node {node}: CPUs {cpulist}")
+
+    def release(self):
+        if self.dma_fd is not None:
+            os.close(self.dma_fd)
+            self.dma_fd = None
+
+
+def parse_cpulist(text):
+    cpus = set()
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        cpus.update(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
+def cool_down(drive, idle_c, should_stop, max_wait_s=COOL_DOWN_MAX_WAIT_S):
+    """Wait until the drive is back within a margin of its idle temperature, for at most max_wait_s."""
+    source = drive.get("temperature_source")
+    if not source or idle_c is None:
+        return _unavailable("cool-down: the drive's temperature cannot be read")
+    started = time.monotonic()
+    while time.monotonic() - started < max_wait_s and not should_stop():
+        temp = health.read_temperature(source)
+        if temp is not None and temp <= idle_c + COOL_DOWN_MARGIN_C:
+            return _applied(f"{temp:.1f} C after {time.monotonic() - started:.0f} s (idle {idle_c:.1f} C)")
+        time.sleep(1)
+    return _applied(f"gave up after {max_wait_s} s above idle {idle_c:.1f} C + {COOL_DOWN_MARGIN_C} C")
