@@ -103,7 +103,7 @@ def connect(data_dir):
     os.makedirs(data_dir, exist_ok=True)
     db = sqlite3.connect(db_path(data_dir), timeout=30, isolation_level=None)
     db.row_factory = sqlite3.Row
-    db.execute("PRAGMA journal_mode=WAL")
+    _enable_wal(db)
     db.execute("PRAGMA foreign_keys=ON")
     # NORMAL is durable across power cuts in WAL mode: only the last commits can roll back.
     db.execute("PRAGMA synchronous=NORMAL")
@@ -111,12 +111,29 @@ def connect(data_dir):
     return db
 
 
+def _enable_wal(db):
+    # Switching a new database to WAL needs it to itself and ignores the busy timeout,
+    # so a process that meets another one opening it at the same moment tries again.
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 def migrate(db):
-    version = db.execute("PRAGMA user_version").fetchone()[0]
-    for n, sql in enumerate(MIGRATIONS[version:], version + 1):
-        with transaction(db):
+    # The version is read inside the write transaction, so two processes opening a new
+    # database at once cannot both apply the same migration.
+    with transaction(db):
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        for sql in MIGRATIONS[version:]:
             _apply(db, sql)
-            db.execute(f"PRAGMA user_version={n}")
+        if version < len(MIGRATIONS):
+            db.execute(f"PRAGMA user_version={len(MIGRATIONS)}")
 
 
 def _apply(db, sql):

@@ -25,3 +25,15 @@ def test_states_are_checked(tmp_path):
     except sqlite3.IntegrityError:
         return
     raise AssertionError("an unknown run state was accepted")
+
+
+def test_concurrent_first_opens_migrate_once(tmp_path):
+    import multiprocessing
+
+    with multiprocessing.get_context("fork").Pool(4) as pool:
+        versions = pool.map(_open_version, [str(tmp_path)] * 8)
+    assert versions == [len(store.MIGRATIONS)] * 8
+
+
+def _open_version(path):
+    return store.connect(path).execute("PRAGMA user_version").fetchone()[0]
