@@ -42,7 +42,3 @@ def snapshot(drive):
         return {"tool": None, "unavailable": str(exc)}
     return {"tool": None, "unavailable": f"a {drive['transport']} device has no health log"}
 
-
-def written_between(before, after):
-    a, b = before.get("host_bytes_written"), after.get("host_bytes_written")
-    return b - a if a is not None and b is not None else None

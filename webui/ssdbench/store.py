@@ -10,8 +10,6 @@ import sqlite3
 import time
 
 DB_NAME = "ssdbench.db"
-RUN_STATES = ("queued", "running", "done", "failed", "cancelled", "interrupted")
-ACTIVE_STATES = ("queued", "running")
 
 # Each entry moves the schema up one version; never edit one that has shipped.
 MIGRATIONS = [
