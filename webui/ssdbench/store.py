@@ -124,7 +124,9 @@ def _enable_wal(db):
 
 
 def migrate(db):
-    # The version is read inside the write transaction, so two processes opening a new
+    if db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS):
+        return  # the usual case, so opening the store takes no write lock
+    # Read again inside the write transaction, so two processes opening a new
     # database at once cannot both apply the same migration.
     with transaction(db):
         version = db.execute("PRAGMA user_version").fetchone()[0]
