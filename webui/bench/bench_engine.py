@@ -22,6 +22,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PAIRS = 5
 MIN_RATIO = 0.98
 MAX_INGEST_S = 1.0
+# Not a locked suite: only the carrier of the long steps' job files.
+LONG = suites.Suite("bench-ingest", {"version": 1, "fio": {"ioengine": "libaio", "direct": 1, "log_avg_msec": 1}},
+                    "0" * 64, False)
 
 
 def sh(*argv, **kw):
@@ -66,13 +69,11 @@ def bench_overhead(dev, work):
 
 def make_long_step(dev, work, name):
     """A real fio step whose logs hold over 2000 samples each (1 ms averaging over 3 s)."""
-    s = suites.Suite("bench", {"version": 1, "fio": {"ioengine": "libaio", "direct": 1, "log_avg_msec": 1}},
-                     "0" * 64, False)
     step = {"id": name, "title": name, "rw": "randwrite", "bs": "4k", "iodepth": 32, "numjobs": 1,
             "span": {"offset": "0", "size": "100%"}, "runtime": 3, "data": "incompressible"}
     opts = plan.fio_options(step, 0, 64 * 1024**2)
     out_dir = os.path.join(work, name)
-    outcome = fio.run(plan.job_file(s, step, opts), name, out_dir, dev, lambda *a: None, lambda: False)
+    outcome = fio.run(plan.job_file(LONG, step, opts), name, out_dir, dev, lambda *a: None, lambda: False)
     assert outcome.state == "done", outcome.error
     return out_dir
 
@@ -80,15 +81,12 @@ def make_long_step(dev, work, name):
 def bench_ingest(dev, work):
     dirs = [make_long_step(dev, work, f"consistency-{n}") for n in (1, 2)]
     db = store.connect(os.path.join(work, "ingest"))
-    db.execute("INSERT INTO drives (identity_key, path, identity_json) VALUES ('bench', ?, '{}')", (dev,))
-    db.execute("INSERT INTO runs (drive_id, suite, suite_hash, standard, state, created_at, step_count) "
-               "VALUES (1, 'bench', '', 0, 'running', 0, 2)")
-    for i in range(2):
-        db.execute("INSERT INTO steps (run_id, idx, key, kind, title) VALUES (1, ?, 'c', 'fio', 'c')", (i,))
+    steps = [plan.PlanStep(i, os.path.basename(d), "fio", os.path.basename(d), 3.0) for i, d in enumerate(dirs)]
+    run_id = store.create_run(db, store.upsert_drive(db, {"path": dev}), LONG, steps)
     started = time.perf_counter()
     for i, out_dir in enumerate(dirs):
         outcome = fio.collect(out_dir, 0)
-        store.finish_step(db, store.step_id(db, 1, i), outcome.state, metrics=outcome.metrics,
+        store.finish_step(db, store.step_id(db, run_id, i), outcome.state, metrics=outcome.metrics,
                           series=outcome.series)
     elapsed = time.perf_counter() - started
     points = db.execute("SELECT count(*) FROM points").fetchone()[0]

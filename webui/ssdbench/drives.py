@@ -9,7 +9,7 @@ import json
 import os
 import re
 
-from . import parse, tools
+from . import parse, sysfs, tools
 from .errors import SsdbenchError
 
 SYS = "/sys"
@@ -20,14 +20,6 @@ BOOT_LABELS = ("SSDBENCH", "SSDB-DATA")
 BOOT_DISK_FILE = "/run/ssdbench/boot-disk"
 PCIE_GEN = {"2.5": 1, "5.0": 2, "8.0": 3, "16.0": 4, "32.0": 5, "64.0": 6}
 SATA_GEN = {"1.5": 1, "3.0": 2, "6.0": 3}
-
-
-def _read(path):
-    try:
-        with open(path) as f:
-            return f.read().strip()
-    except OSError:
-        return None
 
 
 def _lsblk(paths=()):
@@ -52,7 +44,7 @@ def _labels(node):
 
 def _boot_disk():
     """The disk named by the boot flow as the appliance stick, if any."""
-    name = os.environ.get("SSDBENCH_BOOT_DISK") or _read(BOOT_DISK_FILE)
+    name = os.environ.get("SSDBENCH_BOOT_DISK") or sysfs.read(BOOT_DISK_FILE)
     return os.path.basename(name) if name else None
 
 
@@ -80,21 +72,21 @@ def _hwmon_for(name):
 
 def _pcie_link(name):
     pci = f"{SYS}/class/block/{name}/device/device"
-    speed, width = _read(f"{pci}/current_link_speed"), _read(f"{pci}/current_link_width")
+    speed, width = sysfs.read(f"{pci}/current_link_speed"), sysfs.read(f"{pci}/current_link_width")
     if not speed:
         return None
     m = re.match(r"([\d.]+) GT/s", speed)
     gen = PCIE_GEN.get(m.group(1)) if m else None
     return {"kind": "pcie", "speed": speed, "width": f"x{width}" if width else None,
             "generation": f"PCIe Gen{gen}" if gen else None,
-            "max_speed": _read(f"{pci}/max_link_speed"), "max_width": _read(f"{pci}/max_link_width")}
+            "max_speed": sysfs.read(f"{pci}/max_link_speed"), "max_width": sysfs.read(f"{pci}/max_link_width")}
 
 
 def _sata_link(name):
     m = re.search(r"/(ata\d+)/", os.path.realpath(f"{SYS}/class/block/{name}"))
     if not m:
         return None
-    spd = _read(f"{SYS}/class/ata_link/link{m.group(1)[3:]}/sata_spd")
+    spd = sysfs.read(f"{SYS}/class/ata_link/link{m.group(1)[3:]}/sata_spd")
     if not spd or spd == "<unknown>":
         return {"kind": "sata", "port": m.group(1), "speed": None, "generation": None}
     g = SATA_GEN.get(spd.split()[0])
@@ -180,7 +172,7 @@ def describe(node, named=False, allow_usb=False, root_disks=(), boot_disk=None):
         "name": name, "path": node["path"], "transport": transport,
         "model": (node.get("model") or "").strip() or None,
         "serial": (node.get("serial") or "").strip() or None,
-        "firmware": (node.get("rev") or "").strip() or _read(f"{SYS}/class/block/{name}/device/firmware_rev"),
+        "firmware": (node.get("rev") or "").strip() or sysfs.read(f"{SYS}/class/block/{name}/device/firmware_rev"),
         "capacity_bytes": node["size"], "logical_block_size": node["log-sec"],
         "physical_block_size": node["phy-sec"], "rotational": node["rota"],
         "link": _pcie_link(name) if transport == "nvme" else _sata_link(name) if transport == "sata" else None,
@@ -287,5 +279,5 @@ def find(path, allow_usb=False):
 
 def capacity(path):
     """The size now, from sysfs: 0 or missing when the drive is gone."""
-    size = _read(f"{SYS}/class/block/{os.path.basename(os.path.realpath(path))}/size")
+    size = sysfs.read(f"{SYS}/class/block/{os.path.basename(os.path.realpath(path))}/size")
     return int(size) * 512 if size else 0

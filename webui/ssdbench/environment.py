@@ -4,37 +4,29 @@ import glob
 import os
 import platform
 
-from . import __version__, tools
-
-
-def _read(path, missing):
-    try:
-        with open(path) as f:
-            return f.read().strip()
-    except OSError:
-        return missing
+from . import __version__, sysfs, tools
 
 
 def cpu_model():
-    for line in _read("/proc/cpuinfo", "").splitlines():
+    for line in sysfs.read("/proc/cpuinfo", "").splitlines():
         if line.startswith("model name"):
             return line.split(":", 1)[1].strip()
     return platform.processor() or "unknown"
 
 
 def governors():
-    found = {_read(p, None) for p in glob.glob("/sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor")}
+    found = {sysfs.read(p, None) for p in glob.glob("/sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor")}
     found.discard(None)
     return sorted(found) or ["unavailable: no cpufreq driver (a VM, or frequency fixed by firmware)"]
 
 
 def cstates():
     return {
-        "cpuidle_driver": _read("/sys/devices/system/cpu/cpuidle/current_driver",
+        "cpuidle_driver": sysfs.read("/sys/devices/system/cpu/cpuidle/current_driver",
                                 "unavailable: no cpuidle driver"),
-        "intel_idle_max_cstate": _read("/sys/module/intel_idle/parameters/max_cstate",
+        "intel_idle_max_cstate": sysfs.read("/sys/module/intel_idle/parameters/max_cstate",
                                        "unavailable: intel_idle not loaded"),
-        "states": sorted({_read(p, "?") for p in glob.glob("/sys/devices/system/cpu/cpu0/cpuidle/state*/name")}),
+        "states": sorted({sysfs.read(p, "?") for p in glob.glob("/sys/devices/system/cpu/cpu0/cpuidle/state*/name")}),
     }
 
 
@@ -42,7 +34,7 @@ def fingerprint(suite, drive):
     uname = os.uname()
     return {
         "kernel": {"release": uname.release, "version": uname.version, "machine": uname.machine,
-                   "cmdline": _read("/proc/cmdline", "unavailable")},
+                   "cmdline": sysfs.read("/proc/cmdline", "unavailable")},
         "cpu": {"model": cpu_model(), "count": os.cpu_count(), "governor": governors(), "cstates": cstates()},
         "tools": {"ssdbench": __version__, **{name: tools.version(name)
                                               for name in ("fio", "nvme", "hdparm", "smartctl")}},

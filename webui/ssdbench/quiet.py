@@ -10,16 +10,11 @@ import os
 import struct
 import time
 
-from . import health, tools
+from . import health, sysfs, tools
 from .errors import SsdbenchError
 
 COOL_DOWN_MAX_WAIT_S = 300
 COOL_DOWN_MARGIN_C = 3.0
-
-
-def _write(path, value):
-    with open(path, "w") as f:
-        f.write(value)
 
 
 def _applied(value):
@@ -34,18 +29,18 @@ def _set_sysfs(path, value, what):
     if not os.path.exists(path):
         return _unavailable(f"{what}: {path} does not exist on this kernel/device")
     try:
-        _write(path, value)
+        with open(path, "w") as f:
+            f.write(value)
     except OSError as exc:
         return _unavailable(f"{what}: writing {value!r} to {path} failed: {exc.strerror}")
-    return _applied(open(path).read().strip())
+    return _applied(sysfs.read(path))
 
 
 def governor():
     paths = sorted(glob.glob("/sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor"))
     if not paths:
         return _unavailable("no cpufreq driver: the frequency is set by firmware or the hypervisor")
-    results = {p: _set_sysfs(p, "performance", "governor") for p in paths}
-    failed = [r for r in results.values() if r["state"] != "applied"]
+    failed = [r for r in (_set_sysfs(p, "performance", "governor") for p in paths) if r["state"] != "applied"]
     return failed[0] if failed else _applied("performance on all CPUs")
 
 
@@ -56,12 +51,11 @@ class Quiet:
         self.drive = drive
         self.dma_fd = None
         self.cpus = None
-        self.controls = {}
 
     def apply(self):
         name = os.path.basename(os.path.realpath(self.drive["path"]))
         queue = f"/sys/block/{name}/queue"
-        self.controls = {
+        return {
             "governor": governor(),
             "cpu_dma_latency": self.hold_dma_latency(),
             "scheduler": _set_sysfs(f"{queue}/scheduler", "none", "I/O scheduler"),
@@ -69,7 +63,6 @@ class Quiet:
             "power_management": self.link_power(),
             "cpu_affinity": self.numa_cpus(name),
         }
-        return self.controls
 
     def hold_dma_latency(self):
         # The kernel honours the request only while the file stays open.
@@ -103,18 +96,15 @@ class Quiet:
         return _unavailable(f"link power management: not applicable to a {transport} device")
 
     def numa_cpus(self, name):
-        node = None
-        for path in (f"/sys/block/{name}/device/numa_node", f"/sys/block/{name}/device/device/numa_node"):
-            try:
-                node = int(open(path).read())
-                break
-            except (OSError, ValueError):
-                continue
-        if node is None or node < 0:
-            self.cpus = None
+        found = [sysfs.read(f"/sys/block/{name}/device/numa_node"),
+                 sysfs.read(f"/sys/block/{name}/device/device/numa_node")]
+        node = next((int(n) for n in found if n and n.lstrip("-").isdigit()), -1)
+        if node < 0:
             return _unavailable("the drive reports no NUMA node (single-node system or virtual device): fio may "
                                 "use every CPU")
-        cpulist = open(f"/sys/devices/system/node/node{node}/cpulist").read().strip()
+        cpulist = sysfs.read(f"/sys/devices/system/node/node{node}/cpulist")
+        if not cpulist:
+            return _unavailable(f"NUMA node {node} lists no CPUs: fio may use every CPU")
         self.cpus = parse_cpulist(cpulist)
         return _applied(f"node {node}: CPUs {cpulist}")
 
