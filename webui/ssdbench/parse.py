@@ -73,6 +73,13 @@ def pointer_get(doc, pointer):
     return value
 
 
+def source_value(doc, source):
+    """The value a metric's source names: a JSON pointer, optionally scaled as '<pointer> / 1e6'."""
+    pointer, _, divisor = source.partition(" / ")
+    value = pointer_get(doc, pointer)
+    return value / float(divisor) if divisor else value
+
+
 def _percentile_key(p):
     return f"{float(p):.6f}"
 
@@ -99,6 +106,8 @@ def fio_metrics(doc):
 
             add("iops", "IOPS", f"{p}/iops")
             add("bw", "B/s", f"{p}/bw_bytes")
+            # MB/s (10^6 bytes), the unit of the articles and of CrystalDiskMark: bw_bytes scaled, not rounded.
+            metrics.append(Metric(f"{prefix}{d}.mb_s", stats["bw_bytes"] / 1e6, "MB/s", f"{p}/bw_bytes / 1e6"))
             add("io_bytes", "B", f"{p}/io_bytes")
             add("total_ios", "IOs", f"{p}/total_ios")
             add("runtime", "ms", f"{p}/runtime")

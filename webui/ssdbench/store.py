@@ -90,6 +90,10 @@ MIGRATIONS = [
     CREATE INDEX points_by_series ON points (series_id, t_ms);
     CREATE INDEX series_by_run ON series (run_id);
     """,
+    # Curves that are not against time: MB/s against block size, or against a zone's offset.
+    """
+    ALTER TABLE series ADD COLUMN x_unit TEXT NOT NULL DEFAULT 'ms';
+    """,
 ]
 
 
@@ -219,13 +223,15 @@ def finish_step(db, sid, state, error=None, detail=None, metrics=(), series=()):
         run_id = db.execute("SELECT run_id FROM steps WHERE id=?", (sid,)).fetchone()[0]
         db.executemany("INSERT INTO metrics (step_id, name, value, unit, source) VALUES (?, ?, ?, ?, ?)",
                        [(sid, m.name, m.value, m.unit, m.source) for m in metrics])
-        for name, unit, source, points in series:
-            add_series(db, run_id, sid, name, unit, source, points)
+        for name, unit, source, points, *x_unit in series:
+            add_series(db, run_id, sid, name, unit, source, points, *x_unit)
 
 
-def add_series(db, run_id, sid, name, unit, source, points):
-    series_id = db.execute("INSERT INTO series (run_id, step_id, name, unit, source) VALUES (?, ?, ?, ?, ?)",
-                           (run_id, sid, name, unit, source)).lastrowid
+def add_series(db, run_id, sid, name, unit, source, points, x_unit="ms"):
+    """A curve: `points` are (x, value) with x in `x_unit` (ms since the step's start, unless stated)."""
+    series_id = db.execute(
+        "INSERT INTO series (run_id, step_id, name, unit, source, x_unit) VALUES (?, ?, ?, ?, ?, ?)",
+        (run_id, sid, name, unit, source, x_unit)).lastrowid
     append_points(db, series_id, points)
     return series_id
 
@@ -294,7 +300,7 @@ def get_run(db, run_id):
             "SELECT name, value, unit, source FROM metrics WHERE step_id=? ORDER BY id", (step["id"],))]
         out["steps"].append(s)
     out["series"] = [dict(r) for r in db.execute(
-        "SELECT id, step_id, name, unit, source FROM series WHERE run_id=? ORDER BY id", (run_id,))]
+        "SELECT id, step_id, name, unit, source, x_unit FROM series WHERE run_id=? ORDER BY id", (run_id,))]
     return out
 
 

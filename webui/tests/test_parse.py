@@ -18,7 +18,7 @@ def test_fio_plain_json_metrics_point_at_their_fields():
     assert metrics["read.clat_p99.99"].source == "/jobs/0/read/clat_ns/percentile/99.990000"
     assert "trim.iops" not in metrics  # no trim I/O was done
     for m in metrics.values():
-        assert parse.pointer_get(json.loads(text), m.source) == pytest.approx(m.value, rel=0, abs=0)
+        assert parse.source_value(json.loads(text), m.source) == pytest.approx(m.value, rel=0, abs=0)
 
 
 def test_fio_note_before_json_is_skipped():

@@ -65,7 +65,7 @@ def test_smoke_suite_end_to_end_and_every_metric_traces_to_fio(loopdev, tmp_path
         assert (folder / f"{step['key']}.fio").read_text() == step["job_file"]
         assert step["metrics"], step["key"]
         for m in step["metrics"]:
-            assert parse.pointer_get(doc, m["source"]) == m["value"], (step["key"], m)
+            assert parse.source_value(doc, m["source"]) == m["value"], (step["key"], m)
         iops = {m["name"]: m["value"] for m in step["metrics"]}
         assert ("read.iops" in iops) == (step["key"] in ("rand-read-4k", "seq-read-128k"))
     # Per-second logs became series, and each point is a line of fio's log.
