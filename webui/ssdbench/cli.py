@@ -7,7 +7,7 @@ import sqlite3
 import sys
 import time
 
-from . import __version__, drives, plan, runner, store, suites
+from . import __version__, access, drives, plan, runner, service, store, suites
 from .errors import SsdbenchError
 
 DEFAULT_DATA_DIR = "/var/lib/ssdbench"
@@ -57,10 +57,9 @@ def suite_steps(s):
     """Each step with its fio parameters as the suite declares them (spans before resolution)."""
     out = []
     for step in s.steps:
-        entry = {"id": step["id"], "kind": step["kind"], "title": step["title"]}
-        if step["kind"] == "fio":
-            entry.update({k: step.get(k) for k in ("rw", "bs", "iodepth", "numjobs", "span", "runtime", "data")})
-            entry["fio"] = plan.fio_options(step, step["span"]["offset"], step["span"]["size"])
+        entry = {"id": step["id"], "kind": step["kind"], "title": step["title"], "jobs": plan.declared_jobs(step)}
+        if step.get("note"):
+            entry["note"] = step["note"]
         out.append(entry)
     return out
 
@@ -79,9 +78,11 @@ def cmd_suites(args):
         return out_json(data)
     print(f"{s.name} v{s.data['version']}: {s.data['title']}\nsha256 {s.sha256}")
     for step in data["steps"]:
-        params = " ".join(f"{k}={step[k]}" for k in ("rw", "bs", "iodepth", "numjobs", "runtime", "data")
-                          if step.get(k) is not None)
-        print(f"  {step['id']:<20} {step['kind']:<6} {params}")
+        print(f"  {step['id']:<24} {step['kind']:<6} {step['title']}")
+        for job in step["jobs"]:
+            params = " ".join(f"{k}={job[k]}" for k in ("rw", "bs", "iodepth", "numjobs", "runtime", "data")
+                              if job.get(k) is not None)
+            print(f"  {'':<24} {'':<6}   {job['name']}: {params}")
     return None
 
 
@@ -153,6 +154,27 @@ def cmd_cancel(args):
     print(f"asked run {run_id} to stop")
 
 
+def cmd_web(args):
+    try:
+        from waitress import serve
+        from .web import create_app
+    except ImportError as exc:
+        raise SsdbenchError(f"the web UI needs flask and waitress ({exc}); install them with "
+                            "pip install 'ssdbench[web]'") from exc
+    app = create_app({"SSDBENCH_DATA_DIR": data_dir(args), "SSDBENCH_EXTRA_DRIVES": args.drives,
+                      "SSDBENCH_ALLOW_USB": args.allow_usb})
+    print(f"ssdbench web: http://{args.host}:{args.port}/ (the login PIN: ssdbench pin)", file=sys.stderr, flush=True)
+    serve(app, host=args.host, port=args.port)
+
+
+def cmd_runner(args):
+    service.serve(data_dir(args))
+
+
+def cmd_pin(args):
+    print(access.pin(data_dir(args)))
+
+
 def parser():
     p = argparse.ArgumentParser(prog="ssdbench", description="SSD test appliance: locked fio suites.")
     p.add_argument("--version", action="version", version=f"ssdbench {__version__}")
@@ -196,6 +218,15 @@ def parser():
     c = add("show", cmd_show, "show one run with its metrics", data=True, as_json=True)
     c.add_argument("run", type=int)
     add("cancel", cmd_cancel, "stop the active run", data=True)
+
+    c = add("web", cmd_web, "serve the web UI; it queues runs for `ssdbench runner`", data=True)
+    c.add_argument("--host", default="127.0.0.1", help="address to listen on; 0.0.0.0 for every interface")
+    c.add_argument("--port", type=int, default=8080)
+    c.add_argument("--drive", dest="drives", action="append", default=[], metavar="DEV",
+                   help="also list this device (loop devices are listed only when named); repeatable")
+    c.add_argument("--allow-usb", action="store_true", help="treat USB-attached drives as targets")
+    add("runner", cmd_runner, "the runner service: execute the queued runs, one at a time", data=True)
+    add("pin", cmd_pin, "print the web UI's login PIN (made on first use)", data=True)
     return p
 
 

@@ -6,13 +6,11 @@ result; everything stored in the database is read back from them.
 """
 
 import ctypes
-import glob
 import os
-import re
 import signal
 import subprocess
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from . import parse, tools
 from .plan import DUT_VAR
@@ -20,18 +18,13 @@ from .plan import DUT_VAR
 TICK_S = 0.5
 STOP_GRACE_S = 30
 PR_SET_PDEATHSIG = 1
-# fio log names: <prefix>_<kind>.<job>.log; kind "clat_hist" holds histograms and is kept raw.
-LOG_RE = re.compile(r"_(iops|bw|lat|clat|slat)\.(\d+)\.log$")
-LOG_UNITS = {"iops": "IOPS", "bw": "KiB/s", "lat": "ns", "clat": "ns", "slat": "ns"}
-DIRECTION_NAMES = {0: "read", 1: "write", 2: "trim"}
 
 
 @dataclass
 class Outcome:
     state: str  # done, failed or cancelled
     error: str | None = None
-    metrics: list = field(default_factory=list)
-    series: list = field(default_factory=list)
+    doc: dict | None = None  # fio's final JSON document
 
 
 def _child_setup(cpus):
@@ -116,7 +109,7 @@ def stderr_message(out_dir):
 
 
 def collect(out_dir, rc, cancelled=False):
-    """Read a finished step's fio.json and logs into metrics and series."""
+    """A finished step's state and fio's final JSON document (None if fio wrote none)."""
     with open(os.path.join(out_dir, "fio.json")) as f:
         text = f.read()
     docs = parse.fio_documents(text)
@@ -125,7 +118,7 @@ def collect(out_dir, rc, cancelled=False):
         return Outcome("cancelled" if cancelled else "failed",
                        message or f"fio exited with status {rc} and wrote no result")
     doc = docs[-1]
-    outcome = Outcome("done", metrics=parse.fio_metrics(doc), series=read_logs(out_dir))
+    outcome = Outcome("done", doc=doc)
     job_error = parse.fio_job_error(doc)
     if cancelled:
         outcome.state, outcome.error = "cancelled", "stopped by cancel"
@@ -133,20 +126,3 @@ def collect(out_dir, rc, cancelled=False):
         outcome.state = "failed"
         outcome.error = message or f"fio reported error {job_error} ({os.strerror(job_error)})"
     return outcome
-
-
-def read_logs(out_dir):
-    """Per-second series from fio's logs: (name, unit, source, [(t_ms, value)]), one per direction."""
-    series = []
-    for path in sorted(glob.glob(os.path.join(out_dir, "*.log"))):
-        m = LOG_RE.search(path)
-        if not m:
-            continue
-        kind, job = m.group(1), int(m.group(2))
-        with open(path) as f:
-            samples = parse.fio_log(f.read())
-        for direction in sorted({s.direction for s in samples}):
-            name = f"{DIRECTION_NAMES.get(direction, direction)}.{kind}" + (f".job{job}" if job > 1 else "")
-            points = [(s.t_ms, s.value) for s in samples if s.direction == direction]
-            series.append((name, LOG_UNITS[kind], f"{os.path.basename(path)}:direction={direction}", points))
-    return series

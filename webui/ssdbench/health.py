@@ -42,3 +42,9 @@ def snapshot(drive):
         return {"tool": None, "unavailable": str(exc)}
     return {"tool": None, "unavailable": f"a {drive['transport']} device has no health log"}
 
+
+
+def written_between(before, after):
+    """Host bytes written from one snapshot to the next, or None when either has no counter."""
+    a, b = before.get("host_bytes_written"), after.get("host_bytes_written")
+    return b - a if a is not None and b is not None else None

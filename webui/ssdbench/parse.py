@@ -135,6 +135,7 @@ class LogSample:
     value: float
     direction: int  # 0 read, 1 write, 2 trim, as fio writes it
     bs: int
+    offset: int | None = None  # present in logs written with log_offset=1
 
 
 def fio_log(text):
@@ -145,10 +146,35 @@ def fio_log(text):
             continue
         fields = [f.strip() for f in line.split(",")]
         try:
-            samples.append(LogSample(int(fields[0]), float(fields[1]), int(fields[2]), int(fields[3])))
+            offset = int(fields[4]) if len(fields) > 5 else None  # the last field is the priority
+            samples.append(LogSample(int(fields[0]), float(fields[1]), int(fields[2]), int(fields[3]), offset))
         except (ValueError, IndexError) as exc:
             raise SsdbenchError(f"fio log line {n} is not 'time, value, direction, bs': {line!r}") from exc
     return samples
+
+
+@dataclass(frozen=True)
+class Issue:
+    t_us: int  # microseconds from the job's start, when fio queued the IO
+    op: str  # read or write
+    offset: int
+    length: int
+
+
+def fio_iolog(text):
+    """The read and write actions of an iolog fio wrote (write_iolog, version 3 with timestamps)."""
+    lines = text.splitlines()
+    if not lines or lines[0].strip() != "fio version 3 iolog":
+        raise SsdbenchError("not a fio version 3 iolog (its first line must be 'fio version 3 iolog')")
+    issues = []
+    for n, line in enumerate(lines[1:], 2):
+        fields = line.split()
+        if len(fields) == 5 and fields[2] in ("read", "write"):
+            try:
+                issues.append(Issue(int(fields[0]), fields[2], int(fields[3]), int(fields[4])))
+            except ValueError as exc:
+                raise SsdbenchError(f"iolog line {n} is not 'time file action offset length': {line!r}") from exc
+    return issues
 
 
 def progress_between(prev, cur):

@@ -2,11 +2,14 @@
 
 Deterministic and free of I/O. A job file names the device as ${SSDBENCH_DUT}, which
 fio expands from the environment, so the saved file re-runs anywhere with plain fio.
+A trace step's job file depends on the generated trace, so `playback` writes it at
+run time; here it only gets its estimate.
 """
 
+import math
 from dataclasses import dataclass, field
 
-from . import __version__
+from . import __version__, suites, traces
 from .suites import parse_size
 
 ALIGN = 1024 * 1024
@@ -16,6 +19,9 @@ DATA_OPTIONS = {
     "compressible": {"refill_buffers": 1, "buffer_compress_percentage": 90, "buffer_compress_chunk": "4k"},
     "n/a": {},
 }
+# Per-IO logs: the issue time of every IO (write_iolog, in microseconds) and its latency
+# (a lat log with log_avg_msec=0). Busy time and burst windows are computed from them.
+PER_IO_LOGS = {"log_avg_msec": 0, "log_offset": 1}
 
 
 @dataclass
@@ -25,17 +31,21 @@ class PlanStep:
     kind: str
     title: str
     estimate_s: float
+    spec: dict
     offset: int = 0
     size: int = 0
-    runtime: int | None = None
     job_file: str | None = None
-    options: dict = field(default_factory=dict)
+    jobs: list = field(default_factory=list)  # (fio job name, options) in job-file order
+
+    @property
+    def runtime(self):
+        return self.spec.get("runtime")
 
     def to_dict(self):
         return {
             "index": self.index, "id": self.id, "kind": self.kind, "title": self.title,
             "estimate_s": self.estimate_s, "span": {"offset": self.offset, "size": self.size},
-            "runtime": self.runtime, "options": self.options, "job_file": self.job_file,
+            "jobs": [{"name": n, **o} for n, o in self.jobs], "job_file": self.job_file,
         }
 
 
@@ -46,30 +56,31 @@ def _resolve(value, capacity):
     return parse_size(text)
 
 
-def span(step, capacity):
+def span(spec, capacity):
     """The byte range of a step: declared sizes are capped at the drive, and aligned to 1 MiB."""
-    offset = int(_resolve(step["span"]["offset"], capacity)) // ALIGN * ALIGN
-    size = min(int(_resolve(step["span"]["size"], capacity)), capacity - offset) // ALIGN * ALIGN
+    offset = min(int(_resolve(spec["offset"], capacity)), capacity) // ALIGN * ALIGN
+    size = min(int(_resolve(spec["size"], capacity)), capacity - offset) // ALIGN * ALIGN
     return offset, size
 
 
-def fio_options(step, offset, size):
-    """The fio options of one step, in job-file order."""
-    opts = {"rw": step["rw"], "bs": step["bs"], "iodepth": step["iodepth"], "numjobs": step["numjobs"],
+def fio_options(job, offset, size, logs=None):
+    """The fio options of one job, in job-file order; `logs` names its per-second logs."""
+    opts = {"rw": job["rw"], "bs": job["bs"], "iodepth": job["iodepth"], "numjobs": job["numjobs"],
             "offset": offset, "size": size}
-    if "rwmixread" in step:
-        opts["rwmixread"] = step["rwmixread"]
-    if "runtime" in step:
-        opts.update(runtime=step["runtime"], time_based=1)
-    if step["numjobs"] > 1:
+    if "rwmixread" in job:
+        opts["rwmixread"] = job["rwmixread"]
+    if "runtime" in job:
+        opts.update(runtime=job["runtime"], time_based=1)
+    if job["numjobs"] > 1:
         opts["group_reporting"] = 1
-    opts.update(DATA_OPTIONS[step["data"]])
-    for log in ("bw", "iops", "lat", "hist"):
-        opts[f"write_{log}_log"] = step["id"]
+    opts.update(DATA_OPTIONS[job["data"]])
+    if logs:
+        for log in ("bw", "iops", "lat", "hist"):
+            opts[f"write_{log}_log"] = logs
     return opts
 
 
-def job_file(suite, step, opts):
+def job_file(suite, step, jobs, extra_global=None):
     lines = [
         f"; ssdbench {__version__}, suite {suite.name} v{suite.data['version']} (sha256 {suite.sha256})",
         f"; step {step['id']}: {step['title']}",
@@ -77,33 +88,147 @@ def job_file(suite, step, opts):
         "[global]",
         f"filename=${{{DUT_VAR}}}",
     ]
-    lines += [f"{k}={v}" for k, v in suite.data.get("fio", {}).items()]
-    lines.append(f"[{step['id']}]")
-    lines += [f"{k}={v}" for k, v in opts.items()]
+    lines += [f"{k}={v}" for k, v in {**suite.data.get("fio", {}), **(extra_global or {})}.items()]
+    for name, opts in jobs:
+        lines.append(f"[{name}]")
+        lines += [f"{k}={v}" for k, v in opts.items()]
     return "\n".join(lines) + "\n"
+
+
+class Rates:
+    """The suite's assumed speeds, used only to estimate size-based work, never as a result."""
+
+    def __init__(self, suite):
+        est = suite.data.get("estimate", {})
+        self.write = est.get("write_mb_s", 200) * 1e6
+        self.read = est.get("read_mb_s", est.get("write_mb_s", 200)) * 1e6
+        self.purge_s = float(est.get("purge_s", 10))
+
+    def job_seconds(self, job, size):
+        if "runtime" in job:
+            return float(job["runtime"])
+        return size * job["numjobs"] / (self.read if job["rw"] in ("read", "randread") else self.write)
+
+
+def _fio(suite, i, step, capacity, rates):
+    offset, size = span(step["span"], capacity)
+    jobs = [(step["id"], fio_options(step, offset, size, logs=step["id"]))]
+    return PlanStep(i, step["id"], "fio", step["title"], rates.job_seconds(step, size), step, offset, size,
+                    job_file(suite, step, jobs), jobs)
+
+
+def _matrix(suite, i, step, capacity, rates):
+    jobs, estimate = [], 0.0
+    for name, job in suites.matrix_jobs(step):
+        offset, size = span(job["span"], capacity)
+        jobs.append((name, {**fio_options(job, offset, size), "stonewall": 1}))
+        estimate += rates.job_seconds(job, size)
+    return PlanStep(i, step["id"], "matrix", step["title"], estimate, step, 0, capacity,
+                    job_file(suite, step, jobs), jobs)
+
+
+def zone_offsets(zones, zone_size, capacity):
+    """`zones` zones spread evenly from LBA 0 to the end of the drive, each starting on 1 MiB."""
+    last = max(0, capacity - zone_size)
+    return [round(k * last / (zones - 1)) // ALIGN * ALIGN for k in range(zones)]
+
+
+def _sweep(suite, i, step, capacity, rates):
+    zone = min(parse_size(step["zone_size"]), capacity // ALIGN * ALIGN)
+    jobs = []
+    for k, offset in enumerate(zone_offsets(step["zones"], zone, capacity)):
+        for rw, data in (("write", "incompressible"), ("read", "n/a")):
+            job = {"rw": rw, "bs": step["bs"], "iodepth": 1, "numjobs": 1, "data": data}
+            jobs.append((f"zone{k:03d}-{rw}", {**fio_options(job, offset, zone), "stonewall": 1}))
+    estimate = step["zones"] * zone * (1 / rates.write + 1 / rates.read)
+    return PlanStep(i, step["id"], "sweep", step["title"], estimate, step, 0, capacity,
+                    job_file(suite, step, jobs), jobs)
+
+
+def burst_blocks(part):
+    """IOs per burst: the burst's bytes (MB are 10^6, as the article's) in whole blocks."""
+    return math.ceil(parse_size(part["burst"]) / parse_size(part["bs"]))
+
+
+def _microseconds(seconds):
+    # fio reads thinktime in microseconds; a fraction such as "0.5s" does not parse as it reads.
+    return round(seconds * 1e6)
+
+
+def _burst(suite, i, step, capacity, rates):
+    offset, size = span(step["span"], capacity)
+    bg, fg = step["background"], step["foreground"]
+    fg_blocks = burst_blocks(fg)
+    fg_bytes = fg["bursts"] * fg_blocks * parse_size(fg["bs"])
+    estimate = fg_bytes / rates.read + fg["bursts"] * fg["idle_s"]
+    # The background runs until the foreground's last burst ends (exitall); its runtime is only a bound.
+    bound = int(10 * estimate) + 600
+    background = {"rw": "randwrite", "bs": bg["bs"], "iodepth": bg["iodepth"], "offset": offset, "size": size,
+                  "time_based": 1, "runtime": bound, "thinktime": _microseconds(bg["every_s"]),
+                  "thinktime_blocks": burst_blocks(bg), **DATA_OPTIONS["incompressible"],
+                  "write_iolog": "background.iolog", "write_lat_log": "background", **PER_IO_LOGS}
+    foreground = {"rw": "read", "bs": fg["bs"], "iodepth": fg["iodepth"], "offset": offset + size,
+                  "size": capacity - offset - size, "io_size": fg_bytes, "thinktime": _microseconds(fg["idle_s"]),
+                  "thinktime_blocks": fg_blocks, "write_iolog": "foreground.iolog",
+                  "write_lat_log": "foreground", **PER_IO_LOGS}
+    jobs = [("background", background), ("foreground", foreground)]
+    return PlanStep(i, step["id"], "burst", step["title"], estimate, step, offset, size,
+                    job_file(suite, step, jobs, {"exitall": 1}), jobs)
+
+
+def _trace(suite, i, step, capacity, rates):
+    profile = traces.PROFILES[step["profile"]]
+    reads, writes = traces.scaled_bytes(profile, step["scale"])
+    return PlanStep(i, step["id"], "trace", step["title"], reads / rates.read + writes / rates.write, step,
+                    0, capacity)
+
+
+def _device_step(suite, i, step, capacity, rates):
+    return PlanStep(i, step["id"], step["kind"], step["title"], rates.purge_s, step, 0, capacity)
+
+
+BUILDERS = {"purge": _device_step, "trim": _device_step, "fio": _fio, "matrix": _matrix, "sweep": _sweep,
+            "burst": _burst, "trace": _trace}
+
+
+PARAMS = ("rw", "bs", "iodepth", "numjobs", "span", "runtime", "data")
+
+
+def declared_jobs(step):
+    """Every fio job a step runs, with its parameters as the suite declares them (spans unresolved)."""
+    kind = step["kind"]
+    if kind == "fio":
+        return [{"name": step["id"], **{k: step.get(k) for k in PARAMS}, "rwmixread": step.get("rwmixread")}]
+    if kind == "matrix":
+        return [{"name": name, **{k: job.get(k) for k in PARAMS}, "rwmixread": job.get("rwmixread")}
+                for name, job in suites.matrix_jobs(step)]
+    if kind == "sweep":
+        zone = {"offset": f"each of {step['zones']} zones spread evenly over the drive", "size": step["zone_size"]}
+        return [{"name": f"zone-{rw}", "rw": rw, "bs": step["bs"], "iodepth": 1, "numjobs": 1, "span": zone,
+                 "runtime": None, "data": data} for rw, data in (("write", "incompressible"), ("read", "n/a"))]
+    if kind == "burst":
+        bg, fg = step["background"], step["foreground"]
+        rest = {"offset": step["span"]["size"], "size": "the rest of the drive"}
+        return [{"name": "background", "rw": "randwrite", "bs": bg["bs"], "iodepth": bg["iodepth"], "numjobs": 1,
+                 "span": step["span"], "runtime": "until the last foreground burst ends", "data": "incompressible",
+                 "burst_bytes": int(bg["burst"]), "every_s": bg["every_s"]},
+                {"name": "foreground", "rw": "read", "bs": fg["bs"], "iodepth": fg["iodepth"], "numjobs": 1,
+                 "span": rest, "runtime": None, "data": "n/a", "burst_bytes": int(fg["burst"]),
+                 "bursts": fg["bursts"], "idle_s": fg["idle_s"]}]
+    if kind == "trace":
+        profile = traces.PROFILES[step["profile"]]
+        return [{"name": "replay", "rw": "trace (read_iolog, replay_no_stall)", "bs": "as the trace",
+                 "iodepth": "as each segment of the trace", "numjobs": 1,
+                 "span": {"offset": "0", "size": "the trace's footprint, mapped onto the drive if larger"},
+                 "runtime": None, "data": "incompressible", "trace": {"profile": step["profile"],
+                 "label": profile["label"], "seed": step["seed"], "scale": step["scale"]}}]
+    return []
 
 
 def compile_plan(suite, capacity):
     """The steps of a suite on a drive of `capacity` bytes."""
-    est = suite.data.get("estimate", {})
-    write_rate = est.get("write_mb_s", 200) * 1e6
-    read_rate = est.get("read_mb_s", est.get("write_mb_s", 200)) * 1e6
-    steps = []
-    for i, step in enumerate(suite.steps):
-        if step["kind"] == "purge":
-            steps.append(PlanStep(i, step["id"], "purge", step["title"], float(est.get("purge_s", 10)),
-                                  0, capacity))
-            continue
-        offset, size = span(step, capacity)
-        opts = fio_options(step, offset, size)
-        if "runtime" in step:
-            estimate = float(step["runtime"])
-        else:
-            rate = read_rate if step["rw"] in ("read", "randread") else write_rate
-            estimate = size / rate
-        steps.append(PlanStep(i, step["id"], "fio", step["title"], estimate, offset, size,
-                              step.get("runtime"), job_file(suite, step, opts), opts))
-    return steps
+    rates = Rates(suite)
+    return [BUILDERS[step["kind"]](suite, i, step, capacity, rates) for i, step in enumerate(suite.steps)]
 
 
 def estimate_seconds(plan):

@@ -1,21 +1,115 @@
-"""Return a drive to its fresh state, recording which method was used and how long it took.
+"""Return a drive to its fresh state by the strongest method it supports, and time a whole-drive TRIM.
 
-The engine's method is a whole-device discard (NVMe deallocate, SATA TRIM, hole
-punching on a loop device), or zero-filling where the device cannot discard.
+The order is the methodology's: NVMe Format with user data erase, else Sanitize (block
+erase), else deallocate; SATA ATA Security Erase when supported and not frozen, else
+TRIM; anything else (a loop device, a USB bridge) is discarded or zero-filled. Every
+method tried is recorded with why it was not used, so the result says what happened.
 """
 
+import json
 import time
 
-from . import tools
+from . import parse, tools
+from .errors import SsdbenchError
 
 PURGE_TIMEOUT_S = 6 * 3600
+SANITIZE_POLL_S = 5
+# A throwaway password: ATA Security Erase needs one set, and a successful erase clears it.
+ATA_PASSWORD = "ssdbench"
+
+
+def _nvme_format(drive):
+    if not (drive.get("erase") or {}).get("format"):
+        return None, "the controller does not support Format NVM"
+    # --ses=1 is the user data erase; the LBA format stays as it is.
+    argv = ["nvme", "format", drive["path"], "--ses=1", "--force", f"--timeout={PURGE_TIMEOUT_S * 1000}"]
+    tools.run(argv, timeout=PURGE_TIMEOUT_S)
+    return argv, None
+
+
+def _nvme_sanitize(drive):
+    erase = drive.get("erase") or {}
+    if not erase.get("sanitize_block_erase"):
+        return None, "the controller does not support Sanitize block erase"
+    ctrl = drive.get("controller", drive["path"])
+    argv = ["nvme", "sanitize", ctrl, "--sanact=2"]
+    tools.run(argv, timeout=60)
+    deadline = time.monotonic() + PURGE_TIMEOUT_S
+    while time.monotonic() < deadline:
+        log = json.loads(tools.run(["nvme", "sanitize-log", ctrl, "-o", "json"], timeout=30))
+        # nvme-cli prints the log flat or keyed by the controller's name, depending on its version.
+        status = log if "sstat" in log else next((v for v in log.values() if isinstance(v, dict)), {})
+        state = int(status.get("sstat", 0)) & 0x7
+        if state in (1, 4):  # completed (4: completed without deallocation)
+            return argv, None
+        if state == 3:
+            raise SsdbenchError("the drive reported that Sanitize failed")
+        time.sleep(SANITIZE_POLL_S)
+    raise SsdbenchError(f"Sanitize did not finish in {PURGE_TIMEOUT_S} s")
+
+
+def _ata_security_erase(drive):
+    ident = parse.hdparm_identify(tools.run(["hdparm", "-I", drive["path"]], timeout=30))
+    if not ident["security_supported"]:
+        return None, "the drive does not support the ATA security feature set"
+    if ident["security_frozen"]:
+        return None, ("the drive is frozen (the BIOS froze its security state at boot); "
+                      "suspend and resume the testbed, or hot-plug the drive, to unfreeze it")
+    if ident["security_enabled"]:
+        return None, "a user password is already set on the drive; ssdbench will not guess or override it"
+    minutes = ident["security_erase_minutes"] or 60
+    tools.run(["hdparm", "--user-master", "u", "--security-set-pass", ATA_PASSWORD, drive["path"]], timeout=60)
+    argv = ["hdparm", "--user-master", "u", "--security-erase", ATA_PASSWORD, drive["path"]]
+    tools.run(argv, timeout=minutes * 60 * 2 + 600)
+    return argv, None
+
+
+def _discard(drive):
+    if not drive.get("trim_supported"):
+        return None, "the device does not support discard (TRIM / deallocate)"
+    argv = ["blkdiscard", drive["path"]]
+    tools.run(argv, timeout=PURGE_TIMEOUT_S)
+    return argv, None
+
+
+def _zero_fill(drive):
+    argv = ["blkdiscard", "--zeroout", drive["path"]]
+    tools.run(argv, timeout=PURGE_TIMEOUT_S)
+    return argv, None
+
+
+METHODS = {
+    "nvme": [("NVMe Format NVM, user data erase", _nvme_format),
+             ("NVMe Sanitize, block erase", _nvme_sanitize),
+             ("NVMe deallocate (whole namespace)", _discard)],
+    "sata": [("ATA Security Erase", _ata_security_erase),
+             ("ATA TRIM (whole device)", _discard)],
+}
+OTHER = [("discard (whole device)", _discard), ("zero-fill (the device cannot discard)", _zero_fill)]
 
 
 def purge(drive):
-    if drive.get("trim_supported"):
-        method, argv = "discard (whole device: NVMe deallocate / ATA TRIM)", ["blkdiscard", drive["path"]]
-    else:
-        method, argv = "zero-fill (the device cannot discard)", ["blkdiscard", "--zeroout", drive["path"]]
+    """Purge with the first method that works; returns the method, its command and every attempt."""
+    attempts = []
+    for name, method in METHODS.get(drive["transport"], OTHER):
+        started = time.monotonic()
+        try:
+            argv, why_not = method(drive)
+        except SsdbenchError as exc:
+            attempts.append({"method": name, "outcome": "failed", "reason": str(exc)})
+            continue
+        if argv is None:
+            attempts.append({"method": name, "outcome": "not available", "reason": why_not})
+            continue
+        attempts.append({"method": name, "outcome": "used"})
+        return {"method": name, "command": argv, "seconds": time.monotonic() - started, "attempts": attempts}
+    raise SsdbenchError("no purge method worked: " + "; ".join(f"{a['method']}: {a['reason']}" for a in attempts))
+
+
+def timed_trim(drive):
+    """TRIM the whole drive and time it: the torture test's step 4."""
     started = time.monotonic()
-    tools.run(argv, timeout=PURGE_TIMEOUT_S)
-    return {"method": method, "command": argv, "seconds": round(time.monotonic() - started, 3)}
+    argv, why_not = _discard(drive)
+    if argv is None:
+        raise SsdbenchError(f"cannot TRIM {drive['path']}: {why_not}")
+    return {"command": argv, "seconds": time.monotonic() - started}

@@ -11,7 +11,7 @@ import os
 import signal
 import time
 
-from . import drives, environment, fio, health, plan, purge, quiet, store, tools
+from . import derive, drives, environment, fio, health, plan, playback, purge, quiet, store, tools
 from .errors import SsdbenchError
 
 LOCK_NAME = "run.lock"
@@ -29,6 +29,7 @@ class RunLock:
         try:
             fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            os.close(self.fd)
             holder = read_lock(os.path.dirname(self.path))
             raise SsdbenchError(f"another run is active (run {holder.get('run_id', '?')} on "
                                 f"{holder.get('device', '?')}, pid {holder.get('pid', '?')}); "
@@ -65,7 +66,8 @@ def check_target(drive, confirm, destroy_data):
 
 
 class Run:
-    def __init__(self, db, data_dir, run_id, drive, steps, on_progress=None, cpus=None):
+    def __init__(self, db, data_dir, run_id, drive, suite, steps, on_progress=None, cpus=None):
+        self.suite = suite
         self.on_progress = on_progress
         self.cpus = cpus
         self.idle_c = health.read_temperature(drive.get("temperature_source"))
@@ -75,6 +77,7 @@ class Run:
         self.started = time.monotonic()
         self.temp_source = drive.get("temperature_source")
         self.temp_series = None
+        self.hot_series = None
         self.last_temp = 0.0
         self.last_cancel_check = 0.0
         self.run_dir = os.path.join(data_dir, "runs", str(run_id))
@@ -93,8 +96,17 @@ class Run:
             return
         self.last_temp = now
         value = health.read_temperature(self.temp_source)
-        if value is not None:
-            store.append_points(self.db, self.temp_series, [(int((now - self.started) * 1000), value)])
+        if value is None:
+            return
+        t_ms = int((now - self.started) * 1000)
+        store.append_points(self.db, self.temp_series, [(t_ms, value)])
+        warning = self.drive.get("warning_temp_c")
+        if warning is not None and value > warning:
+            # Each second above the drive's own warning temperature is marked in a series of its own.
+            if self.hot_series is None:
+                self.hot_series = store.add_series(self.db, self.run_id, None, "temperature.above_warning", "°C",
+                                                   f"{self.temp_source}, seconds above {warning} °C", [])
+            store.append_points(self.db, self.hot_series, [(t_ms, value)])
 
     def progress(self, idx, fraction, iops=None, bw=None):
         done = sum(s.estimate_s for s in self.steps[:idx])
@@ -106,38 +118,59 @@ class Run:
             self.on_progress(idx, len(self.steps), percent, eta, iops, bw)
         self.sample_temperature()
 
-    def fio_fraction(self, step, doc):
-        if doc is None:
-            return 0.0
-        job = doc["jobs"][0]
-        if step.runtime:
-            return min(1.0, job["elapsed"] / step.runtime)
-        done = sum(job[d]["io_bytes"] for d in ("read", "write", "trim"))
-        return min(1.0, done / max(1, step.size * step.options["numjobs"]))
+    def fraction(self, step, doc, started):
+        """How far the step is: fio's own count for a single job, else time against the estimate."""
+        if step.kind == "fio" and doc is not None:
+            job = doc["jobs"][0]
+            if step.runtime:
+                return min(1.0, job["elapsed"] / step.runtime)
+            done = sum(job[d]["io_bytes"] for d in ("read", "write", "trim"))
+            return min(1.0, done / max(1, step.size * step.spec["numjobs"]))
+        return min(0.99, (time.monotonic() - started) / max(1.0, step.estimate_s))
 
     def run_step(self, step):
         out_rel = os.path.join("runs", str(self.run_id), f"{step.index:02d}-{step.id}")
         out_dir = os.path.join(self.data_dir, out_rel)
         sid = store.start_step(self.db, self.run_id, step.index, out_rel)
         self.progress(step.index, 0.0)
-        if step.kind == "purge":
+        if step.kind in ("purge", "trim"):
             try:
-                detail = purge.purge(self.drive)
+                detail = purge.purge(self.drive) if step.kind == "purge" else purge.timed_trim(self.drive)
             except SsdbenchError as exc:
                 store.finish_step(self.db, sid, "failed", error=str(exc))
                 return "failed", str(exc)
-            store.finish_step(self.db, sid, "done", detail=detail)
+            metrics = [] if step.kind == "purge" else [derive.Metric(
+                "trim.seconds", detail["seconds"], "s", f"wall time of `{' '.join(detail['command'])}`")]
+            store.finish_step(self.db, sid, "done", detail=detail, metrics=metrics)
             return "done", None
-        def tick(doc, iops, bw):
-            self.progress(step.index, self.fio_fraction(step, doc), iops, bw)
+        detail = {"cool_down": quiet.cool_down(self.drive, self.idle_c, self.should_stop)}
+        job_text = step.job_file
+        if step.kind == "trace":
+            job_text, detail["trace"] = playback.prepare(step, out_dir, self.drive["capacity_bytes"], self.suite)
+            store.set_job_file(self.db, sid, job_text)
+        started = time.monotonic()
 
-        cooled = quiet.cool_down(self.drive, self.idle_c, self.should_stop)
-        outcome = fio.run(step.job_file, step.id, out_dir, self.drive["path"], tick, self.should_stop, self.cpus)
+        def tick(doc, iops, bw):
+            self.progress(step.index, self.fraction(step, doc, started), iops, bw)
+
+        outcome = fio.run(job_text, step.id, out_dir, self.drive["path"], tick, self.should_stop, self.cpus)
         if outcome.state == "failed" and drives.capacity(self.drive["path"]) == 0:
             outcome.error = f"the drive {self.drive['path']} vanished during the step; fio said: {outcome.error}"
-        store.finish_step(self.db, sid, outcome.state, error=outcome.error, detail={"cool_down": cooled},
-                          metrics=outcome.metrics, series=outcome.series)
+        metrics, series = [], []
+        if outcome.doc is not None:
+            try:
+                metrics, series = derive.step_results(step, out_dir, outcome.doc, outcome.state == "done",
+                                                      self.baseline(step))
+            except SsdbenchError as exc:
+                outcome.state, outcome.error = "failed", f"step {step.id}: {exc}"
+        store.finish_step(self.db, sid, outcome.state, error=outcome.error, detail=detail, metrics=metrics,
+                          series=series)
         return outcome.state, outcome.error
+
+    def baseline(self, step):
+        """The clean sweep's average write MB/s, which a later sweep's recovery is measured against."""
+        key = step.spec.get("baseline") if step.kind == "sweep" else None
+        return store.step_metric(self.db, self.run_id, key, "write.avg_mb_s") if key else None
 
     def execute(self):
         if self.temp_source:
@@ -157,53 +190,75 @@ class Run:
                 state, error = step_state, step_error
                 break
         if state != "failed":
-            self.write_json("health-after.json", health.snapshot(self.drive))
+            before = self.read_json("health-before.json")
+            after = health.snapshot(self.drive)
+            after["host_bytes_written_during_run"] = health.written_between(before, after)
+            self.write_json("health-after.json", after)
         if state == "done":
             self.progress(len(self.steps), 0.0)
         store.finish_run(self.db, self.run_id, state, error)
         return state, error
+
+    def read_json(self, name):
+        with open(os.path.join(self.run_dir, name)) as f:
+            return json.load(f)
 
     def write_json(self, name, data):
         with open(os.path.join(self.run_dir, name), "w") as f:
             json.dump(data, f, indent=1)
 
 
-def execute(data_dir, suite, device, confirm, destroy_data=False, allow_usb=False, on_progress=None):
-    """Run `suite` on `device`, in the foreground. Returns (run id, final state, error)."""
+def check_host():
+    """What every run needs before it takes the lock: root and fio."""
     if os.geteuid() != 0:
         raise SsdbenchError("ssdbench must run as root to open raw block devices; run it with sudo")
     tools.require("fio")
+
+
+def prepare(suite, device, confirm, destroy_data=False, allow_usb=False):
+    """The drive, checked as a target against the tester's confirmation, and the suite's plan on it."""
+    drive = drives.find(device, allow_usb=allow_usb)
+    check_target(drive, confirm, destroy_data)
+    if drive["transport"] == "nvme":
+        tools.require("nvme")
+    return drive, plan.compile_plan(suite, drive["capacity_bytes"])
+
+
+def execute(data_dir, suite, device, confirm, destroy_data=False, allow_usb=False, on_progress=None):
+    """Run `suite` on `device`, in the foreground. Returns (run id, final state, error)."""
+    check_host()
     lock = RunLock(data_dir).acquire()
     try:
         db = store.connect(data_dir)
         store.mark_interrupted(db)
-        drive = drives.find(device, allow_usb=allow_usb)
-        check_target(drive, confirm, destroy_data)
-        if drive["transport"] == "nvme":
-            tools.require("nvme")
-        steps = plan.compile_plan(suite, drive["capacity_bytes"])
+        drive, steps = prepare(suite, device, confirm, destroy_data, allow_usb)
         run_id = store.create_run(db, store.upsert_drive(db, drive), suite, steps)
-        lock.record(run_id=run_id, device=drive["path"])
-        controls = quiet.Quiet(drive)
-        env = environment.fingerprint(suite, drive)
-        env["controls"] = controls.apply()
-        store.set_environment(db, run_id, env)
-        run = Run(db, data_dir, run_id, drive, steps, on_progress, controls.cpus)
-        run.write_json("environment.json", env)
-
-        def on_signal(signum, frame):
-            run.cancel = True
-
-        previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
-        try:
-            state, error = run.execute()
-        finally:
-            controls.release()
-            for s, handler in previous.items():
-                signal.signal(s, handler)
-        return run_id, state, error
+        return (run_id, *perform(db, data_dir, lock, run_id, suite, drive, steps, on_progress))
     finally:
         lock.release()
+
+
+def perform(db, data_dir, lock, run_id, suite, drive, steps, on_progress=None):
+    """Execute a run that the store holds as running, under the held lock: quiet the OS, record the
+    environment, walk the steps. SIGTERM and SIGINT cancel it. Returns (final state, error)."""
+    lock.record(run_id=run_id, device=drive["path"])
+    controls = quiet.Quiet(drive)
+    env = environment.fingerprint(suite, drive)
+    env["controls"] = controls.apply()
+    store.set_environment(db, run_id, env)
+    run = Run(db, data_dir, run_id, drive, suite, steps, on_progress, controls.cpus)
+    run.write_json("environment.json", env)
+
+    def on_signal(signum, frame):
+        run.cancel = True
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        return run.execute()
+    finally:
+        controls.release()
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 def cancel(data_dir):

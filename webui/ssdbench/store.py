@@ -9,6 +9,8 @@ import os
 import sqlite3
 import time
 
+from .errors import SsdbenchError
+
 DB_NAME = "ssdbench.db"
 
 # Each entry moves the schema up one version; never edit one that has shipped.
@@ -94,6 +96,11 @@ MIGRATIONS = [
     """
     ALTER TABLE series ADD COLUMN x_unit TEXT NOT NULL DEFAULT 'ms';
     """,
+    # What the tester asked for when queueing a run from the web (device, confirmation, options):
+    # the runner service checks it again when it takes the run.
+    """
+    ALTER TABLE runs ADD COLUMN request_json TEXT;
+    """,
 ]
 
 
@@ -175,15 +182,34 @@ def upsert_drive(db, identity):
     return db.execute("SELECT id FROM drives WHERE identity_key=?", (key,)).fetchone()[0]
 
 
-def create_run(db, drive_id, suite, plan, state="running"):
+class RunBusy(SsdbenchError):
+    """A run is already queued or running: there is one at a time."""
+
+
+def busy_run(db):
+    return db.execute("SELECT * FROM runs WHERE state IN ('queued','running') ORDER BY id LIMIT 1").fetchone()
+
+
+def check_idle(db):
+    busy = busy_run(db)
+    if busy is not None:
+        raise RunBusy(f"run {busy['id']} is {busy['state']}: wait for it to end or cancel it")
+
+
+def create_run(db, drive_id, suite, plan, state="running", request=None):
+    """A new run with its steps. A queued one carries the tester's `request` for the runner service,
+    and is refused with RunBusy while another run is queued or running (checked in the same transaction)."""
     now = time.time()
     with transaction(db):
+        if state == "queued":
+            check_idle(db)
         cur = db.execute(
             """INSERT INTO runs (drive_id, suite, suite_hash, standard, state, created_at, started_at, pid,
-                                 step_count)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                                 step_count, request_json)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
             (drive_id, suite.name, suite.sha256, int(suite.locked), state, now,
-             now if state == "running" else None, os.getpid(), len(plan)),
+             now if state == "running" else None, os.getpid() if state == "running" else None, len(plan),
+             json.dumps(request) if request is not None else None),
         )
         run_id = cur.lastrowid
         db.executemany(
@@ -225,6 +251,16 @@ def finish_step(db, sid, state, error=None, detail=None, metrics=(), series=()):
                        [(sid, m.name, m.value, m.unit, m.source) for m in metrics])
         for name, unit, source, points, *x_unit in series:
             add_series(db, run_id, sid, name, unit, source, points, *x_unit)
+
+
+def set_job_file(db, sid, text):
+    db.execute("UPDATE steps SET job_file=? WHERE id=?", (text, sid))
+
+
+def step_metric(db, run_id, key, name):
+    row = db.execute("""SELECT metrics.value FROM metrics JOIN steps ON steps.id = metrics.step_id
+                        WHERE steps.run_id=? AND steps.key=? AND metrics.name=?""", (run_id, key, name)).fetchone()
+    return row[0] if row else None
 
 
 def add_series(db, run_id, sid, name, unit, source, points, x_unit="ms"):
@@ -290,6 +326,7 @@ def get_run(db, run_id):
         return None
     out = dict(run)
     out["environment"] = json.loads(out.pop("environment_json") or "null")
+    out["request"] = json.loads(out.pop("request_json") or "null")
     drive = db.execute("SELECT * FROM drives WHERE id=?", (run["drive_id"],)).fetchone()
     out["drive"] = json.loads(drive["identity_json"])
     out["steps"] = []
@@ -307,3 +344,51 @@ def get_run(db, run_id):
 def series_points(db, series_id):
     return [(r[0], r[1]) for r in db.execute(
         "SELECT t_ms, value FROM points WHERE series_id=? ORDER BY t_ms", (series_id,))]
+
+
+def next_queued_run(db):
+    return db.execute("SELECT * FROM runs WHERE state='queued' ORDER BY id LIMIT 1").fetchone()
+
+
+def claim_run(db, run_id):
+    """A queued run becomes this process's running run; False if it is no longer queued."""
+    cur = db.execute("UPDATE runs SET state='running', started_at=?, pid=? WHERE id=? AND state='queued'",
+                     (time.time(), os.getpid(), run_id))
+    return cur.rowcount == 1
+
+
+def run_state(db, run_id):
+    row = db.execute("SELECT state FROM runs WHERE id=?", (run_id,)).fetchone()
+    return row[0] if row else None
+
+
+def delete_run(db, run_id):
+    """Delete a run with its steps, metrics and series; False if there is none or it is queued or running."""
+    with transaction(db):
+        cur = db.execute("DELETE FROM runs WHERE id=? AND state NOT IN ('queued','running')", (run_id,))
+    return cur.rowcount == 1
+
+
+def run_progress(db, run_id):
+    """What a live view needs, and nothing more: the run's progress, its steps' states, the latest temperature."""
+    run = db.execute("""SELECT id, state, step_index, step_count, percent, eta_s, cur_iops, cur_bw, progress_at,
+                               started_at, finished_at, cancel_requested, error
+                        FROM runs WHERE id=?""", (run_id,)).fetchone()
+    if run is None:
+        return None
+    out = dict(run)
+    out["steps"] = [dict(r) for r in db.execute(
+        "SELECT idx, key, kind, title, state, estimate_s FROM steps WHERE run_id=? ORDER BY idx", (run_id,))]
+    temp = db.execute("""SELECT t_ms, value FROM points WHERE series_id = (
+                           SELECT id FROM series WHERE run_id=? AND step_id IS NULL AND name='temperature')
+                         ORDER BY t_ms DESC LIMIT 1""", (run_id,)).fetchone()
+    out["temperature"] = {"t_ms": temp[0], "value": temp[1]} if temp else None
+    return out
+
+
+def series_columns(db, series_id):
+    """A series' points as two lists, x and values: the shape charts take, read without Row objects."""
+    cur = db.cursor()
+    cur.row_factory = None
+    rows = cur.execute("SELECT t_ms, value FROM points WHERE series_id=? ORDER BY t_ms", (series_id,)).fetchall()
+    return [r[0] for r in rows], [r[1] for r in rows]

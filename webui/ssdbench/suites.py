@@ -14,11 +14,24 @@ from importlib import resources
 from .errors import SsdbenchError
 
 FORMAT = 1
-STEP_KINDS = ("purge", "fio")
 RW_MODES = ("read", "write", "randread", "randwrite", "rw", "randrw", "trim", "randtrim")
 DATA_KINDS = ("incompressible", "compressible", "n/a")
-STEP_KEYS = {"id", "kind", "title", "rw", "bs", "iodepth", "numjobs", "span", "runtime", "data", "rwmixread"}
 SUITE_KEYS = {"format", "name", "version", "title", "comparable", "fio", "estimate", "steps", "description"}
+COMMON_KEYS = {"id", "kind", "title", "note"}
+JOB_KEYS = {"rw", "bs", "iodepth", "numjobs", "span", "runtime", "data", "rwmixread"}
+# The keys each kind of step takes besides COMMON_KEYS; see the methodology section in each comment.
+STEP_KEYS = {
+    "purge": set(),                                         # 1: strongest method the drive supports
+    "trim": set(),                                          # 6.4: timed whole-drive TRIM
+    "fio": JOB_KEYS | {"steady"},                           # 2, 3, 5, 9: one fio job
+    "matrix": JOB_KEYS | {"jobs", "axes", "curve"},         # 4, 9: several fio jobs, one after another
+    "sweep": {"zones", "zone_size", "bs", "baseline"},      # 6.1: HDTach-style zone sweep
+    "trace": {"profile", "seed", "scale"},                  # 7: Storage Bench playback
+    "burst": {"span", "background", "foreground"},          # 8: Mixed Burst
+}
+STEP_KINDS = tuple(STEP_KEYS)
+BURST_KEYS = {"background": {"bs", "iodepth", "burst", "every_s"},
+              "foreground": {"bs", "iodepth", "burst", "bursts", "idle_s"}}
 
 _UNITS = {"": 1, "k": 1024, "kib": 1024, "m": 1024**2, "mib": 1024**2, "g": 1024**3, "gib": 1024**3,
           "t": 1024**4, "tib": 1024**4}
@@ -122,27 +135,149 @@ def validate(data, origin="suite"):
             fail(f"step {sid}: id must be lower-case letters, digits and dashes")
         if step.get("kind") not in STEP_KINDS:
             fail(f"step {sid}: kind must be one of {STEP_KINDS}")
-        unknown = set(step) - STEP_KEYS
+        unknown = set(step) - COMMON_KEYS - STEP_KEYS[step["kind"]]
         if unknown:
             fail(f"step {sid}: unknown keys {sorted(unknown)}")
-        if step["kind"] != "fio":
-            continue
-        if step.get("rw") not in RW_MODES:
-            fail(f"step {sid}: rw must be one of {RW_MODES}")
-        if step.get("data") not in DATA_KINDS:
-            fail(f"step {sid}: data must be one of {DATA_KINDS}")
-        writes = step["rw"] not in ("read", "randread")
-        if writes == (step["data"] == "n/a"):
-            fail(f"step {sid}: data must be 'n/a' exactly when the step only reads")
-        parse_size(step.get("bs", ""))
-        for key in ("iodepth", "numjobs"):
-            if not isinstance(step.get(key), int) or step[key] < 1:
-                fail(f"step {sid}: {key} must be a whole number >= 1")
-        span = step.get("span")
-        if not isinstance(span, dict) or set(span) != {"offset", "size"}:
-            fail(f"step {sid}: span must be {{offset = ..., size = ...}}")
-        for value in span.values():
-            if not str(value).endswith("%"):
-                parse_size(value)
-        if "runtime" in step and (not isinstance(step["runtime"], int) or step["runtime"] < 1):
-            fail(f"step {sid}: runtime must be whole seconds >= 1")
+        try:
+            _CHECKS.get(step["kind"], lambda s, i: None)(step, ids)
+        except ValueError as exc:
+            fail(f"step {sid}: {exc}")
+
+
+def _whole(step, key, minimum=1):
+    if not isinstance(step.get(key), int) or step[key] < minimum:
+        raise ValueError(f"{key} must be a whole number >= {minimum}")
+
+
+def _span(span):
+    if not isinstance(span, dict) or set(span) != {"offset", "size"}:
+        raise ValueError("span must be {offset = ..., size = ...}")
+    for value in span.values():
+        if not str(value).endswith("%"):
+            _size(value)
+
+
+def _size(value):
+    try:
+        return parse_size(value)
+    except SsdbenchError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def check_job(job):
+    """One fio job's parameters, as a fio step or one job of a matrix."""
+    if job.get("rw") not in RW_MODES:
+        raise ValueError(f"rw must be one of {RW_MODES}")
+    if job.get("data") not in DATA_KINDS:
+        raise ValueError(f"data must be one of {DATA_KINDS}")
+    writes = job["rw"] not in ("read", "randread")
+    if writes == (job["data"] == "n/a"):
+        raise ValueError("data must be 'n/a' exactly when the step only reads")
+    _size(job.get("bs", ""))
+    _whole(job, "iodepth")
+    _whole(job, "numjobs")
+    _span(job.get("span"))
+    if "runtime" in job:
+        _whole(job, "runtime")
+    if "rwmixread" in job and not (isinstance(job["rwmixread"], int) and 0 <= job["rwmixread"] <= 100):
+        raise ValueError("rwmixread must be a whole percentage 0..100")
+
+
+def matrix_jobs(step):
+    """The jobs of a matrix step: its explicit `jobs`, or every combination of its `axes`, in order.
+
+    The step's `data` is the content of its writing jobs; a job that only reads has none.
+    """
+    base = {k: v for k, v in step.items() if k in JOB_KEYS}
+    if "jobs" in step:
+        jobs = [(job["name"], {**base, **{k: v for k, v in job.items() if k != "name"}}) for job in step["jobs"]]
+    else:
+        combos = [{}]
+        for axis, values in step["axes"].items():
+            combos = [{**c, axis: v} for c in combos for v in values]
+        jobs = [(job_label(c, step["axes"]), {**base, **c}) for c in combos]
+    for _, job in jobs:
+        if job.get("rw") in ("read", "randread"):
+            job["data"] = "n/a"
+    return jobs
+
+
+AXIS_LABELS = {"rw": "{}", "bs": "bs{}", "iodepth": "qd{}", "numjobs": "t{}", "rwmixread": "mix{}",
+               "runtime": "{}s", "data": "{}"}
+
+
+def job_label(values, axes):
+    """A matrix job's name from its axis values, e.g. read.qd32.bs4k."""
+    return ".".join(AXIS_LABELS.get(axis, axis + "{}").format(values[axis]) for axis in axes)
+
+
+def _check_fio(step, ids):
+    check_job(step)
+    steady = step.get("steady")
+    if steady is not None:
+        if not isinstance(steady, dict) or set(steady) != {"from_s", "round_s"}:
+            raise ValueError("steady must be {from_s = ..., round_s = ...}")
+        _whole(steady, "from_s", 0)
+        _whole(steady, "round_s")
+        if "runtime" not in step:
+            raise ValueError("a steady-state step must be time-based (runtime)")
+
+
+def _check_matrix(step, ids):
+    if ("jobs" in step) == ("axes" in step):
+        raise ValueError("a matrix has either jobs or axes")
+    if "axes" in step and (set(step["axes"]) - JOB_KEYS or not all(step["axes"].values())):
+        raise ValueError(f"axes must be non-empty lists of job keys {sorted(JOB_KEYS)}")
+    for job in step.get("jobs", []):
+        if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9.-]*", str(job.get("name", ""))):
+            raise ValueError("every job needs a name of letters, digits, dots and dashes")
+        if set(job) - JOB_KEYS - {"name"}:
+            raise ValueError(f"job {job['name']}: unknown keys {sorted(set(job) - JOB_KEYS - {'name'})}")
+    names = [name for name, _ in matrix_jobs(step)]
+    if len(set(names)) != len(names):
+        raise ValueError("job names must be unique")
+    for name, job in matrix_jobs(step):
+        try:
+            check_job(job)
+        except ValueError as exc:
+            raise ValueError(f"job {name}: {exc}") from None
+    if "curve" in step and step["curve"] not in step.get("axes", {}):
+        raise ValueError("curve must name one of the axes")
+
+
+def _check_sweep(step, ids):
+    _whole(step, "zones", 2)
+    _size(step.get("zone_size", ""))
+    _size(step.get("bs", ""))
+    if "baseline" in step and step["baseline"] not in ids[:ids.index(step["id"])]:
+        raise ValueError("baseline must name an earlier sweep step")
+
+
+def _check_trace(step, ids):
+    from . import traces  # the trace profiles live with their generator
+
+    if step.get("profile") not in traces.PROFILES:
+        raise ValueError(f"profile must be one of {sorted(traces.PROFILES)}")
+    _whole(step, "seed", 0)
+    if not isinstance(step.get("scale"), (int, float)) or not 0 < step["scale"] <= 1:
+        raise ValueError("scale must be a number in (0, 1]")
+
+
+def _check_burst(step, ids):
+    span = step.get("span")
+    _span(span)
+    for part, keys in BURST_KEYS.items():
+        table = step.get(part)
+        if not isinstance(table, dict) or set(table) != keys:
+            raise ValueError(f"{part} must have exactly the keys {sorted(keys)}")
+        _size(table["bs"])
+        _size(table["burst"])
+        _whole(table, "iodepth")
+    _whole(step["foreground"], "bursts")
+    for part, key in (("background", "every_s"), ("foreground", "idle_s")):
+        if not isinstance(step[part][key], (int, float)) or step[part][key] < 0:
+            raise ValueError(f"{part}.{key} must be seconds >= 0")
+
+
+_CHECKS = {"fio": _check_fio, "matrix": _check_matrix, "sweep": _check_sweep, "trace": _check_trace,
+           "burst": _check_burst}

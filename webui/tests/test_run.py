@@ -15,9 +15,14 @@ from ssdbench import parse, store
 pytestmark = needs_root()
 
 
+# Six short steps: the engine's behaviour without the time the whole smoke suite takes.
+ENGINE_SUITE = ("--suite-file", os.path.join(os.path.dirname(__file__), "data", "engine-suite.toml"),
+                "--non-standard")
+
+
 def start_run(dev, data_dir, *extra):
     """Start `ssdbench run` in the background, as a tester at the console would."""
-    argv = [sys.executable, "-m", "ssdbench.cli", "run", "--suite", "smoke", "--drive", dev,
+    argv = [sys.executable, "-m", "ssdbench.cli", "run", *ENGINE_SUITE, "--drive", dev,
             "--confirm", os.path.basename(dev), "--data-dir", str(data_dir), *extra]
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -35,15 +40,15 @@ def wait_for_step(data_dir, key, state="running", timeout=60):
     raise AssertionError(f"step {key} never reached {state}")
 
 
-def test_smoke_suite_end_to_end_and_every_metric_traces_to_fio(loopdev, tmp_path):
+def test_run_end_to_end_and_every_metric_traces_to_fio(loopdev, tmp_path):
     dev, _ = loopdev()
     data_dir = tmp_path / "data"
-    proc = ssdbench("run", "--suite", "smoke", "--drive", dev, "--confirm", os.path.basename(dev), data_dir=data_dir)
+    proc = ssdbench("run", *ENGINE_SUITE, "--drive", dev, "--confirm", os.path.basename(dev), data_dir=data_dir)
     assert proc.returncode == 0, proc.stderr
     assert "run 1: done" in proc.stdout
     run = show(1, data_dir)
     assert run["state"] == "done" and run["percent"] == 100.0
-    assert run["standard"] == 1 and run["suite_hash"] == run["environment"]["suite"]["sha256"]
+    assert run["standard"] == 0 and run["suite_hash"] == run["environment"]["suite"]["sha256"]
     assert [s["state"] for s in run["steps"]] == ["done"] * 6
     assert run["steps"][0]["detail"]["method"].startswith("discard")
     env = run["environment"]
@@ -80,8 +85,7 @@ def test_smoke_suite_end_to_end_and_every_metric_traces_to_fio(loopdev, tmp_path
 def test_re_run_the_saved_job_file_with_plain_fio(loopdev, tmp_path):
     dev, _ = loopdev()
     data_dir = tmp_path / "data"
-    ssdbench("run", "--suite", "smoke", "--drive", dev, "--confirm", os.path.basename(dev), data_dir=data_dir,
-             check=True)
+    ssdbench("run", *ENGINE_SUITE, "--drive", dev, "--confirm", os.path.basename(dev), data_dir=data_dir, check=True)
     step = show(1, data_dir)["steps"][2]
     job = tmp_path / "again.fio"
     job.write_text(step["job_file"])
@@ -97,7 +101,7 @@ def test_second_run_is_refused_while_one_is_active(loopdev, tmp_path):
     first = start_run(dev, data_dir)
     try:
         wait_for_step(data_dir, "rand-read-4k")
-        second = ssdbench("run", "--suite", "smoke", "--drive", other, "--confirm", os.path.basename(other),
+        second = ssdbench("run", *ENGINE_SUITE, "--drive", other, "--confirm", os.path.basename(other),
                           data_dir=data_dir)
         assert second.returncode == 2
         assert f"another run is active (run 1 on {dev}" in second.stderr
@@ -145,8 +149,7 @@ def test_killed_runner_leaves_an_interrupted_run_with_its_steps(loopdev, tmp_pat
         "fio outlived its runner"
     assert show(1, data_dir)["state"] == "running"
     # The next start marks it; it then runs normally.
-    again = ssdbench("run", "--suite", "smoke", "--drive", dev, "--confirm", os.path.basename(dev),
-                     data_dir=data_dir)
+    again = ssdbench("run", *ENGINE_SUITE, "--drive", dev, "--confirm", os.path.basename(dev), data_dir=data_dir)
     assert again.returncode == 0, again.stderr
     run = show(1, data_dir)
     assert run["state"] == "interrupted"

@@ -26,7 +26,7 @@ def test_layout_and_comments_do_not_change_the_hash(tmp_path):
 
 def test_tampered_suite_is_refused_unless_non_standard(tmp_path):
     f = tmp_path / "smoke.toml"
-    f.write_text(SMOKE.read_text().replace("runtime = 3", "runtime = 2", 1))
+    f.write_text(SMOKE.read_text().replace("runtime = 2", "runtime = 1", 1))
     with pytest.raises(SsdbenchError, match="differs from the locked hash.*--non-standard"):
         suites.load(path=f)
     s = suites.load(path=f, allow_non_standard=True)
@@ -41,7 +41,14 @@ def test_unknown_suite_name_lists_the_suites():
 @pytest.mark.parametrize("change, message", [
     (lambda d: d["steps"][1].update(rw="sideways"), "rw must be one of"),
     (lambda d: d["steps"][1].update(iodepth=0), "iodepth must be"),
-    (lambda d: d["steps"][2].update(data="incompressible"), "data must be 'n/a' exactly"),
+    (lambda d: d["steps"][4].update(data="incompressible"), "data must be 'n/a' exactly"),
+    (lambda d: d["steps"][7].update(axes={"colour": ["red"]}), "axes must be non-empty lists"),
+    (lambda d: d["steps"][7].update(curve="iodepth2"), "curve must name one of the axes"),
+    (lambda d: d["steps"][9].update(zones=1), "zones must be a whole number >= 2"),
+    (lambda d: d["steps"][13].update(baseline="sweep-recovered"), "baseline must name an earlier sweep"),
+    (lambda d: d["steps"][14].update(profile="heavy-2099"), "profile must be one of"),
+    (lambda d: d["steps"][15]["foreground"].pop("idle_s"), "foreground must have exactly the keys"),
+    (lambda d: d["steps"][8].update(steady={"from_s": 6}), "steady must be"),
     (lambda d: d["steps"][1].update(bogus=1), "unknown keys"),
     (lambda d: d.update(format=9), "format must be 1"),
 ])
@@ -62,16 +69,17 @@ def test_sizes():
 def test_plan_caps_spans_at_capacity_and_writes_runnable_job_files():
     s = suites.load("smoke")
     small = plan.compile_plan(s, 100 * 1024**2)
-    fill = next(st for st in small if st.id == "seq-fill")
-    assert (fill.offset, fill.size) == (0, 100 * 1024**2)
+    corner = next(st for st in small if st.id == "rand-read-4k")
+    assert (corner.offset, corner.size) == (0, 64 * 1024**2)
+    tiny = plan.compile_plan(s, 40 * 1024**2 + 4096)
+    assert next(st for st in tiny if st.id == "rand-read-4k").size == 40 * 1024**2  # capped, 1 MiB aligned
     big = plan.compile_plan(s, 10 * 1024**3)
-    assert next(st for st in big if st.id == "seq-fill").size == 256 * 1024**2
     seq_read = next(st for st in big if st.id == "seq-read-128k")
     assert seq_read.size == 10 * 1024**3  # "100%"
-    job = next(st for st in big if st.id == "rand-write-4k").job_file
-    for line in ("filename=${SSDBENCH_DUT}", "rw=randwrite", "bs=4k", "iodepth=3", "runtime=3", "time_based=1",
+    job = next(st for st in big if st.id == "rand-write-4k-qd3").job_file
+    for line in ("filename=${SSDBENCH_DUT}", "rw=randwrite", "bs=4k", "iodepth=3", "runtime=2", "time_based=1",
                  "refill_buffers=1", "buffer_compress_percentage=0", "log_avg_msec=1000",
-                 "write_iops_log=rand-write-4k", s.sha256):
+                 "write_iops_log=rand-write-4k-qd3", s.sha256):
         assert line in job
 
 
@@ -85,7 +93,108 @@ def test_suites_show_json_lists_fio_parameters():
     from conftest import ssdbench
     shown = json.loads(ssdbench("suites", "show", "smoke", "--json", check=True).stdout)
     assert shown["sha256"] == suites.manifest()["smoke"]
-    step = next(st for st in shown["steps"] if st["id"] == "rand-read-4k")
-    assert (step["rw"], step["bs"], step["iodepth"], step["numjobs"], step["runtime"], step["data"]) == \
-        ("randread", "4k", 3, 1, 3, "n/a")
-    assert step["span"] == {"offset": "0", "size": "256MiB"}
+    job = next(st for st in shown["steps"] if st["id"] == "rand-read-4k")["jobs"][0]
+    assert (job["rw"], job["bs"], job["iodepth"], job["numjobs"], job["runtime"], job["data"]) == \
+        ("randread", "4k", 3, 1, 2, "n/a")
+    assert job["span"] == {"offset": "0", "size": "64MiB"}
+
+
+def steps_by_id(name):
+    return {s["id"]: s for s in suites.load(name).steps}
+
+
+def test_standard_suite_has_the_methodologys_numbers():
+    st = steps_by_id("standard")
+    # 2: sequential fill, 128 KiB QD32, incompressible, whole span
+    fill = st["seq-fill"]
+    assert (fill["rw"], fill["bs"], fill["iodepth"], fill["span"]["size"], fill["data"]) == \
+        ("write", "128k", 32, "100%", "incompressible")
+    # 3: the four corners table
+    corners = {
+        "rand-write-4k-qd3-comp": ("randwrite", "4k", "8GiB", 3, 180, "compressible"),
+        "rand-write-4k-qd3": ("randwrite", "4k", "8GiB", 3, 180, "incompressible"),
+        "rand-write-4k-qd32-comp": ("randwrite", "4k", "8GiB", 32, 180, "compressible"),
+        "rand-write-4k-qd32": ("randwrite", "4k", "8GiB", 32, 180, "incompressible"),
+        "rand-read-4k-qd3": ("randread", "4k", "8GiB", 3, 180, "n/a"),
+        "seq-read-128k": ("read", "128k", "100%", 1, 60, "n/a"),
+        "seq-write-128k": ("write", "128k", "100%", 1, 60, "incompressible"),
+    }
+    for key, row in corners.items():
+        s = st[key]
+        assert (s["rw"], s["bs"], s["span"]["size"], s["iodepth"], s["runtime"], s["data"]) == row, key
+    # 4: 512 B to 8 MiB, every power of two, QD1 and QD32, 8 GiB, 10 s
+    x = st["xfer"]
+    assert [suites.parse_size(b) for b in x["axes"]["bs"]] == [512 * 2**i for i in range(15)]
+    assert x["axes"]["iodepth"] == [1, 32] and x["span"]["size"] == "8GiB" and x["runtime"] == 10
+    # 5: 2000 s at QD32 4K, steady from 1400 s on 60 s rounds; 25% spare area is a 75% span for fill and test
+    for key, span in (("consistency", "100%"), ("consistency-spare", "75%")):
+        c = st[key]
+        assert (c["rw"], c["bs"], c["iodepth"], c["runtime"], c["span"]["size"]) == ("randwrite", "4k", 32, 2000, span)
+        assert c["steady"] == {"from_s": 1400, "round_s": 60}
+    assert st["fill-spare"]["span"]["size"] == "75%"
+    ids = list(st)
+    assert ids.index("purge-spare") < ids.index("fill-spare") < ids.index("consistency-spare")
+    # 6: three sweeps of 200 zones of 64 MiB at 128 KiB; 20 minutes of 4K QD32 random writes; timed TRIM
+    for key in ("sweep-clean", "sweep-dirty", "sweep-recovered"):
+        assert (st[key]["zones"], st[key]["zone_size"], st[key]["bs"]) == (200, "64MiB", "128k")
+    t = st["torture-write"]
+    assert (t["rw"], t["bs"], t["iodepth"], t["runtime"], t["span"]["size"]) == ("randwrite", "4k", 32, 1200, "100%")
+    order = [ids.index(k) for k in ("purge-torture", "sweep-clean", "fill-torture", "torture-write", "sweep-dirty",
+                                     "trim", "sweep-recovered")]
+    assert order == sorted(order) and st["trim"]["kind"] == "trim"
+    # 8: Mixed Burst
+    b = st["burst"]
+    assert b["span"]["size"] == "8GiB"
+    assert b["background"] == {"bs": "4k", "iodepth": 4, "burst": "40000000", "every_s": 2}
+    assert {k: b["foreground"][k] for k in ("bs", "iodepth", "burst", "bursts")} == \
+        {"bs": "64k", "iodepth": 2, "burst": "400000000", "bursts": 10}
+    pre = st["precondition-burst"]
+    assert (pre["rw"], pre["bs"], pre["iodepth"], pre["span"]["size"], "runtime" in pre) == \
+        ("randwrite", "4k", 32, "8GiB", False)
+    # 7: both synthetic profiles; the standard suite plays Heavy shortened, the full suite whole
+    assert st["trace-heavy"]["profile"] == "heavy-2011" and st["trace-light"]["profile"] == "light-2011"
+    assert steps_by_id("full")["trace-heavy"]["scale"] == 1.0
+
+
+def test_full_suite_adds_section_9():
+    full = steps_by_id("full")
+    assert set(steps_by_id("standard")) < set(full)
+    names = [j["name"] for j in full["cdm"]["jobs"]]
+    assert names == [f"{row}-{d}" for row in ("SEQ1M-Q8T1", "SEQ1M-Q1T1", "RND4K-Q32T1", "RND4K-Q1T1")
+                     for d in ("read", "write")]
+    pts = full["pts"]
+    assert pts["axes"]["rwmixread"] == [100, 65, 0]
+    assert [suites.parse_size(b) for b in pts["axes"]["bs"]] == [4096 * 2**i for i in range(6)] + [1024**2]
+    assert "99.99" in suites.load("full").data["fio"]["percentile_list"].split(":")
+    assert full["qd1-latency"]["iodepth"] == 1
+    oltp = full["oltp"]
+    assert (oltp["rw"], oltp["bs"], oltp["rwmixread"]) == ("randrw", "8k", 70)
+
+
+def test_quick_suite_is_the_cdm_rows_and_a_short_four_corners():
+    quick = suites.load("quick")
+    est = plan.estimate_seconds(plan.compile_plan(quick, 4 * 1024**4))
+    assert 5 * 60 < est < 15 * 60
+    assert "cdm" in steps_by_id("quick")
+
+
+def test_suites_show_lists_every_fio_job_with_its_parameters():
+    from conftest import ssdbench
+    out = json.loads(ssdbench("suites", "show", "standard", "--json", check=True).stdout)
+    assert out["locked"] and out["sha256"] == suites.manifest()["standard"]
+    for s in out["steps"]:
+        if s["kind"] in ("purge", "trim"):
+            continue
+        assert s["jobs"], s["id"]
+        for job in s["jobs"]:
+            assert set(plan.PARAMS) <= set(job), (s["id"], job)
+            assert {"offset", "size"} == set(job["span"])
+
+
+def test_plan_estimate_grows_with_capacity_where_fills_and_sweeps_do():
+    from conftest import ssdbench
+    for name in ("quick", "standard", "full"):
+        small, big = (json.loads(ssdbench("plan", "--suite", name, "--capacity", str(c), "--json",
+                                          check=True).stdout)["estimate_s"] for c in (256 * 1024**3, 2 * 1024**4))
+        # quick fills only its 8 GiB span, so it takes the same time on any drive
+        assert big == small if name == "quick" else big > small, name

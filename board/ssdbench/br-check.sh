@@ -1,0 +1,116 @@
+#!/bin/sh
+# make br-check: checks the br2-external tree against a Buildroot tree,
+# without building anything. Needs BUILDROOT_DIR (a Buildroot source tree);
+# without it, it says SKIPPED and succeeds.
+#
+# 1. ssdbench_x86_64_defconfig resolves: every line of it is still in the
+#    savedefconfig output (no unknown, dropped or overridden symbol).
+# 2. make show-info lists the packages the appliance needs.
+# 3. utils/check-package passes on every file of the external tree.
+
+set -eu
+
+EXTERNAL=$(cd "$(dirname "$0")/../.." && pwd)
+DEFCONFIG=ssdbench_x86_64_defconfig
+# The packages show-info must list.
+REQUIRED="ssdbench uplot python3 python-flask python-waitress sqlite fio libaio
+nvme json-c hdparm smartmontools util-linux dosfstools exfatprogs e2fsprogs
+mtools eudev busybox linux grub2"
+
+if [ -z "${BUILDROOT_DIR:-}" ]; then
+	echo "************************************************************"
+	echo "SKIPPED: BUILDROOT_DIR not set"
+	echo "  br-check needs a Buildroot tree, for example:"
+	echo "  make br-check BUILDROOT_DIR=/path/to/buildroot-2026.05.1"
+	echo "************************************************************"
+	exit 0
+fi
+
+fail() {
+	echo "br-check: FAILED: $*" >&2
+	exit 1
+}
+
+BR=$(cd "$BUILDROOT_DIR" 2>/dev/null && pwd) ||
+	fail "BUILDROOT_DIR=$BUILDROOT_DIR is not a directory"
+if [ ! -f "$BR/Makefile" ] || [ ! -x "$BR/utils/check-package" ]; then
+	fail "$BR is not a Buildroot source tree"
+fi
+
+BR_VERSION=$(sed -n 's/^export BR2_VERSION := *//p' "$BR/Makefile")
+echo "br-check: Buildroot $BR_VERSION in $BR"
+if [ -n "${BUILDROOT_VERSION:-}" ] && [ "$BR_VERSION" != "$BUILDROOT_VERSION" ]; then
+	echo "br-check: WARNING: the pinned Buildroot is $BUILDROOT_VERSION"
+fi
+
+# check-package's own needs, named before it fails on them.
+command -v shellcheck >/dev/null ||
+	fail "check-package needs shellcheck (apt-get install shellcheck)"
+python3 -c 'import magic, flake8' 2>/dev/null ||
+	fail "check-package needs python-magic and flake8 (pip install python-magic flake8)"
+
+# Buildroot runs with a make environment of its own, not the caller's.
+unset MAKEFLAGS MFLAGS MAKELEVEL
+
+OUT=$(mktemp -d "${TMPDIR:-/tmp}/br-check.XXXXXX")
+trap 'rm -rf "$OUT"' EXIT
+
+br_make() {
+	make -C "$BR" O="$OUT" "$@" > "$OUT/make.log" 2>&1 || {
+		cat "$OUT/make.log" >&2
+		fail "make $*"
+	}
+}
+
+# 1. The defconfig resolves as written.
+br_make BR2_EXTERNAL="$EXTERNAL" "$DEFCONFIG"
+if grep -i 'warning:' "$OUT/make.log"; then
+	fail "Kconfig warnings for $DEFCONFIG"
+fi
+br_make savedefconfig BR2_DEFCONFIG="$OUT/saved_defconfig"
+# Compare normalised lines: no blank lines, no comments except
+# "# BR2_FOO is not set", no surrounding blanks.
+normalise() {
+	sed -e 's/^[[:space:]]*//' -e 's/[[:space:]]*$//' "$1" |
+		grep -E '^(BR2_|# BR2_[A-Za-z0-9_]+ is not set$)' | sort -u
+}
+normalise "$EXTERNAL/configs/$DEFCONFIG" > "$OUT/wanted"
+normalise "$OUT/saved_defconfig" > "$OUT/resolved"
+comm -23 "$OUT/wanted" "$OUT/resolved" > "$OUT/missing"
+if [ -s "$OUT/missing" ]; then
+	echo "br-check: these lines of configs/$DEFCONFIG do not survive" \
+		"make savedefconfig (unknown symbol, unmet dependency or default value):" >&2
+	sed 's/^/  /' "$OUT/missing" >&2
+	fail "$DEFCONFIG does not resolve cleanly"
+fi
+echo "br-check: ok: $DEFCONFIG resolves, $(wc -l < "$OUT/wanted") lines kept"
+
+# 2. show-info lists every package the appliance needs.
+make -s -C "$BR" O="$OUT" show-info > "$OUT/show-info.json" 2> "$OUT/make.log" || {
+	cat "$OUT/make.log" >&2
+	fail "make show-info"
+}
+# shellcheck disable=SC2086 # REQUIRED is a list of words
+python3 - "$OUT/show-info.json" $REQUIRED <<'PY' || fail "packages missing from make show-info"
+import json
+import sys
+
+info = json.load(open(sys.argv[1]))
+missing = [name for name in sys.argv[2:] if name not in info]
+if missing:
+    print("br-check: show-info lacks: " + " ".join(missing), file=sys.stderr)
+    sys.exit(1)
+print("br-check: ok: show-info lists %d packages, among them:" % len(info))
+for name in sys.argv[2:]:
+    print("  %-16s %s" % (name, info[name]["version"]))
+PY
+
+# 3. check-package on every file of the external tree, run from the tree
+# as Buildroot documents it for a br2-external (-b).
+cd "$EXTERNAL"
+FILES=$(find Config.in external.mk external.desc board configs package -type f | sort)
+# shellcheck disable=SC2086 # FILES is a list of paths without blanks
+"$BR/utils/check-package" -b $FILES || fail "check-package"
+echo "br-check: ok: check-package on $(echo "$FILES" | wc -l) files"
+
+echo "br-check: OK (defconfig, show-info, check-package)"

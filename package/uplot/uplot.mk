@@ -1,0 +1,24 @@
+################################################################################
+#
+# uplot
+#
+################################################################################
+
+# Keep in step with UPLOT_VERSION in the top-level Makefile (make assets).
+UPLOT_VERSION = 1.6.31
+UPLOT_SITE = https://registry.npmjs.org/uplot/-
+UPLOT_SOURCE = uplot-$(UPLOT_VERSION).tgz
+UPLOT_LICENSE = MIT
+UPLOT_LICENSE_FILES = LICENSE
+
+# The ssdbench package serves these from its static/vendor/ folder.
+UPLOT_VENDOR_DIR = $(TARGET_DIR)/usr/lib/python$(PYTHON3_VERSION_MAJOR)/site-packages/ssdbench/static/vendor
+
+define UPLOT_INSTALL_TARGET_CMDS
+	$(INSTALL) -D -m 0644 $(@D)/dist/uPlot.iife.min.js \
+		$(UPLOT_VENDOR_DIR)/uPlot.iife.min.js
+	$(INSTALL) -D -m 0644 $(@D)/dist/uPlot.min.css \
+		$(UPLOT_VENDOR_DIR)/uPlot.min.css
+endef
+
+$(eval $(generic-package))

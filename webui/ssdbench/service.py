@@ -1,0 +1,111 @@
+"""The run queue: the web puts runs in it, the runner service takes them out and executes them.
+
+The service is a process of its own, so the web never runs fio, and a crash on either
+side leaves the other working. It takes the same run lock as `ssdbench run`, so a run
+started at the console and one queued from the web never overlap. SIGTERM during a run
+cancels that run, as `ssdbench cancel` does; while idle it stops the service.
+"""
+
+import json
+import sys
+import time
+import traceback
+
+from . import runner, store, suites
+from .errors import SsdbenchError
+
+POLL_S = 0.5
+
+
+def enqueue(db, suite_name, device, confirm, destroy_data=False, allow_usb=False):
+    """Queue a locked suite on a drive, after the checks that `ssdbench run` makes; returns the run id.
+
+    Raises store.RunBusy while another run is queued or running, SsdbenchError if the suite or the
+    target is refused. The service checks the drive again when it takes the run: it may have changed.
+    """
+    store.check_idle(db)
+    suite = suites.load(suite_name)
+    drive, steps = runner.prepare(suite, device, confirm, destroy_data, allow_usb)
+    request = {"device": drive["path"], "confirm": confirm, "destroy_data": destroy_data, "allow_usb": allow_usb,
+               "capacity_bytes": drive["capacity_bytes"]}
+    return store.create_run(db, store.upsert_drive(db, drive), suite, steps, state="queued", request=request)
+
+
+def log(message):
+    print(f"ssdbench runner: {message}", file=sys.stderr, flush=True)
+
+
+def serve(data_dir, poll_s=POLL_S):
+    """Take queued runs one at a time, forever."""
+    runner.check_host()
+    db = store.connect(data_dir)
+    lock = try_lock(data_dir)
+    if lock is not None:
+        mark_interrupted(db)
+        lock.release()
+    log(f"waiting for queued runs in {store.db_path(data_dir)}")
+    while True:
+        if store.next_queued_run(db) is not None:
+            take_next(db, data_dir)
+        time.sleep(poll_s)
+
+
+def try_lock(data_dir):
+    """The run lock, or None while `ssdbench run` holds it."""
+    try:
+        return runner.RunLock(data_dir).acquire()
+    except SsdbenchError:
+        return None
+
+
+def mark_interrupted(db):
+    """A run still marked running has lost its process (a crash or a power cut). Only under the lock."""
+    for run_id in store.mark_interrupted(db):
+        log(f"run {run_id}: interrupted (its process is gone); its completed steps are kept")
+
+
+def take_next(db, data_dir):
+    """Execute the oldest queued run under the run lock. A run that fails, for any reason, ends as
+    failed with the reason, and the service goes on. Returns the run id, or None if none was taken."""
+    lock = try_lock(data_dir)
+    if lock is None:
+        return None  # a run started at the console: the queued run waits for it
+    try:
+        mark_interrupted(db)
+        row = store.next_queued_run(db)
+        if row is None or not store.claim_run(db, row["id"]):
+            return None
+        log(f"run {row['id']}: {row['suite']} started")
+        try:
+            state, error = execute(db, data_dir, lock, row)
+        except Exception as exc:  # a bug in one run must not take the service down with it
+            traceback.print_exc()
+            state, error = "failed", f"internal error: {exc!r}"
+            if store.run_state(db, row["id"]) == "running":
+                store.finish_run(db, row["id"], state, error)
+        log(f"run {row['id']}: {state}" + (f": {error}" if error else ""))
+        return row["id"]
+    finally:
+        lock.release()
+
+
+def execute(db, data_dir, lock, row):
+    """Check a claimed run's request again, as the drive may have changed since it was queued, then run it."""
+    if row["cancel_requested"]:
+        store.finish_run(db, row["id"], "cancelled", "cancelled before it started")
+        return "cancelled", None
+    request = json.loads(row["request_json"])
+    try:
+        suite = suites.load(row["suite"])
+        if suite.sha256 != row["suite_hash"]:
+            raise SsdbenchError(f"the suite {row['suite']} changed since the run was queued")
+        drive, steps = runner.prepare(suite, request["device"], request["confirm"], request["destroy_data"],
+                                      request["allow_usb"])
+        if drive["capacity_bytes"] != request["capacity_bytes"]:
+            raise SsdbenchError(f"{drive['path']} now holds {drive['capacity_bytes']} bytes, not the "
+                                f"{request['capacity_bytes']} it held when the run was queued")
+    except SsdbenchError as exc:
+        store.finish_run(db, row["id"], "failed", str(exc))
+        return "failed", str(exc)
+    store.upsert_drive(db, drive)
+    return runner.perform(db, data_dir, lock, row["id"], suite, drive, steps)

@@ -1,0 +1,451 @@
+/* The ssdbench report: draws a run's report from its JSON document (GET /api/runs/<id>),
+ * or several runs overlaid, with uPlot.
+ *
+ * It does no fetching: the page, or an offline report.html with the document inlined,
+ * passes the data in. Every string that comes from the data (drive model, step titles,
+ * series names) goes in as text (textContent, attributes, canvas text), never as markup.
+ *
+ *   SsdbenchReport.draw(container, doc)        one run
+ *   SsdbenchReport.compare(container, docs)    2 to 8 runs, charts overlaid
+ *   SsdbenchReport.charts                      the uPlot instances drawn so far
+ */
+(function (global) {
+  "use strict";
+
+  const PERCENTILES = ["50", "90", "99", "99.9", "99.99"];
+  const STEADY_FROM_S = 1400; // methodology 5, unless the step declares its own (a short suite's)
+  const COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
+                  "#7f7f7f", "#bcbd22"];
+  const charts = [];
+
+  // --- DOM and number formatting ---------------------------------------------------------------
+
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (key === "class") node.className = value;
+      else node.setAttribute(key, value);
+    }
+    for (const child of children) {
+      if (child !== null && child !== undefined) node.append(child); // a string becomes a text node
+    }
+    return node;
+  }
+
+  function num(v, digits) {
+    if (v === null || v === undefined || Number.isNaN(v)) return "–";
+    const abs = Math.abs(v);
+    const d = digits !== undefined ? digits : abs >= 1000 ? 0 : abs >= 100 ? 1 : abs >= 1 ? 2 : 3;
+    return v.toLocaleString("en-US", {minimumFractionDigits: 0, maximumFractionDigits: d});
+  }
+
+  // A value in a unit people read easily; the exact value stays in the cell's tooltip.
+  function human(value, unit) {
+    if (unit === "ns") {
+      if (Math.abs(value) >= 1e6) return num(value / 1e6) + " ms";
+      if (Math.abs(value) >= 1e3) return num(value / 1e3) + " µs";
+    }
+    if (unit === "B" || unit === "B/s") {
+      const suffix = unit === "B" ? "" : "/s";
+      if (Math.abs(value) >= 1e9) return num(value / 1e9) + " GB" + suffix;
+      if (Math.abs(value) >= 1e6) return num(value / 1e6) + " MB" + suffix;
+    }
+    return num(value) + " " + unit;
+  }
+
+  function bytes(v) {
+    const units = [[2 ** 30, "GiB"], [2 ** 20, "MiB"], [2 ** 10, "KiB"]];
+    for (const [size, name] of units) if (v >= size) return num(v / size) + " " + name;
+    return num(v) + " B";
+  }
+
+  function clock(seconds) {
+    if (seconds === null || seconds === undefined) return "–";
+    const s = Math.round(seconds);
+    return `${Math.floor(s / 3600)}:${String(Math.floor(s / 60) % 60).padStart(2, "0")}:${String(s % 60).padStart(2, "0")}`;
+  }
+
+  function metricCell(m) {
+    return el("td", {class: "num", title: `${m.name} = ${m.value} ${m.unit}\nsource: ${m.source}`},
+              human(m.value, m.unit));
+  }
+
+  // --- reading the document --------------------------------------------------------------------
+
+  function metricMap(step) {
+    const out = {};
+    for (const m of step.metrics || []) out[m.name] = m;
+    return out;
+  }
+
+  function stepSeries(doc, step) {
+    return doc.series.filter((s) => s.step_id === step.id);
+  }
+
+  // A series in the units the charts use: seconds, GB of offset, MB/s, µs.
+  function display(series) {
+    const xScale = {ms: 1 / 1000, offset: 1 / 1e9, bytes: 1}[series.x_unit] || 1;
+    let yScale = 1;
+    let unit = series.unit;
+    if (unit === "KiB/s") { yScale = 1024 / 1e6; unit = "MB/s"; }
+    else if (unit === "ns") { yScale = 1 / 1000; unit = "µs"; }
+    return {x: series.x.map((v) => v * xScale), y: series.y.map((v) => v * yScale), unit};
+  }
+
+  const X_AXES = {
+    ms: {kind: "time", label: "seconds"},
+    offset: {kind: "offset", label: "zone offset (GB)"},
+    bytes: {kind: "bytes", label: "transfer size", log: true},
+  };
+
+  function xAxis(xUnit) {
+    return X_AXES[xUnit] || {kind: "number", label: xUnit};
+  }
+
+  function line(label, series) {
+    const d = display(series);
+    return {label, x: d.x, y: d.y, unit: d.unit};
+  }
+
+  // --- the charts of one run, as specs that compare() can merge by id ---------------------------
+
+  function cornerCharts(doc) {
+    const specs = [];
+    for (const [what, unit, log] of [["mb_s", "MB/s", false], ["iops", "IOPS", true]]) {
+      const lines = ["read", "write"].map((dir) => {
+        const x = [], y = [];
+        for (const step of doc.steps) {
+          const m = metricMap(step)[`${dir}.${what}`];
+          if (m) { x.push(step.key); y.push(m.value); }
+        }
+        return {label: `${dir} ${unit}`, x, y};
+      }).filter((l) => l.x.length);
+      const measured = new Set(lines.flatMap((l) => l.x));
+      specs.push({id: `corners-${what}`, title: `${unit} of every measured step (the four corners among them)`,
+                  xAxis: {kind: "category", label: "step"}, yAxis: {label: unit, log}, lines, dots: true,
+                  categories: doc.steps.map((st) => st.key).filter((k) => measured.has(k))});
+    }
+    return specs;
+  }
+
+  const PERCENTILE_RE = /^(?:(.+)\.)?(read|write|trim)\.clat_p([\d.]+)$/;
+
+  // A step's completion-latency percentiles in µs, one curve per direction (and job, for multi-job steps).
+  function percentileCurves(step) {
+    const curves = new Map();
+    for (const m of step.metrics || []) {
+      const match = PERCENTILE_RE.exec(m.name);
+      if (!match) continue;
+      const key = `${match[2]}|${match[1] || ""}`;
+      if (!curves.has(key)) curves.set(key, {dir: match[2], job: match[1] || "", values: {}});
+      curves.get(key).values["p" + match[3]] = m.value / 1000;
+    }
+    return [...curves.values()].map(({dir, job, values}) => {
+      const x = PERCENTILES.map((p) => "p" + p).filter((p) => p in values);
+      return {dir, job, x, y: x.map((p) => values[p])};
+    });
+  }
+
+  const PERCENTILE_AXES = {xAxis: {kind: "category", label: "percentile"}, yAxis: {label: "µs", log: true}};
+
+  // Every single test side by side; a matrix step's many jobs get their own chart in the step's section.
+  function latencyCharts(doc) {
+    const byDir = {read: [], write: [], trim: []};
+    for (const step of doc.steps.filter((st) => st.kind !== "matrix")) {
+      for (const c of percentileCurves(step)) {
+        byDir[c.dir].push({label: c.job ? `${step.key} ${c.job}` : step.key, x: c.x, y: c.y});
+      }
+    }
+    return Object.entries(byDir).filter(([, lines]) => lines.length).map(([dir, lines]) => ({
+      ...PERCENTILE_AXES, id: `latency-${dir}`, title: `${dir} completion latency percentiles`, lines}));
+  }
+
+  function consistencyCharts(doc) {
+    const specs = [];
+    for (const step of doc.steps.filter((s) => s.key.startsWith("consistency"))) {
+      const from = step.spec?.steady?.from_s ?? STEADY_FROM_S;
+      const iops = stepSeries(doc, step).filter((s) => s.name.endsWith(".iops"));
+      const whole = iops.map((s) => line(s.name, s));
+      const tail = whole.map((l) => {
+        const keep = l.x.map((x) => x >= from);
+        return {...l, x: l.x.filter((_, i) => keep[i]), y: l.y.filter((_, i) => keep[i])};
+      }).filter((l) => l.x.length);
+      const note = tail.length ? null : `the step has no samples from ${from} s on`;
+      const base = {xAxis: {kind: "time", label: "seconds"}};
+      specs.push({...base, id: `consistency-whole-${step.key}`, title: `${step.title}: IOPS, the whole test (log)`,
+                  yAxis: {label: "IOPS", log: true}, lines: whole});
+      specs.push({...base, id: `consistency-tail-log-${step.key}`,
+                  title: `${step.title}: IOPS from ${from} s (log)`, yAxis: {label: "IOPS", log: true},
+                  lines: tail, note});
+      specs.push({...base, id: `consistency-tail-lin-${step.key}`,
+                  title: `${step.title}: IOPS from ${from} s (linear)`, yAxis: {label: "IOPS"},
+                  lines: tail, note});
+    }
+    return specs;
+  }
+
+  function slcCharts(doc) {
+    return doc.steps.filter((s) => s.key.startsWith("seq-fill")).map((step) => ({
+      id: `slc-${step.key}`, title: `SLC cache: write MB/s during ${step.title}`,
+      xAxis: {kind: "time", label: "seconds"}, yAxis: {label: "MB/s"},
+      lines: stepSeries(doc, step).filter((s) => s.name === "write.bw").map((s) => line("write MB/s", s)),
+    })).filter((spec) => spec.lines.length);
+  }
+
+  function sweepCharts(doc) {
+    const byName = {};
+    for (const step of doc.steps) {
+      for (const s of stepSeries(doc, step).filter((s) => s.x_unit === "offset")) {
+        (byName[s.name] = byName[s.name] || []).push(line(step.title, s));
+      }
+    }
+    return Object.entries(byName).map(([name, lines]) => ({
+      id: `sweep-${name}`, title: `Sweep ${name}: before, during and after the torture`,
+      xAxis: X_AXES.offset, yAxis: {label: lines[0].unit}, lines}));
+  }
+
+  function transferCharts(doc) {
+    return doc.steps.map((step) => ({
+      id: `xfer-${step.key}`, title: `${step.title}: MB/s against transfer size`, xAxis: X_AXES.bytes,
+      yAxis: {label: "MB/s"},
+      lines: stepSeries(doc, step).filter((s) => s.x_unit === "bytes").map((s) => line(s.name, s)),
+    })).filter((spec) => spec.lines.length);
+  }
+
+  function burstCharts(doc) {
+    return doc.steps.filter((s) => s.kind === "burst").map((step) => {
+      const m = metricMap(step);
+      const names = ["burst.read.mb_s", "burst.write.mb_s"].filter((n) => m[n]);
+      return {id: `burst-${step.key}`, title: `${step.title}: MB/s while the bursts run (idle time left out)`,
+              xAxis: {kind: "category", label: "direction"}, yAxis: {label: "MB/s"}, dots: true,
+              lines: names.length ? [{label: "MB/s", x: names, y: names.map((n) => m[n].value)}] : []};
+    }).filter((spec) => spec.lines.length);
+  }
+
+  function temperatureCharts(doc) {
+    const lines = doc.series.filter((s) => s.step_id === null && s.name === "temperature")
+      .map((s) => line("°C", s));
+    return lines.length ? [{id: "temperature", title: "Drive temperature over the run", lines,
+                            xAxis: {kind: "time", label: "seconds since the run started"}, yAxis: {label: "°C"}}] : [];
+  }
+
+  function figures(doc) {
+    return [...cornerCharts(doc), ...latencyCharts(doc), ...consistencyCharts(doc), ...slcCharts(doc),
+            ...sweepCharts(doc), ...transferCharts(doc), ...burstCharts(doc), ...temperatureCharts(doc)]
+      .filter((spec) => spec.lines.length || spec.note);
+  }
+
+  // Every series of a step, whatever its kind: one chart per x unit and display unit; and its percentiles.
+  function stepCharts(doc, step) {
+    const curves = percentileCurves(step);
+    const percentiles = curves.length ? [{
+      ...PERCENTILE_AXES, id: `step-${step.key}-percentiles`, title: `${step.title}: completion latency percentiles`,
+      lines: curves.map((c) => ({label: [c.job, c.dir].filter(Boolean).join(" "), x: c.x, y: c.y}))}] : [];
+    const groups = {};
+    for (const s of stepSeries(doc, step)) {
+      const l = line(s.name, s);
+      const key = `${s.x_unit}|${l.unit}`;
+      (groups[key] = groups[key] || {xUnit: s.x_unit, unit: l.unit, lines: []}).lines.push(l);
+    }
+    return [...percentiles, ...Object.entries(groups).map(([key, g]) => ({
+      id: `step-${step.key}-${key}`, title: `${step.title}: ${g.unit}`, xAxis: xAxis(g.xUnit),
+      yAxis: {label: g.unit}, lines: g.lines}))];
+  }
+
+  // --- drawing -----------------------------------------------------------------------------------
+
+  function xValues(axis, categories) {
+    if (axis.kind === "category") return (u, splits) => splits.map((i) => categories[i] ?? "");
+    if (axis.kind === "bytes") return (u, splits) => splits.map(bytes);
+    return (u, splits) => splits.map((v) => num(v));
+  }
+
+  function chartData(spec, yLog) {
+    const clean = (ys) => ys.map((v) => (v === null || v === undefined || (yLog && v <= 0) ? null : v));
+    if (spec.xAxis.kind === "category") {
+      const categories = [...new Set([...(spec.categories || []), ...spec.lines.flatMap((l) => l.x)])];
+      const data = [categories.map((_, i) => i)];
+      for (const l of spec.lines) {
+        const at = new Map(l.x.map((c, i) => [c, l.y[i]]));
+        data.push(clean(categories.map((c) => (at.has(c) ? at.get(c) : null))));
+      }
+      return {categories, data};
+    }
+    return {categories: null, data: uPlot.join(spec.lines.map((l) => [l.x, clean(l.y)]))};
+  }
+
+  function render(spec, parent) {
+    const figure = el("figure", {class: "chart"}, el("figcaption", {}, spec.title));
+    if (spec.note) figure.append(el("p", {class: "note"}, spec.note));
+    parent.append(figure);
+    if (!spec.lines.length) return;
+    const yLog = Boolean(spec.yAxis.log);
+    const {categories, data} = chartData(spec, yLog);
+    const isCategory = categories !== null;
+    const width = Math.max(360, Math.min(1100, (parent.clientWidth || 900) - 8));
+    const opts = {
+      width, height: 280,
+      scales: {
+        x: isCategory ? {time: false, range: () => [-0.5, categories.length - 0.5]}
+                      : {time: false, distr: spec.xAxis.log ? 3 : 1, log: 2},
+        y: {distr: yLog ? 3 : 1, log: 10},
+      },
+      series: [
+        {label: spec.xAxis.label, value: (u, v) => (v === null ? "–" : isCategory ? categories[v] ?? "" :
+                                                     spec.xAxis.kind === "bytes" ? bytes(v) : num(v))},
+        ...spec.lines.map((l, i) => ({
+          label: l.label, stroke: COLORS[i % COLORS.length], width: 1.5, spanGaps: !isCategory,
+          points: isCategory ? {show: true, size: 7, fill: COLORS[i % COLORS.length]} : {},
+          paths: spec.dots ? () => null : undefined,
+          value: (u, v) => num(v),
+        })),
+      ],
+      axes: [
+        {label: spec.xAxis.label, values: xValues(spec.xAxis, categories),
+         splits: isCategory ? () => categories.map((_, i) => i) : undefined, rotate: isCategory ? -20 : 0,
+         size: isCategory ? 90 : 40},
+        {label: spec.yAxis.label, size: 70, values: (u, splits) => splits.map((v) => num(v))},
+      ],
+    };
+    charts.push(new uPlot(opts, data, figure));
+  }
+
+  // --- tables ------------------------------------------------------------------------------------
+
+  // CrystalDiskMark style: each measured step with read and write MB/s and IOPS, and its latency.
+  function summaryTable(docs) {
+    const cols = [["read.mb_s", "Read MB/s"], ["write.mb_s", "Write MB/s"], ["read.iops", "Read IOPS"],
+                  ["write.iops", "Write IOPS"], ["read.lat_mean", "Read lat avg"], ["read.lat_max", "Read lat max"],
+                  ["write.lat_mean", "Write lat avg"], ["write.lat_max", "Write lat max"]];
+    const multi = docs.length > 1;
+    const head = el("tr", {}, el("th", {}, "Step"), multi ? el("th", {}, "Run") : null,
+                    ...cols.map(([, label]) => el("th", {}, label)));
+    const body = el("tbody");
+    for (const key of stepKeys(docs)) {
+      for (const doc of docs) {
+        const step = doc.steps.find((s) => s.key === key);
+        const metrics = step ? metricMap(step) : {};
+        if (!cols.some(([name]) => metrics[name])) continue;
+        body.append(el("tr", {}, el("th", {title: step.key}, step.title), multi ? el("td", {}, runLabel(doc)) : null,
+                       ...cols.map(([name]) => (metrics[name] ? metricCell(metrics[name]) : el("td", {}, "")))));
+      }
+    }
+    if (!body.children.length) return el("p", {class: "note"}, "No step has measured MB/s yet.");
+    return el("table", {class: "summary"}, el("thead", {}, head), body);
+  }
+
+  // The CrystalDiskMark rows (methodology 9) as CrystalDiskMark shows them: a row per test, read and write.
+  const CDM_RE = /^(.+)-(read|write)\.(read|write)\.(mb_s|iops)$/;
+
+  function cdmTable(docs) {
+    const multi = docs.length > 1;
+    const body = el("tbody");
+    for (const doc of docs) {
+      for (const step of doc.steps.filter((st) => st.key.startsWith("cdm"))) {
+        const rows = new Map();
+        for (const m of step.metrics || []) {
+          const match = CDM_RE.exec(m.name);
+          if (!match || match[2] !== match[3]) continue;
+          if (!rows.has(match[1])) rows.set(match[1], {});
+          rows.get(match[1])[`${match[2]}.${match[4]}`] = m;
+        }
+        for (const [test, cells] of rows) {
+          body.append(el("tr", {}, el("th", {}, test), multi ? el("td", {}, runLabel(doc)) : null,
+                         ...["read.mb_s", "write.mb_s", "read.iops", "write.iops"].map(
+                           (name) => (cells[name] ? metricCell(cells[name]) : el("td", {}, "")))));
+        }
+      }
+    }
+    if (!body.children.length) return null;
+    const head = el("tr", {}, el("th", {}, "Test"), multi ? el("th", {}, "Run") : null, el("th", {}, "Read MB/s"),
+                    el("th", {}, "Write MB/s"), el("th", {}, "Read IOPS"), el("th", {}, "Write IOPS"));
+    return el("section", {}, el("h2", {}, "CrystalDiskMark rows"),
+              el("table", {class: "summary cdm"}, el("thead", {}, head), body));
+  }
+
+  function stepKeys(docs) {
+    return [...new Set(docs.flatMap((d) => d.steps.map((s) => s.key)))];
+  }
+
+  function runLabel(doc) {
+    return `run ${doc.id}: ${doc.drive.model || doc.drive.path}`;
+  }
+
+  // Every metric of a step, with its unit and its source; several runs side by side.
+  function metricsTable(docs, key) {
+    const steps = docs.map((d) => d.steps.find((s) => s.key === key));
+    const names = [...new Set(steps.flatMap((s) => (s ? s.metrics.map((m) => m.name) : [])))];
+    if (!names.length) return el("p", {class: "note"}, "No metrics.");
+    const head = el("tr", {}, el("th", {}, "Metric"),
+                    ...docs.map((d) => el("th", {}, docs.length > 1 ? runLabel(d) : "Value")), el("th", {}, "Source"));
+    const body = el("tbody");
+    for (const name of names) {
+      const cells = steps.map((s) => (s ? metricMap(s)[name] : null));
+      const first = cells.find(Boolean);
+      body.append(el("tr", {}, el("th", {}, name),
+                     ...cells.map((m) => (m ? metricCell(m) : el("td", {}, ""))),
+                     el("td", {class: "source"}, first.source)));
+    }
+    return el("table", {class: "metrics"}, el("thead", {}, head), body);
+  }
+
+  // --- the two entry points ------------------------------------------------------------------------
+
+  function draw(container, doc) {
+    container.replaceChildren();
+    container.append(cdmTable([doc]) || "", el("h2", {}, "Summary"), summaryTable([doc]));
+    const figs = el("section", {class: "figures"}, el("h2", {}, "Figures"));
+    container.append(figs);
+    for (const spec of figures(doc)) render(spec, figs);
+    const stepsSection = el("section", {class: "steps"}, el("h2", {}, "Steps"));
+    container.append(stepsSection);
+    for (const step of doc.steps) {
+      const box = el("section", {class: `step state-${step.state}`},
+                     el("h3", {}, `${step.idx + 1}. ${step.title} `, el("span", {class: "badge"}, step.state)),
+                     el("p", {class: "meta"}, `${step.key} · ${step.kind} · estimated ${clock(step.estimate_s)}`));
+      if (step.error) box.append(el("p", {class: "error"}, step.error));
+      box.append(metricsTable([doc], step.key));
+      stepsSection.append(box);
+      for (const spec of stepCharts(doc, step)) render(spec, box);
+      if (step.job_file) box.append(el("details", {}, el("summary", {}, "fio job file"), el("pre", {}, step.job_file)));
+    }
+  }
+
+  // Several runs: each chart of any run, with the same chart of the others overlaid on it.
+  function merge(perRun) {
+    const merged = new Map();
+    perRun.forEach(({doc, specs}) => {
+      for (const spec of specs) {
+        const lines = spec.lines.map((l) => ({...l, label: `run ${doc.id} ${l.label}`}));
+        if (!merged.has(spec.id)) merged.set(spec.id, {...spec, lines: [], note: null, categories: []});
+        const into = merged.get(spec.id);
+        into.lines.push(...lines);
+        into.categories = [...new Set([...into.categories, ...(spec.categories || [])])];
+      }
+    });
+    return [...merged.values()];
+  }
+
+  function compare(container, docs) {
+    container.replaceChildren();
+    container.append(cdmTable(docs) || "", el("h2", {}, "Summary"), summaryTable(docs));
+    const figs = el("section", {class: "figures"}, el("h2", {}, "Figures, overlaid"));
+    container.append(figs);
+    for (const spec of merge(docs.map((doc) => ({doc, specs: figures(doc)})))) render(spec, figs);
+    const stepsSection = el("section", {class: "steps"}, el("h2", {}, "Steps"));
+    container.append(stepsSection);
+    for (const key of stepKeys(docs)) {
+      const step = docs.map((d) => d.steps.find((s) => s.key === key)).find(Boolean);
+      const box = el("section", {class: "step"}, el("h3", {}, step.title), el("p", {class: "meta"}, key));
+      box.append(metricsTable(docs, key));
+      stepsSection.append(box);
+      const perRun = docs.map((doc) => {
+        const own = doc.steps.find((s) => s.key === key);
+        return {doc, specs: own ? stepCharts(doc, own) : []};
+      });
+      for (const spec of merge(perRun)) render(spec, box);
+    }
+  }
+
+  global.SsdbenchReport = {draw, compare, charts, clock, num};
+})(window);

@@ -1,0 +1,121 @@
+"""The JSON API under /api/: what every page shows, for scripts too. Described in /api/openapi.json."""
+
+from flask import Blueprint, current_app, jsonify, request, url_for
+
+from .. import service, store
+from ..errors import SsdbenchError
+from . import data, openapi
+from .db import get_db
+
+bp = Blueprint("api", __name__, url_prefix="/api")
+
+MAX_COMPARE = 8
+
+
+def error(message, status):
+    return jsonify(error=message), status
+
+
+def start_run(db, body):
+    """Queue a run from a request body: (JSON document, HTTP status). Shared by the API and the Start form."""
+    drive, suite, confirm = body.get("drive"), body.get("suite"), body.get("confirm")
+    if not (isinstance(drive, str) and isinstance(suite, str) and isinstance(confirm, str)):
+        return {"error": "give drive (a device path), suite (a suite name) and confirm (the drive's ID)"}, 400
+    destroy_data = body.get("destroy_data") in (True, "1", "on", "true")
+    try:
+        run_id = service.enqueue(db, suite, drive, confirm, destroy_data,
+                                 current_app.config["SSDBENCH_ALLOW_USB"])
+    except store.RunBusy as exc:
+        return {"error": f"a run is already active: {exc}"}, 409
+    except SsdbenchError as exc:
+        return {"error": str(exc)}, 400
+    return {"id": run_id, "url": url_for("pages.run", run_id=run_id)}, 201
+
+
+def compare_ids(values):
+    """Run ids from ?run=1&run=2 (or run=1,2): (ids, error message)."""
+    try:
+        ids = list(dict.fromkeys(int(v) for value in values for v in value.split(",") if v.strip()))
+    except ValueError:
+        return None, "run ids are whole numbers"
+    if not 2 <= len(ids) <= MAX_COMPARE:
+        return None, f"pick 2 to {MAX_COMPARE} runs to compare"
+    return ids, None
+
+
+@bp.get("/openapi.json")
+def openapi_document():
+    return jsonify(openapi.DOCUMENT)
+
+
+@bp.get("/drives")
+def drives():
+    found, problems = data.drive_list(current_app.config["SSDBENCH_EXTRA_DRIVES"],
+                                      current_app.config["SSDBENCH_ALLOW_USB"])
+    return jsonify(drives=found, problems=problems)
+
+
+@bp.get("/suites")
+def suites():
+    found, problems = data.suite_list()
+    return jsonify(suites=[data.suite_summary(s) for s in found], problems=problems)
+
+
+@bp.get("/runs")
+def runs():
+    return jsonify(runs=store.list_runs(get_db()))
+
+
+@bp.post("/runs")
+def create_run():
+    body = request.get_json(silent=True)
+    body, status = start_run(get_db(), body if isinstance(body, dict) else {})
+    return jsonify(body), status
+
+
+@bp.get("/runs/<int:run_id>")
+def run(run_id):
+    doc = data.run_document(get_db(), run_id)
+    return jsonify(doc) if doc else error(f"no run {run_id}", 404)
+
+
+@bp.delete("/runs/<int:run_id>")
+def delete_run(run_id):
+    db = get_db()
+    state = store.run_state(db, run_id)
+    if state is None:
+        return error(f"no run {run_id}", 404)
+    if not store.delete_run(db, run_id):
+        return error(f"run {run_id} is {state}: cancel it first", 409)
+    data.delete_run_files(current_app.config["SSDBENCH_DATA_DIR"], run_id)
+    return "", 204
+
+
+@bp.get("/runs/<int:run_id>/progress")
+def progress(run_id):
+    doc = store.run_progress(get_db(), run_id)
+    return jsonify(doc) if doc else error(f"no run {run_id}", 404)
+
+
+@bp.post("/runs/<int:run_id>/cancel")
+def cancel(run_id):
+    db = get_db()
+    state = store.run_state(db, run_id)
+    if state not in ("queued", "running"):
+        return error(f"run {run_id} is {state}: there is nothing to cancel" if state else f"no run {run_id}",
+                     409 if state else 404)
+    store.request_cancel(db, run_id)
+    return jsonify(id=run_id, cancel_requested=True), 202
+
+
+@bp.get("/compare")
+def compare():
+    ids, problem = compare_ids(request.args.getlist("run"))
+    if problem:
+        return error(problem, 400)
+    try:
+        runs = data.load_runs(data.run_document, get_db(), ids)
+    except LookupError as exc:
+        return error(str(exc), 404)
+    warning = data.comparability(runs)
+    return jsonify(comparable=warning is None, warning=warning, runs=runs)

@@ -1,0 +1,112 @@
+"""The pages: drives and Start, a run (live while it runs, its report after), compare, history.
+
+Pages work with plain forms; scripts only draw the live view and the charts from the API.
+"""
+
+import time
+
+from flask import (Blueprint, abort, current_app, flash, redirect, render_template, request,
+                   send_from_directory, url_for)
+
+from .. import store
+from . import api, data
+from .db import get_db
+
+bp = Blueprint("pages", __name__)
+
+
+@bp.app_template_filter()
+def clock(seconds):
+    if seconds is None:
+        return "–"
+    seconds = round(seconds)
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+@bp.app_template_filter()
+def gigabytes(nbytes):
+    return f"{(nbytes or 0) / 1e9:,.1f} GB"
+
+
+@bp.app_template_filter()
+def when(timestamp):
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(timestamp)) if timestamp else "–"
+
+
+def drives_page(message=None, status=200):
+    found, problems = data.drive_list(current_app.config["SSDBENCH_EXTRA_DRIVES"],
+                                      current_app.config["SSDBENCH_ALLOW_USB"])
+    return render_template("drives.html", drives=found, problems=problems, suites=data.suite_list()[0],
+                           busy=store.busy_run(get_db()), message=message), status
+
+
+@bp.get("/")
+def drives():
+    return drives_page()
+
+
+@bp.post("/start")
+def start():
+    body, status = api.start_run(get_db(), request.form)
+    if status != 201:
+        return drives_page(body["error"], status)
+    return redirect(body["url"])
+
+
+@bp.get("/runs/<int:run_id>")
+def run(run_id):
+    doc = store.get_run(get_db(), run_id)
+    if doc is None:
+        abort(404)
+    files = data.run_files(current_app.config["SSDBENCH_DATA_DIR"], run_id)
+    return render_template("run.html", run=doc, warnings=data.run_warnings(doc), files=files,
+                           live=doc["state"] in ("queued", "running"))
+
+
+@bp.post("/runs/<int:run_id>/cancel")
+def cancel(run_id):
+    if store.run_state(get_db(), run_id) in ("queued", "running"):
+        store.request_cancel(get_db(), run_id)
+        flash("Cancel requested: the runner stops fio cleanly and keeps the completed steps.")
+    return redirect(url_for("pages.run", run_id=run_id))
+
+
+@bp.post("/runs/<int:run_id>/delete")
+def delete(run_id):
+    db = get_db()
+    state = store.run_state(db, run_id)
+    if state is None:
+        abort(404)
+    if not store.delete_run(db, run_id):
+        flash(f"Run {run_id} is {state}: cancel it before deleting it.")
+        return redirect(url_for("pages.run", run_id=run_id))
+    data.delete_run_files(current_app.config["SSDBENCH_DATA_DIR"], run_id)
+    flash(f"Run {run_id} deleted, with its files.")
+    return redirect(url_for("pages.history"))
+
+
+@bp.get("/runs/<int:run_id>/files/<path:name>")
+def run_file(run_id, name):
+    # send_from_directory refuses any path that leaves the run's folder.
+    return send_from_directory(data.run_dir(current_app.config["SSDBENCH_DATA_DIR"], run_id), name,
+                               mimetype="text/plain" if not name.endswith(".json") else None)
+
+
+@bp.get("/history")
+def history():
+    return render_template("history.html", runs=store.list_runs(get_db()))
+
+
+@bp.get("/compare")
+def compare():
+    ids, problem = api.compare_ids(request.args.getlist("run"))
+    if problem:
+        flash(problem)
+        return redirect(url_for("pages.history"))
+    try:
+        runs = data.load_runs(store.get_run, get_db(), ids)
+    except LookupError:
+        abort(404)
+    for r in runs:
+        r["warnings"] = data.run_warnings(r)
+    return render_template("compare.html", runs=runs, warning=data.comparability(runs))

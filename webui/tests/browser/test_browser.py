@@ -1,0 +1,110 @@
+"""A tester's whole path in a real browser: `ssdbench web` and `ssdbench runner` as processes,
+Debian's chromium driven by Playwright (never a downloaded browser), a loop device as the drive."""
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from conftest import needs_root, ssdbench
+
+sync_api = pytest.importorskip("playwright.sync_api")
+
+CHROMIUM = "/usr/bin/chromium"
+ARTIFACTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "artifacts")
+
+pytestmark = [needs_root(), pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="apt-get install chromium")]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_until_serving(url, proc, timeout=30):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"ssdbench web exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise AssertionError(f"{url} did not answer within {timeout} s")
+
+
+@pytest.fixture
+def appliance(loopdev, tmp_path):
+    """The web UI and the runner service on a fresh data directory, with a loop device to test."""
+    dev, _ = loopdev()
+    data_dir = tmp_path / "data"
+    port = free_port()
+    cli = [sys.executable, "-m", "ssdbench.cli"]
+    procs = []
+    for name, args in (("web", ["web", "--host", "127.0.0.1", "--port", str(port), "--drive", dev]),
+                       ("runner", ["runner"])):
+        with open(tmp_path / f"{name}.log", "w") as log:
+            procs.append(subprocess.Popen([*cli, *args, "--data-dir", str(data_dir)], stdout=log,
+                                          stderr=subprocess.STDOUT))
+    try:
+        base = f"http://127.0.0.1:{port}"
+        wait_until_serving(f"{base}/login", procs[0])
+        yield base, dev, data_dir
+    finally:
+        for proc in procs:
+            proc.terminate()  # the runner, if still running a run, cancels it and stays: then it is killed
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def test_log_in_start_the_smoke_suite_watch_it_and_read_the_report(appliance):
+    base, dev, data_dir = appliance
+    pin = ssdbench("pin", data_dir=data_dir, check=True).stdout.strip()
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--headless=new", "--disable-gpu"])
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        errors = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+
+        page.goto(f"{base}/")
+        assert "/login" in page.url
+        page.fill("input[name=pin]", pin)
+        page.click("button[type=submit]")
+
+        form = page.locator(f"form.start:has(input[name=drive][value='{dev}'])")
+        form.locator("select[name=suite]").select_option("smoke")
+        form.locator("input[name=confirm]").fill(os.path.basename(dev))
+        form.locator("button[type=submit]").click()
+        page.wait_for_url(re.compile(r"/runs/1$"))
+
+        # Live: the current step is marked, the percentage moves, the live charts fill, until 100%.
+        page.wait_for_selector("#steps li.current", timeout=60_000)
+        page.wait_for_function("() => parseFloat(document.getElementById('percent').textContent) > 0", timeout=60_000)
+        assert page.locator("#live-charts canvas").count() == 3
+        page.wait_for_function("() => document.getElementById('percent').textContent === '100.0%'", timeout=240_000)
+
+        # The page turns into the report when the run ends; the charts are drawn from the run's data.
+        page.wait_for_selector("body[data-page=report]", timeout=30_000)
+        page.wait_for_function("() => window.SsdbenchReport && SsdbenchReport.charts.length > 0", timeout=30_000)
+        drawn = page.evaluate("""() => SsdbenchReport.charts.map(
+            (u) => u.data.slice(1).reduce((n, ys) => n + ys.filter((v) => v !== null && v !== undefined).length, 0))""")
+        assert len(drawn) > 5 and sum(1 for n in drawn if n > 0) > 5, drawn
+        assert page.locator("#report canvas").count() >= len(drawn)
+        assert page.locator("table.summary tbody tr").count() >= 4
+        run = page.evaluate("() => fetch('/api/runs/1').then((r) => r.json())")
+        assert run["state"] == "done" and {s["state"] for s in run["steps"]} == {"done"}
+        assert any(len(s["x"]) > 0 for s in run["series"])
+        os.makedirs(ARTIFACTS, exist_ok=True)
+        page.screenshot(path=os.path.join(ARTIFACTS, "report.png"), full_page=True)
+        assert errors == []
+        browser.close()

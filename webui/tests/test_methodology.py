@@ -1,0 +1,286 @@
+"""Every step type of the methodology, run for real in its smoke size on a loop device.
+
+One smoke run serves the whole module; each test re-derives its figures from the raw
+files fio wrote, the way the methodology says, and compares them with what was stored.
+"""
+
+import glob
+import json
+import os
+import statistics
+import subprocess
+import zlib
+
+import pytest
+
+from conftest import needs_root, show, ssdbench
+from ssdbench import parse, plan, purge, steady, suites
+
+pytestmark = needs_root()
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("smoke")
+    img = tmp / "disk.img"
+    # Big enough that the whole-drive fill lasts more than the 1 s between bandwidth samples.
+    subprocess.run(["truncate", "-s", "3G", str(img)], check=True)
+    dev = subprocess.run(["losetup", "-f", "--show", str(img)], check=True, capture_output=True,
+                         text=True).stdout.strip()
+    try:
+        data_dir = tmp / "data"
+        proc = ssdbench("run", "--suite", "smoke", "--drive", dev, "--confirm", os.path.basename(dev),
+                        data_dir=data_dir)
+        assert proc.returncode == 0, proc.stderr
+        run = show(1, data_dir)
+        yield run, data_dir
+    finally:
+        subprocess.run(["losetup", "-d", dev], capture_output=True)
+
+
+def step(run, key):
+    return next(s for s in run["steps"] if s["key"] == key)
+
+
+def metrics(s):
+    return {m["name"]: m for m in s["metrics"]}
+
+
+def folder(data_dir, s):
+    return os.path.join(data_dir, s["out_dir"])
+
+
+def fio_doc(data_dir, s):
+    with open(os.path.join(folder(data_dir, s), "fio.json")) as f:
+        return parse.fio_result(f.read())
+
+
+def series(run, data_dir, s, name):
+    """A stored series with its points, read through the CLI's JSON."""
+    found = [x for x in run["series"] if x["step_id"] == s["id"] and x["name"] == name]
+    assert len(found) == 1, (name, [x["name"] for x in run["series"] if x["step_id"] == s["id"]])
+    return found[0]
+
+
+def points(data_dir, series_id):
+    from ssdbench import store
+    db = store.connect(data_dir)
+    try:
+        return store.series_points(db, series_id)
+    finally:
+        db.close()
+
+
+def test_every_step_kind_ran_and_finished(smoke):
+    run, _ = smoke
+    assert run["state"] == "done", run["error"]
+    assert {s["kind"] for s in run["steps"]} == set(suites.STEP_KINDS)
+    assert all(s["state"] == "done" for s in run["steps"])
+
+
+def test_purge_records_the_method_and_why_stronger_ones_were_not_used(smoke):
+    run, _ = smoke
+    detail = step(run, "purge")["detail"]
+    assert detail["method"] == "discard (whole device)" and detail["command"][0] == "blkdiscard"
+    assert detail["attempts"] == [{"method": "discard (whole device)", "outcome": "used"}]
+
+
+def test_purge_falls_back_through_the_nvme_and_sata_chains(loopdev):
+    dev, _ = loopdev()
+    nvme = {"path": dev, "transport": "nvme", "trim_supported": True,
+            "erase": {"format": False, "sanitize_block_erase": False}}
+    detail = purge.purge(nvme)
+    assert [a["outcome"] for a in detail["attempts"]] == ["not available", "not available", "used"]
+    assert detail["method"] == "NVMe deallocate (whole namespace)"
+    # A loop device has no ATA security feature set: why is kept, and TRIM is used instead.
+    sata = {"path": dev, "transport": "sata", "trim_supported": True}
+    detail = purge.purge(sata)
+    first = detail["attempts"][0]
+    assert first["method"] == "ATA Security Erase" and first["outcome"] in ("failed", "not available")
+    assert first["reason"]
+    assert detail["method"] == "ATA TRIM (whole device)"
+
+
+def test_four_corners_report_fios_average_and_max_latency(smoke):
+    run, data_dir = smoke
+    for key in ("rand-write-4k-qd3-comp", "rand-write-4k-qd3", "rand-read-4k", "seq-read-128k", "seq-write-128k"):
+        s = step(run, key)
+        doc, m = fio_doc(data_dir, s), metrics(s)
+        d = "read" if "read" in key else "write"
+        assert m[f"{d}.lat_max"]["value"] == doc["jobs"][0][d]["lat_ns"]["max"]
+        assert m[f"{d}.lat_mean"]["value"] == doc["jobs"][0][d]["lat_ns"]["mean"]
+        assert m[f"{d}.mb_s"]["value"] == doc["jobs"][0][d]["bw_bytes"] / 1e6
+        assert m[f"{d}.clat_p99.99"]["source"].endswith("/clat_ns/percentile/99.990000")
+
+
+def written_blocks_ratio(path, bs=4096):
+    """zlib's compression ratio over the blocks a job wrote (a fresh file is zero where nothing was)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    blocks = [data[i:i + bs] for i in range(0, len(data), bs)]
+    written = b"".join(b for b in blocks if b.count(0) != bs)
+    assert len(written) > 1024 * 1024
+    return len(written) / len(zlib.compress(written, 6))
+
+
+def test_compressible_and_incompressible_runs_write_different_data(smoke, tmp_path):
+    run, _ = smoke
+    ratios = {}
+    for key in ("rand-write-4k-qd3-comp", "rand-write-4k-qd3"):
+        target = tmp_path / f"{key}.bin"
+        subprocess.run(["truncate", "-s", "64M", str(target)], check=True)
+        job = tmp_path / f"{key}.fio"
+        # The saved job file, as it ran; a regular file keeps the data for us to inspect.
+        job.write_text(step(run, key)["job_file"].replace("direct=1", "direct=0"))
+        subprocess.run(["fio", "--output-format=json", "--output=/dev/null", str(job)], cwd=tmp_path, check=True,
+                       env=dict(os.environ, SSDBENCH_DUT=str(target)))
+        ratios[key] = written_blocks_ratio(target)
+    assert ratios["rand-write-4k-qd3"] < 1.05, ratios
+    assert ratios["rand-write-4k-qd3-comp"] > 3, ratios
+
+
+def test_sequential_fill_keeps_its_bandwidth_curve(smoke):
+    run, data_dir = smoke
+    s = step(run, "seq-fill")
+    curve = series(run, data_dir, s, "write.bw")
+    assert curve["unit"] == "KiB/s" and points(data_dir, curve["id"])
+
+
+def test_consistency_figures_come_from_fios_iops_log(smoke):
+    run, data_dir = smoke
+    s = step(run, "consistency")
+    log = glob.glob(os.path.join(folder(data_dir, s), "consistency_iops.*.log"))[0]
+    with open(log) as f:
+        samples = [x for x in parse.fio_log(f.read()) if x.direction == 1]
+    tail = [x.value for x in samples if x.t_ms >= 6000]
+    m = metrics(s)
+    assert m["steady.avg_iops"]["value"] == pytest.approx(statistics.fmean(tail), rel=1e-12)
+    assert m["steady.min_iops"]["value"] == min(tail)
+    assert m["steady.stddev_iops"]["value"] == pytest.approx(statistics.pstdev(tail), rel=1e-9)
+    found = steady.detect([x.value for x in samples], 2)
+    assert m["steady.reached"]["value"] == float(found.reached)
+    assert ("steady.reached_s" in m) == found.reached
+    assert points(data_dir, series(run, data_dir, s, "write.iops")["id"]) == [(x.t_ms, x.value) for x in samples]
+
+
+def test_transfer_size_curves_are_fios_bandwidth_per_job(smoke):
+    run, data_dir = smoke
+    s = step(run, "xfer")
+    doc = fio_doc(data_dir, s)
+    by_name = {job["jobname"]: job for job in doc["jobs"]}
+    for rw in ("read", "write"):
+        for qd in (1, 32):
+            curve = series(run, data_dir, s, f"{rw}.qd{qd}.mb_s")
+            assert curve["x_unit"] == "bytes"
+            expected = [(4096, by_name[f"{rw}.qd{qd}.bs4k"][rw]["bw_bytes"] / 1e6),
+                        (1024**2, by_name[f"{rw}.qd{qd}.bs1m"][rw]["bw_bytes"] / 1e6)]
+            assert points(data_dir, curve["id"]) == expected
+
+
+def test_sweeps_report_each_zone_and_the_recovery(smoke):
+    run, data_dir = smoke
+    capacity = run["drive"]["capacity_bytes"]
+    offsets = plan.zone_offsets(4, 4 * 1024**2, capacity)
+    averages = {}
+    for key in ("sweep-clean", "sweep-dirty", "sweep-recovered"):
+        s = step(run, key)
+        doc, m = fio_doc(data_dir, s), metrics(s)
+        assert len(doc["jobs"]) == 8  # a write and a read job for each of 4 zones
+        for d in ("write", "read"):
+            zone_mb_s = [job[d]["bw_bytes"] / 1e6 for job in doc["jobs"] if job["jobname"].endswith(d)]
+            curve = series(run, data_dir, s, f"{d}.mb_s")
+            assert curve["x_unit"] == "offset"
+            assert points(data_dir, curve["id"]) == list(zip(offsets, zone_mb_s))
+            assert m[f"{d}.avg_mb_s"]["value"] == pytest.approx(statistics.fmean(zone_mb_s), rel=1e-12)
+            assert m[f"{d}.min_mb_s"]["value"] == min(zone_mb_s)
+        averages[key] = m["write.avg_mb_s"]["value"]
+    recovered = metrics(step(run, "sweep-recovered"))["recovered_percent"]["value"]
+    assert recovered == pytest.approx(100 * averages["sweep-recovered"] / averages["sweep-clean"], rel=1e-12)
+
+
+def test_whole_drive_trim_is_timed(smoke):
+    run, _ = smoke
+    s = step(run, "trim")
+    assert s["detail"]["command"][0] == "blkdiscard"
+    assert metrics(s)["trim.seconds"]["value"] == s["detail"]["seconds"] > 0
+
+
+def test_trace_playback_is_labelled_synthetic_and_hashed(smoke):
+    run, data_dir = smoke
+    s = step(run, "trace")
+    info = s["detail"]["trace"]
+    assert info["synthetic"] is True and "synthetic" in info["label"]
+    import hashlib
+    with open(os.path.join(folder(data_dir, s), "trace.txt"), "rb") as f:
+        assert hashlib.sha256(f.read()).hexdigest() == info["sha256"]
+
+
+def test_busy_time_counts_only_time_with_io_outstanding(smoke):
+    run, data_dir = smoke
+    s = step(run, "trace")
+    doc, m = fio_doc(data_dir, s), metrics(s)
+    # the bytes the per-IO logs account for are the bytes fio counted
+    assert m["all.bytes"]["value"] == m["fio.read.io_bytes"]["value"] + m["fio.write.io_bytes"]["value"]
+    assert m["all.mb_s"]["value"] == pytest.approx(m["all.bytes"]["value"] / m["all.busy_s"]["value"] / 1e6)
+    # reads and writes overlap, so the union is at most their sum and at least each one
+    assert max(m["read.busy_s"]["value"], m["write.busy_s"]["value"]) <= m["all.busy_s"]["value"]
+    assert m["all.busy_s"]["value"] <= m["read.busy_s"]["value"] + m["write.busy_s"]["value"] + 1e-9
+    # At QD1 nothing overlaps: a segment's busy time is exactly the sum of its latencies.
+    out = folder(data_dir, s)
+    qd1 = [job["jobname"] for job in doc["jobs"] if int(job["job options"]["iodepth"]) == 1]
+    assert qd1
+    from ssdbench import derive, playback
+    for name in qd1:
+        with open(glob.glob(os.path.join(out, f"{name}_lat.*.log"))[0]) as f:
+            lat_s = sum(x.value for x in parse.fio_log(f.read())) / 1e9
+        busy = derive.busy_seconds([(a, b) for a, b, _, _ in playback.replayed_intervals(out, name, 1)])
+        assert busy == pytest.approx(lat_s, rel=1e-9)
+    # The step's wall time includes fio starting each segment's job; busy time leaves that out.
+    wall = s["finished_at"] - s["started_at"]
+    assert m["all.busy_s"]["value"] < wall
+
+
+def test_mixed_burst_counts_throughput_only_inside_bursts(smoke):
+    run, data_dir = smoke
+    s = step(run, "burst")
+    doc, m = fio_doc(data_dir, s), metrics(s)
+    fg = next(job for job in doc["jobs"] if job["jobname"] == "foreground")
+    assert m["burst.read.bursts"]["value"] == 3
+    assert fg["read"]["io_bytes"] == 3 * plan.burst_blocks({"burst": "4000000", "bs": "64k"}) * 65536
+    # The foreground idles 0.5 s between its 3 bursts; the service time leaves that out.
+    wall = s["finished_at"] - s["started_at"]
+    assert m["burst.read.service_s"]["value"] < wall - 2 * 0.5
+    assert m["burst.write.service_s"]["value"] < wall
+    assert m["burst.read.mb_s"]["value"] == pytest.approx(
+        fg["read"]["io_bytes"] / m["burst.read.service_s"]["value"] / 1e6, rel=1e-9)
+    for p in ("50", "90", "99", "99.9", "99.99"):
+        assert f"foreground.read.clat_p{p}" in m and f"background.write.clat_p{p}" in m
+
+
+def test_section_9_rows_come_from_their_fio_jobs(smoke):
+    run, data_dir = smoke
+    cdm = step(run, "cdm")
+    doc, m = fio_doc(data_dir, cdm), metrics(cdm)
+    for i, job in enumerate(doc["jobs"]):
+        d = "read" if job["jobname"].endswith("read") else "write"
+        assert m[f"{job['jobname']}.{d}.mb_s"]["value"] == job[d]["bw_bytes"] / 1e6
+        assert m[f"{job['jobname']}.{d}.mb_s"]["source"] == f"/jobs/{i}/{d}/bw_bytes / 1e6"
+    pts = metrics(step(run, "pts"))
+    assert {"mix100.bs4k.read.iops", "mix0.bs1m.write.iops", "mix65.bs4k.write.iops"} <= set(pts)
+    lat = metrics(step(run, "qd1-latency"))
+    assert "randread.read.clat_p99.99" in lat and "randwrite.write.clat_p99.99" in lat
+    oltp = fio_doc(data_dir, step(run, "oltp"))["jobs"][0]
+    share = oltp["read"]["total_ios"] / (oltp["read"]["total_ios"] + oltp["write"]["total_ios"])
+    assert 0.6 < share < 0.8
+
+
+def test_every_metric_names_where_it_came_from(smoke):
+    run, data_dir = smoke
+    for s in run["steps"]:
+        if s["kind"] in ("purge",):
+            continue
+        doc = fio_doc(data_dir, s) if s["kind"] != "trim" else None
+        for m in s["metrics"]:
+            assert m["source"], (s["key"], m["name"])
+            if m["source"].startswith("/"):
+                assert parse.source_value(doc, m["source"]) == m["value"], (s["key"], m)

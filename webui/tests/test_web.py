@@ -1,0 +1,275 @@
+"""The web UI through Flask's test client, on a real SQLite file: access, CSRF, escaping, the API."""
+
+import html
+import os
+import stat
+from urllib.parse import unquote
+
+import pytest
+
+from conftest import needs_root, ssdbench
+from ssdbench import store
+from ssdbench.web import openapi
+from webutil import PIN, XSS, add_run, login, make_app
+
+
+@pytest.fixture
+def data_dir(tmp_path):
+    return tmp_path / "data"
+
+
+@pytest.fixture
+def app(data_dir):
+    return make_app(data_dir)
+
+
+@pytest.fixture
+def client(app):
+    return app.test_client()
+
+
+@pytest.fixture
+def token(client):
+    return login(client)
+
+
+def test_without_login_pages_redirect_and_api_says_401(client, data_dir):
+    add_run(data_dir)
+    for page in ("/", "/history", "/runs/1", "/compare?run=1&run=1"):
+        response = client.get(page)
+        assert response.status_code == 302, page
+        assert unquote(response.headers["Location"]).startswith(f"/login?next={page}"), page
+    for path in ("/api/drives", "/api/runs", "/api/runs/1", "/api/runs/1/progress", "/api/compare?run=1&run=2"):
+        response = client.get(path)
+        assert response.status_code == 401 and "log in" in response.get_json()["error"], path
+    assert client.delete("/api/runs/1").status_code == 401
+    assert client.get("/api/openapi.json").status_code == 200
+
+
+def test_login_with_the_pin_gives_a_strict_httponly_cookie(client):
+    page = client.get("/login")
+    assert page.status_code == 200 and b'name="csrf_token"' in page.data
+    token = client.get("/api/session").get_json()["csrf_token"]
+    response = client.post("/login?next=/history", data={"pin": PIN, "csrf_token": token})
+    assert response.status_code == 302 and response.headers["Location"].endswith("/history")
+    cookie = response.headers["Set-Cookie"]
+    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+    assert client.get("/history").status_code == 200
+    assert client.get("/api/session").get_json()["authenticated"] is True
+
+
+def test_login_goes_nowhere_but_this_server(client):
+    token = client.get("/api/session").get_json()["csrf_token"]
+    response = client.post("/login?next=//evil.example/x", data={"pin": PIN, "csrf_token": token})
+    assert response.headers["Location"] == "/"
+
+
+def test_wrong_pins_are_refused_then_throttled(client):
+    token = client.get("/api/session").get_json()["csrf_token"]
+    for _ in range(5):
+        response = client.post("/api/login", json={"pin": "000000"}, headers={"X-CSRF-Token": token})
+        assert response.status_code == 401
+    response = client.post("/api/login", json={"pin": PIN}, headers={"X-CSRF-Token": token})
+    assert response.status_code == 429 and "wait a minute" in response.get_json()["error"]
+
+
+def test_every_state_change_needs_the_csrf_token(client, data_dir, token):
+    add_run(data_dir, state="running")
+    assert client.post("/api/runs", json={"drive": "/dev/x", "suite": "smoke", "confirm": "x"}).status_code == 403
+    assert client.post("/api/runs/1/cancel").status_code == 403
+    assert client.delete("/api/runs/1").status_code == 403
+    assert client.post("/api/runs/1/cancel", headers={"X-CSRF-Token": "forged"}).status_code == 403
+    assert client.post("/runs/1/cancel", data={}).status_code == 403
+    assert client.post("/logout").status_code == 403
+    assert not store.cancel_requested(store.connect(data_dir), 1)
+    # With the token, the same request goes through.
+    assert client.post("/runs/1/cancel", data={"csrf_token": token}).status_code == 302
+    assert store.cancel_requested(store.connect(data_dir), 1)
+    # Logging in again makes a new token; the old one is dead.
+    client.post("/logout", data={"csrf_token": token})
+    new = login(client)
+    assert new != token and client.post("/api/runs/1/cancel", headers={"X-CSRF-Token": token}).status_code == 403
+
+
+@pytest.mark.parametrize("state", ["queued", "running"])
+def test_a_second_start_while_a_run_is_active_is_409(client, data_dir, token, state):
+    add_run(data_dir, state=state)
+    body = {"drive": "/dev/nvme0n1", "suite": "smoke", "confirm": "S123"}
+    response = client.post("/api/runs", json=body, headers={"X-CSRF-Token": token})
+    assert response.status_code == 409
+    assert response.get_json()["error"] == f"a run is already active: run 1 is {state}: wait for it to end or cancel it"
+    page = client.post("/start", data={**body, "csrf_token": token})
+    assert page.status_code == 409 and f"run 1 is {state}".encode() in page.data
+
+
+def test_firmware_strings_are_inert_text_in_every_page(client, data_dir, token):
+    add_run(data_dir, model=XSS, serial=XSS)
+    add_run(data_dir, model=XSS, serial="S2", suite_hash="b" * 64)
+    escaped = html.escape(XSS).encode()
+    for page in ("/runs/1", "/history", "/compare?run=1&run=2"):
+        body = client.get(page).data
+        assert escaped in body, page
+        assert XSS.encode() not in body, page
+    # The API hands the string over as it is; the report script puts it in as text.
+    assert client.get("/api/runs/1").get_json()["drive"]["model"] == XSS
+    report = open(os.path.join(os.path.dirname(store.__file__), "static", "report.js")).read()
+    assert "innerHTML" not in report and "insertAdjacentHTML" not in report
+
+
+def test_the_report_document_keeps_every_value_and_series(client, data_dir, token):
+    add_run(data_dir, points=2000)
+    doc = client.get("/api/runs/1").get_json()
+    assert doc["state"] == "done" and [s["key"] for s in doc["steps"]] == [
+        "seq-fill", "rand-read-4k", "consistency", "sweep-clean"]
+    fill = doc["steps"][0]["metrics"][0]
+    assert fill == {"name": "write.mb_s", "value": 1234.56789012345, "unit": "MB/s",
+                    "source": "/jobs/0/write/bw_bytes / 1e6"}
+    by_name = {(s["step_id"], s["name"]): s for s in doc["series"]}
+    consistency = by_name[(doc["steps"][2]["id"], "write.iops")]
+    assert len(consistency["x"]) == len(consistency["y"]) == 2000 and consistency["x"][:2] == [0, 1000]
+    sweep = by_name[(doc["steps"][3]["id"], "write.mb_s")]
+    assert sweep["x_unit"] == "offset" and sweep["x"][1] == 2**30
+    assert by_name[(None, "temperature")]["unit"] == "°C"
+    page = client.get("/runs/1").data
+    assert b'data-page="report"' in page and b"report.js" in page and b"vendor/uPlot.iife.min.js" in page
+
+
+def test_progress_is_small_and_live(client, data_dir, token):
+    add_run(data_dir, state="running")
+    p = client.get("/api/runs/1/progress").get_json()
+    assert p["state"] == "running" and p["percent"] == 42.5 and p["eta_s"] == 1234.0 and p["step_index"] == 3
+    assert p["cur_iops"] == 5000.0 and p["cur_bw"] == 20.48e6
+    assert p["temperature"] == {"t_ms": 19000, "value": 41.0}
+    assert [s["state"] for s in p["steps"]] == ["done"] * 4
+    assert client.get("/api/runs/9/progress").status_code == 404
+    page = client.get("/runs/1").data
+    assert b'data-page="live"' in page and b'id="progress-bar"' in page and b"Cancel the run" in page
+
+
+def test_cancel_sets_the_flag_for_the_runner(client, data_dir, token):
+    add_run(data_dir, state="running")
+    add_run(data_dir, state="done")
+    headers = {"X-CSRF-Token": token}
+    assert client.post("/api/runs/1/cancel", headers=headers).status_code == 202
+    assert store.cancel_requested(store.connect(data_dir), 1)
+    assert store.run_state(store.connect(data_dir), 1) == "running"  # the runner, not the web, ends it
+    assert client.post("/api/runs/2/cancel", headers=headers).status_code == 409
+    assert client.post("/api/runs/7/cancel", headers=headers).status_code == 404
+
+
+def test_delete_removes_the_run_and_its_folder_but_never_an_active_run(client, data_dir, token, tmp_path):
+    add_run(data_dir)
+    add_run(data_dir, state="running")
+    add_run(data_dir, state="failed")
+    folder = data_dir / "runs" / "1" / "01-seq-fill"
+    folder.mkdir(parents=True)
+    (folder / "fio.json").write_text("{}")
+    outside = tmp_path / "precious"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("keep")
+    (data_dir / "runs" / "3").symlink_to(outside)
+    headers = {"X-CSRF-Token": token}
+    assert client.delete("/api/runs/2", headers=headers).status_code == 409
+    assert client.delete("/api/runs/1", headers=headers).status_code == 204
+    assert not (data_dir / "runs" / "1").exists()
+    assert client.get("/api/runs/1").status_code == 404
+    assert store.connect(data_dir).execute("SELECT count(*) FROM points").fetchone()[0] > 0  # run 2's stay
+    # A symbolic link in the runs folder goes, never what it points to.
+    assert client.post("/runs/3/delete", data={"csrf_token": token}).status_code == 302
+    assert not (data_dir / "runs" / "3").exists() and (outside / "keep.txt").read_text() == "keep"
+    assert [r["id"] for r in client.get("/api/runs").get_json()["runs"]] == [2]
+
+
+def test_run_files_download_but_cannot_leave_the_run_folder(client, data_dir, token):
+    add_run(data_dir)
+    folder = data_dir / "runs" / "1" / "01-seq-fill"
+    folder.mkdir(parents=True)
+    (folder / "seq-fill.fio").write_text("[seq-fill]\n")
+    assert client.get("/runs/1/files/01-seq-fill/seq-fill.fio").data == b"[seq-fill]\n"
+    assert b"01-seq-fill/seq-fill.fio" in client.get("/runs/1").data
+    for path in ("../../ssdbench.db", "..%2F..%2Fweb-pin", "%2e%2e/%2e%2e/web-secret-key", "/etc/passwd"):
+        assert client.get(f"/runs/1/files/{path}", follow_redirects=True).status_code == 404, path
+
+
+def test_compare_warns_when_suite_hashes_differ(client, data_dir, token):
+    add_run(data_dir)
+    add_run(data_dir)
+    add_run(data_dir, suite_hash="b" * 64)
+    same = client.get("/api/compare?run=1&run=2").get_json()
+    assert same["comparable"] is True and same["warning"] is None and len(same["runs"]) == 2
+    differ = client.get("/api/compare?run=1,3").get_json()
+    assert differ["comparable"] is False and differ["warning"].startswith("not comparable")
+    assert b"not comparable" in client.get("/compare?run=1&run=3").data
+    assert b"not comparable" not in client.get("/compare?run=1&run=2").data
+    assert client.get("/api/compare?run=1").status_code == 400
+    assert client.get("/api/compare?" + "&".join(f"run={i}" for i in range(1, 10))).status_code == 400
+    assert client.get("/api/compare?run=1&run=99").status_code == 404
+
+
+def test_history_shows_every_state(client, data_dir, token):
+    states = ["done", "failed", "cancelled", "interrupted", "running", "queued"]
+    for state in states:
+        add_run(data_dir, state=state)
+    runs = client.get("/api/runs").get_json()["runs"]
+    assert [r["state"] for r in runs] == states
+    page = client.get("/history").data.decode()
+    for state in states:
+        assert f'<span class="badge">{state}</span>' in page
+    # Delete is offered for finished runs only.
+    assert page.count('form="delete-') == 4
+
+
+def test_openapi_describes_every_api_route(app):
+    described = set(openapi.DOCUMENT["paths"])
+    for rule in app.url_map.iter_rules():
+        if rule.rule.startswith("/api/"):
+            path = rule.rule.replace("<int:run_id>", "{run_id}")
+            assert path in described, path
+            methods = rule.methods - {"HEAD", "OPTIONS"}
+            assert {m.lower() for m in methods} <= set(openapi.DOCUMENT["paths"][path]), path
+
+
+def test_pin_is_made_once_kept_private_and_printed_by_the_cli(tmp_path):
+    data_dir = tmp_path / "data"
+    env = {k: v for k, v in os.environ.items() if k != "SSDBENCH_PIN"}
+    first = ssdbench("pin", data_dir=data_dir, env=env, check=True).stdout.strip()
+    assert len(first) == 6 and first.isdigit()
+    assert ssdbench("pin", data_dir=data_dir, env=env, check=True).stdout.strip() == first
+    assert stat.S_IMODE(os.stat(data_dir / "web-pin").st_mode) == 0o600
+    assert ssdbench("pin", data_dir=data_dir, env={**env, "SSDBENCH_PIN": "777"}, check=True).stdout.strip() == "777"
+    make_app(data_dir)
+    assert stat.S_IMODE(os.stat(data_dir / "web-secret-key").st_mode) == 0o600
+
+
+@needs_root()
+def test_drives_list_a_named_loop_device_with_its_estimates(loopdev, data_dir):
+    dev, _ = loopdev()
+    client = make_app(data_dir, SSDBENCH_EXTRA_DRIVES=[dev]).test_client()
+    login(client)
+    found = {d["path"]: d for d in client.get("/api/drives").get_json()["drives"]}
+    loop = found[dev]
+    assert loop["eligible"] and loop["confirm_id"] == os.path.basename(dev) and loop["transport"] == "loop"
+    assert loop["estimates"]["smoke"] > 0
+    page = client.get("/").data.decode()
+    assert dev in page and f"<code>{os.path.basename(dev)}</code>" in page and 'name="confirm"' in page
+
+
+@needs_root()
+def test_start_checks_the_confirmation_then_queues_once(loopdev, data_dir):
+    dev, _ = loopdev()
+    client = make_app(data_dir, SSDBENCH_EXTRA_DRIVES=[dev]).test_client()
+    headers = {"X-CSRF-Token": login(client)}
+    body = {"drive": dev, "suite": "smoke", "confirm": "not-the-serial"}
+    wrong = client.post("/api/runs", json=body, headers=headers)
+    assert wrong.status_code == 400 and f"--confirm {os.path.basename(dev)}" in wrong.get_json()["error"]
+    body["confirm"] = os.path.basename(dev)
+    first = client.post("/api/runs", json=body, headers=headers)
+    assert first.status_code == 201 and first.get_json() == {"id": 1, "url": "/runs/1"}
+    run = store.get_run(store.connect(data_dir), 1)
+    assert run["state"] == "queued" and run["pid"] is None and run["steps"]
+    assert run["request"]["device"] == dev and run["request"]["confirm"] == os.path.basename(dev)
+    second = client.post("/api/runs", json=body, headers=headers)
+    assert second.status_code == 409 and "run 1 is queued" in second.get_json()["error"]
+    # The form says the same, on the drives page.
+    page = client.post("/start", data={**body, "csrf_token": headers["X-CSRF-Token"]})
+    assert page.status_code == 409 and b"run 1 is queued" in page.data

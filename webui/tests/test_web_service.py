@@ -1,0 +1,102 @@
+"""The runner service: runs queued through the web API, executed by `ssdbench runner` in a process of its own."""
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import needs_root, ssdbench
+from ssdbench import store
+from webutil import add_run, login, make_app
+
+pytestmark = needs_root()
+
+
+@pytest.fixture
+def runner_service():
+    """Start `ssdbench runner` on a data directory; stopped (SIGTERM while idle) at the end."""
+    started = []
+
+    def start(data_dir):
+        proc = subprocess.Popen([sys.executable, "-m", "ssdbench.cli", "runner", "--data-dir", str(data_dir)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        started.append(proc)
+        return proc
+
+    yield start
+    for proc in started:
+        proc.terminate()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def wait_for(data_dir, what, timeout=90):
+    """Poll the store until what(db) is true."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        db = store.connect(data_dir)
+        try:
+            if what(db):
+                return
+        finally:
+            db.close()
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what.__doc__ or what}")
+
+
+def state_is(run_id, state):
+    def check(db):
+        return store.run_state(db, run_id) == state
+    check.__doc__ = f"run {run_id} to be {state}"
+    return check
+
+
+def test_service_takes_queued_runs_survives_a_failing_one_and_stops_on_cancel(loopdev, tmp_path, runner_service):
+    good, _ = loopdev()
+    bad, bad_img = loopdev(name="bad.img")
+    data_dir = tmp_path / "data"
+    client = make_app(data_dir, SSDBENCH_EXTRA_DRIVES=[good, bad]).test_client()
+    headers = {"X-CSRF-Token": login(client)}
+
+    def start(dev):
+        return client.post("/api/runs", json={"drive": dev, "suite": "smoke", "confirm": os.path.basename(dev)},
+                           headers=headers)
+
+    assert start(bad).status_code == 201
+    # Between queueing and starting, the drive loses its medium: the service must check again.
+    subprocess.run(["truncate", "-s", "0", str(bad_img)], check=True)
+    subprocess.run(["losetup", "-c", bad], check=True)
+    # And a run left running by a process that died, as after a power cut.
+    orphan = add_run(data_dir, state="running")
+
+    service = runner_service(data_dir)
+    wait_for(data_dir, state_is(1, "failed"))
+    run = store.get_run(store.connect(data_dir), 1)
+    assert "is not a valid target: has no medium" in run["error"]
+    assert {s["state"] for s in run["steps"]} == {"skipped"}
+    assert store.run_state(store.connect(data_dir), orphan) == "interrupted"
+
+    # The service is still there: the next run is taken, and it holds the lock the console's run uses.
+    assert start(good).status_code == 201
+    wait_for(data_dir, state_is(3, "running"))
+    console = ssdbench("run", "--suite", "smoke", "--drive", good, "--confirm", os.path.basename(good),
+                       data_dir=data_dir)
+    assert console.returncode == 2 and "another run is active (run 3" in console.stderr
+    assert client.get("/api/runs/3/progress").get_json()["state"] == "running"
+
+    def measuring(db):
+        """run 3 to reach its third step"""
+        return db.execute("SELECT step_index FROM runs WHERE id=3").fetchone()[0] >= 2
+    wait_for(data_dir, measuring)
+    assert client.post("/api/runs/3/cancel", headers=headers).status_code == 202
+    wait_for(data_dir, state_is(3, "cancelled"), timeout=60)
+    run = store.get_run(store.connect(data_dir), 3)
+    states = [s["state"] for s in run["steps"]]
+    assert states[:2] == ["done", "done"] and "cancelled" in states and states[-1] == "skipped"
+    assert run["environment"]["drive"]["path"] == good
+    assert service.poll() is None, service.stderr.read()
