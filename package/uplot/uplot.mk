@@ -6,7 +6,8 @@
 
 # Keep in step with UPLOT_VERSION in the top-level Makefile (make assets).
 UPLOT_VERSION = 1.6.31
-UPLOT_SITE = https://registry.npmjs.org/uplot/-
+# The tarball comes from the npm registry that the build machine's npm client is set up for.
+UPLOT_SITE = $(patsubst %/,%,$(shell npm config get registry 2>/dev/null))/uplot/-
 UPLOT_SOURCE = uplot-$(UPLOT_VERSION).tgz
 UPLOT_LICENSE = MIT
 UPLOT_LICENSE_FILES = LICENSE
