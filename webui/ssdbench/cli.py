@@ -48,11 +48,6 @@ def cmd_drives(args):
             print(f"{'':<14} note: {note}")
 
 
-def suite_summary(s):
-    return {"name": s.name, "version": s.data["version"], "title": s.data["title"], "sha256": s.sha256,
-            "locked": s.locked, "comparable": s.data.get("comparable", True), "steps": len(s.steps)}
-
-
 def suite_steps(s):
     """Each step with its fio parameters as the suite declares them (spans before resolution)."""
     out = []
@@ -66,14 +61,14 @@ def suite_steps(s):
 
 def cmd_suites(args):
     if args.action == "list":
-        rows = [suite_summary(suites.load(n)) for n in suites.names()]
+        rows = [suites.summary(suites.load(n)) for n in suites.names()]
         if args.json:
             return out_json(rows)
         for r in rows:
             print(f"{r['name']:<10} v{r['version']}  {r['steps']:>3} steps  {r['sha256'][:16]}  {r['title']}")
         return None
     s = suites.load(args.name)
-    data = {**suite_summary(s), "fio_global": s.data.get("fio", {}), "steps": suite_steps(s)}
+    data = {**suites.summary(s), "fio_global": s.data.get("fio", {}), "steps": suite_steps(s)}
     if args.json:
         return out_json(data)
     print(f"{s.name} v{s.data['version']}: {s.data['title']}\nsha256 {s.sha256}")

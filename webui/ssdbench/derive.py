@@ -8,26 +8,17 @@ import glob
 import math
 import os
 import re
+import statistics
 from collections import defaultdict, deque
 
 from . import parse, playback, steady
 from .errors import SsdbenchError
 from .parse import Metric
-from .suites import job_label, parse_size
+from .suites import job_label, parse_size, reads_only
 
-DIRECTION_NAMES = {0: "read", 1: "write", 2: "trim"}
 # fio log names: <prefix>_<kind>.<job>.log; kind "clat_hist" holds histograms and is kept raw.
 LOG_RE = re.compile(r"_(iops|bw|lat|clat|slat)\.(\d+)\.log$")
 LOG_UNITS = {"iops": "IOPS", "bw": "KiB/s", "lat": "ns", "clat": "ns", "slat": "ns"}
-
-
-def _mean(values):
-    return sum(values) / len(values)
-
-
-def _stddev(values):
-    m = _mean(values)
-    return math.sqrt(sum((v - m) ** 2 for v in values) / len(values))
 
 
 def per_second_series(out_dir):
@@ -41,7 +32,7 @@ def per_second_series(out_dir):
         with open(path) as f:
             samples = parse.fio_log(f.read())
         for direction in sorted({s.direction for s in samples}):
-            name = f"{DIRECTION_NAMES.get(direction, direction)}.{kind}" + (f".job{job}" if job > 1 else "")
+            name = f"{parse.DIRECTIONS[direction]}.{kind}" + (f".job{job}" if job > 1 else "")
             points = [(s.t_ms, s.value) for s in samples if s.direction == direction]
             series.append((name, LOG_UNITS[kind], f"{os.path.basename(path)}:direction={direction}", points))
     return series
@@ -55,9 +46,9 @@ def steady_state(points, from_s, round_s, name):
         raise SsdbenchError(f"the {name} log has no samples from {from_s} s on; the step ended early")
     found = steady.detect([v for _, v in points], round_s)
     metrics = [
-        Metric("steady.avg_iops", _mean(tail), "IOPS", f"mean of {source} for t >= {from_s} s"),
+        Metric("steady.avg_iops", statistics.fmean(tail), "IOPS", f"mean of {source} for t >= {from_s} s"),
         Metric("steady.min_iops", min(tail), "IOPS", f"minimum of {source} for t >= {from_s} s"),
-        Metric("steady.stddev_iops", _stddev(tail), "IOPS", f"population standard deviation of {source} "
+        Metric("steady.stddev_iops", statistics.pstdev(tail), "IOPS", f"population standard deviation of {source} "
                f"for t >= {from_s} s"),
         Metric("steady.reached", float(found.reached), "yes/no",
                f"SNIA PTS rule on {round_s} s rounds of {source}: window of {steady.WINDOW} rounds, range "
@@ -83,7 +74,7 @@ def matrix_curves(doc, step_spec, jobs):
     index = {job["jobname"]: i for i, job in enumerate(doc["jobs"])}
     curves = defaultdict(list)
     for name, opts in jobs:
-        direction = "read" if opts["rw"] in ("read", "randread") else "write"
+        direction = "read" if reads_only(opts["rw"]) else "write"
         key = job_label(opts, others)
         value, pointer = job_mb_s(doc, index[name], direction)
         curves[key].append((parse_size(opts[axis]), value, pointer))
@@ -105,7 +96,7 @@ def sweep(doc, jobs, baseline_avg=None):
         values = [v for _, v in points]
         source = f"fio.json {pointers[0]} ... {pointers[-1]}, one job per zone"
         series.append((f"{direction}.mb_s", "MB/s", source, points, "offset"))
-        metrics += [Metric(f"{direction}.avg_mb_s", _mean(values), "MB/s", f"mean over {len(values)} zones of "
+        metrics += [Metric(f"{direction}.avg_mb_s", statistics.fmean(values), "MB/s", f"mean over {len(values)} zones of "
                            + source),
                     Metric(f"{direction}.min_mb_s", min(values), "MB/s", f"minimum over zones of {source}")]
     if baseline_avg:
@@ -124,23 +115,64 @@ def io_intervals(out_dir, prefix):
     """
     with open(os.path.join(out_dir, f"{prefix}.iolog")) as f:
         issues = parse.fio_iolog(f.read())
-    logs = glob.glob(os.path.join(out_dir, f"{prefix}_lat.*.log"))
-    if len(logs) != 1:
-        raise SsdbenchError(f"expected one per-IO latency log for {prefix}, found {len(logs)}")
-    with open(logs[0]) as f:
-        completions = parse.fio_log(f.read())
+    log_name, completions = per_io_log(out_dir, prefix)
     pending = defaultdict(deque)
     for io in issues:
         pending[(io.op, io.offset)].append(io.t_us)
     intervals = []
     for c in completions:
-        op = DIRECTION_NAMES[c.direction]
+        op = parse.DIRECTIONS[c.direction]
         queue = pending.get((op, c.offset))
         if not queue:
-            raise SsdbenchError(f"{os.path.basename(logs[0])}: a {op} at offset {c.offset} that {prefix}.iolog "
-                                "never issued")
+            raise SsdbenchError(f"{log_name}: a {op} at offset {c.offset} that {prefix}.iolog never issued")
         start = queue.popleft()
         intervals.append((start, start + c.value / 1000, op, c.bs))
+    return intervals
+
+
+def per_io_log(out_dir, prefix):
+    """(file name, samples) of the one per-IO latency log fio wrote for job `prefix`, in completion order."""
+    logs = glob.glob(os.path.join(out_dir, f"{prefix}_lat.*.log"))
+    if len(logs) != 1:
+        raise SsdbenchError(f"expected one per-IO latency log for {prefix}, found {len(logs)}")
+    with open(logs[0]) as f:
+        return os.path.basename(logs[0]), parse.fio_log(f.read())
+
+
+def replayed_intervals(out_dir, name, qd):
+    """(start µs, end µs, op, bytes) of every IO of one trace replay job.
+
+    fio cannot log issue times while it replays (read_iolog overrides write_iolog), so
+    each IO's issue time is rebuilt from fio's replay discipline: the first `qd` IOs of
+    the replay start together, and each completion, in the order of the per-IO latency
+    log, lets the next IO start. An IO's interval is its issue time plus the latency fio
+    measured for it.
+    """
+    order = playback.replay_order(out_dir, name)
+    log_name, completions = per_io_log(out_dir, name)
+    starts = {}  # replay position -> issue time (ns)
+    outstanding = defaultdict(deque)  # (op, offset) -> replay positions in flight
+    next_io = 0
+
+    def issue(at):
+        nonlocal next_io
+        op, offset, _ = order[next_io]
+        starts[next_io] = at
+        outstanding[(op, offset)].append(next_io)
+        next_io += 1
+
+    while next_io < min(qd, len(order)):
+        issue(0.0)
+    intervals = []
+    for c in completions:
+        key = (parse.DIRECTIONS[c.direction], c.offset)
+        if not outstanding[key]:
+            raise SsdbenchError(f"{log_name}: a completion at offset {c.offset} that the replay never issued")
+        pos = outstanding[key].popleft()
+        end = starts[pos] + c.value
+        intervals.append((starts[pos] / 1000, end / 1000, key[0], c.bs))
+        if next_io < len(order):
+            issue(end)
     return intervals
 
 
@@ -223,7 +255,7 @@ def io_totals(doc):
 def _fio(step, out_dir, doc, complete, baseline):
     metrics, series = parse.fio_metrics(doc), per_second_series(out_dir)
     if complete and "steady" in step.spec:
-        name = "read.iops" if step.spec["rw"] in ("read", "randread") else "write.iops"
+        name = "read.iops" if reads_only(step.spec["rw"]) else "write.iops"
         points = next(p for n, _, _, p in series if n == name)
         metrics += steady_state(points, step.spec["steady"]["from_s"], step.spec["steady"]["round_s"], name)
     return metrics, series
@@ -240,7 +272,7 @@ def _sweep(step, out_dir, doc, complete, baseline):
 def _trace(step, out_dir, doc, complete, baseline):
     # fio's own record of each replay job's queue depth
     jobs = [(job["jobname"], int(job["job options"]["iodepth"])) for job in doc["jobs"]]
-    return io_totals(doc) + busy_time([playback.replayed_intervals(out_dir, name, qd) for name, qd in jobs]), []
+    return io_totals(doc) + busy_time([replayed_intervals(out_dir, name, qd) for name, qd in jobs]), []
 
 
 def _burst(step, out_dir, doc, complete, baseline):

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from .errors import SsdbenchError
 
-DIRECTIONS = ("read", "write", "trim")
+DIRECTIONS = ("read", "write", "trim")  # in the order of fio's direction numbers in its logs
 # Percentiles the suites ask fio for (percentile_list); fio keys them as "99.990000".
 PERCENTILES = ("50", "90", "99", "99.9", "99.99")
 

@@ -107,7 +107,7 @@ class Rates:
     def job_seconds(self, job, size):
         if "runtime" in job:
             return float(job["runtime"])
-        return size * job["numjobs"] / (self.read if job["rw"] in ("read", "randread") else self.write)
+        return size * job["numjobs"] / (self.read if suites.reads_only(job["rw"]) else self.write)
 
 
 def _fio(suite, i, step, capacity, rates):

@@ -1,19 +1,14 @@
-"""Storage Bench playback: a trace becomes fio replay jobs, and fio's per-IO logs become busy time.
+"""Storage Bench playback: a trace becomes fio replay jobs.
 
 Each segment of the trace (IOs that share one queue depth) is one fio job that replays
 its own iolog with `replay_no_stall`, so idle time is cut out, at `iodepth` = the
-segment's queue depth. fio cannot log issue times while it replays (read_iolog
-overrides write_iolog), so each IO's issue time is rebuilt from fio's replay
-discipline: the first `qd` IOs start together, and each completion, in the order of
-the per-IO latency log, lets the next IO of the trace start. An IO's interval is its
-issue time plus the latency fio measured for it.
+segment's queue depth, and logs every IO's latency. `derive.replayed_intervals` turns
+those logs into busy time.
 """
 
 import os
-from collections import defaultdict, deque
 
-from . import parse, plan, traces
-from .errors import SsdbenchError
+from . import plan, traces
 
 DEVICE_NAME = "dut"  # the file name inside the replay iologs; replay_redirect points it at the drive
 OPS = {"R": "read", "W": "write"}
@@ -48,37 +43,12 @@ def prepare(step, out_dir, capacity, suite):
     return plan.job_file(suite, spec, jobs), info
 
 
-def replayed_intervals(out_dir, name, qd):
-    """(start µs, end µs, op, bytes) of every IO of one replay job; see the module's docstring."""
+def replay_order(out_dir, name):
+    """The (op, offset, length) of a replay job's IOs, in the order its iolog gives fio."""
+    order = []
     with open(os.path.join(out_dir, f"{name}.replay")) as f:
-        issued = [line.split() for line in f if line.startswith(f"{DEVICE_NAME} ")]
-    order = [(fields[1], int(fields[2]), int(fields[3])) for fields in issued if fields[1] in ("read", "write")]
-    logs = [p for p in os.listdir(out_dir) if p.startswith(f"{name}_lat.") and p.endswith(".log")]
-    if len(logs) != 1:
-        raise SsdbenchError(f"expected one per-IO latency log for {name}, found {len(logs)}")
-    with open(os.path.join(out_dir, logs[0])) as f:
-        completions = parse.fio_log(f.read())
-    starts = {}  # trace position -> issue time (ns)
-    outstanding = defaultdict(deque)  # (op, offset) -> trace positions in flight
-    next_io = 0
-
-    def issue(at):
-        nonlocal next_io
-        op, offset, _ = order[next_io]
-        starts[next_io] = at
-        outstanding[(op, offset)].append(next_io)
-        next_io += 1
-
-    while next_io < min(qd, len(order)):
-        issue(0.0)
-    intervals = []
-    for c in completions:
-        key = (("read", "write", "trim")[c.direction], c.offset)
-        if not outstanding[key]:
-            raise SsdbenchError(f"{logs[0]}: a completion at offset {c.offset} that the replay never issued")
-        pos = outstanding[key].popleft()
-        end = starts[pos] + c.value
-        intervals.append((starts[pos] / 1000, end / 1000, key[0], c.bs))
-        if next_io < len(order):
-            issue(end)
-    return intervals
+        for line in f:
+            fields = line.split()
+            if fields[0] == DEVICE_NAME and fields[1] in ("read", "write"):
+                order.append((fields[1], int(fields[2]), int(fields[3])))
+    return order

@@ -11,7 +11,7 @@ import os
 import signal
 import time
 
-from . import derive, drives, environment, fio, health, plan, playback, purge, quiet, store, tools
+from . import derive, drives, environment, fio, health, parse, plan, playback, purge, quiet, store, tools
 from .errors import SsdbenchError
 
 LOCK_NAME = "run.lock"
@@ -124,7 +124,7 @@ class Run:
             job = doc["jobs"][0]
             if step.runtime:
                 return min(1.0, job["elapsed"] / step.runtime)
-            done = sum(job[d]["io_bytes"] for d in ("read", "write", "trim"))
+            done = sum(job[d]["io_bytes"] for d in parse.DIRECTIONS)
             return min(1.0, done / max(1, step.size * step.spec["numjobs"]))
         return min(0.99, (time.monotonic() - started) / max(1.0, step.estimate_s))
 

@@ -49,6 +49,12 @@ class Suite:
         return self.data["steps"]
 
 
+def summary(s):
+    """A suite's name, version, title, hash, lock state, comparability and step count."""
+    return {"name": s.name, "version": s.data["version"], "title": s.data["title"], "sha256": s.sha256,
+            "locked": s.locked, "comparable": s.data.get("comparable", True), "steps": len(s.steps)}
+
+
 def canonical(data):
     return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
@@ -164,14 +170,18 @@ def _size(value):
         raise ValueError(str(exc)) from None
 
 
+def reads_only(rw):
+    """Whether a fio rw mode only reads (and so has no data content)."""
+    return rw in ("read", "randread")
+
+
 def check_job(job):
     """One fio job's parameters, as a fio step or one job of a matrix."""
     if job.get("rw") not in RW_MODES:
         raise ValueError(f"rw must be one of {RW_MODES}")
     if job.get("data") not in DATA_KINDS:
         raise ValueError(f"data must be one of {DATA_KINDS}")
-    writes = job["rw"] not in ("read", "randread")
-    if writes == (job["data"] == "n/a"):
+    if reads_only(job["rw"]) != (job["data"] == "n/a"):
         raise ValueError("data must be 'n/a' exactly when the step only reads")
     _size(job.get("bs", ""))
     _whole(job, "iodepth")
@@ -197,7 +207,7 @@ def matrix_jobs(step):
             combos = [{**c, axis: v} for c in combos for v in values]
         jobs = [(job_label(c, step["axes"]), {**base, **c}) for c in combos]
     for _, job in jobs:
-        if job.get("rw") in ("read", "randread"):
+        if reads_only(job.get("rw")):
             job["data"] = "n/a"
     return jobs
 

@@ -5,7 +5,6 @@ files fio wrote, the way the methodology says, and compares them with what was s
 """
 
 import glob
-import json
 import os
 import statistics
 import subprocess
@@ -229,11 +228,11 @@ def test_busy_time_counts_only_time_with_io_outstanding(smoke):
     out = folder(data_dir, s)
     qd1 = [job["jobname"] for job in doc["jobs"] if int(job["job options"]["iodepth"]) == 1]
     assert qd1
-    from ssdbench import derive, playback
+    from ssdbench import derive
     for name in qd1:
         with open(glob.glob(os.path.join(out, f"{name}_lat.*.log"))[0]) as f:
             lat_s = sum(x.value for x in parse.fio_log(f.read())) / 1e9
-        busy = derive.busy_seconds([(a, b) for a, b, _, _ in playback.replayed_intervals(out, name, 1)])
+        busy = derive.busy_seconds([(a, b) for a, b, _, _ in derive.replayed_intervals(out, name, 1)])
         assert busy == pytest.approx(lat_s, rel=1e-9)
     # The step's wall time includes fio starting each segment's job; busy time leaves that out.
     wall = s["finished_at"] - s["started_at"]

@@ -273,3 +273,10 @@ def test_start_checks_the_confirmation_then_queues_once(loopdev, data_dir):
     # The form says the same, on the drives page.
     page = client.post("/start", data={**body, "csrf_token": headers["X-CSRF-Token"]})
     assert page.status_code == 409 and b"run 1 is queued" in page.data
+
+
+def test_the_suites_api_lists_the_locked_suites_with_their_hashes(client, token):
+    from ssdbench import suites
+    body = client.get("/api/suites").get_json()
+    assert {s["name"]: s["sha256"] for s in body["suites"]} == suites.manifest()
+    assert body["problems"] == [] and all(s["locked"] for s in body["suites"])

@@ -4,6 +4,7 @@ from flask import Blueprint, current_app, jsonify, request, url_for
 
 from .. import service, store
 from ..errors import SsdbenchError
+from ..suites import summary
 from . import data, openapi
 from .db import get_db
 
@@ -58,7 +59,7 @@ def drives():
 @bp.get("/suites")
 def suites():
     found, problems = data.suite_list()
-    return jsonify(suites=[data.suite_summary(s) for s in found], problems=problems)
+    return jsonify(suites=[summary(s) for s in found], problems=problems)
 
 
 @bp.get("/runs")

@@ -29,11 +29,6 @@ def shipped_suite(run):
     return suite if suite.sha256 == run["suite_hash"] else None
 
 
-def suite_summary(s):
-    return {"name": s.name, "version": s.data["version"], "title": s.data["title"], "sha256": s.sha256,
-            "locked": s.locked, "comparable": s.data.get("comparable", True), "steps": len(s.steps)}
-
-
 def drive_list(extra, allow_usb):
     """Every drive, plus the `extra` devices, each with its temperature now and the time each suite would
     take on it. Returns (drives, problems): a device that cannot be described becomes a problem line."""
