@@ -7,7 +7,7 @@ import sqlite3
 import sys
 import time
 
-from . import __version__, access, drives, plan, runner, service, store, suites
+from . import __version__, access, bundle, drives, plan, runner, service, store, suites, usbexport
 from .errors import SsdbenchError
 
 DEFAULT_DATA_DIR = "/var/lib/ssdbench"
@@ -163,7 +163,56 @@ def cmd_web(args):
 
 
 def cmd_runner(args):
-    service.serve(data_dir(args))
+    service.serve(data_dir(args), auto_export=args.auto_export)
+
+
+def cmd_bundle(args):
+    out_dir = args.output or "."
+    print(bundle.write(store.connect(data_dir(args)), data_dir(args), args.run, out_dir))
+
+
+def cmd_verify(args):
+    failed = 0
+    for path in args.bundles:
+        try:
+            m = bundle.verify(path)
+        except bundle.BundleError as exc:
+            print(f"FAILED {exc}", file=sys.stderr)
+            failed += 1
+            continue
+        print(f"OK {path}: {len(m['files'])} files match their sha256; suite {m['suite']['name']} "
+              f"{m['suite']['sha256']}, run {m['run']['id']} ({m['run']['state']})")
+    return EXIT_ERROR if failed else 0
+
+
+def cmd_import(args):
+    db = store.connect(data_dir(args))
+    for path in args.bundles:
+        run_id = bundle.import_bundle(db, data_dir(args), path)
+        print(f"{path}: imported as run {run_id} ({store.get_run(db, run_id)['origin']})")
+
+
+def cmd_export(args):
+    found = usbexport.sticks(named=[args.to] if args.to else ())
+    if args.list:
+        if not found:
+            print("no USB stick with a FAT32 or exFAT file system", file=sys.stderr)
+        for s in found:
+            print(f"{s['device']:<16} {s['fstype']:<6} {s['label'] or '':<12} {size(s['size'] or 0):>10} "
+                  f"{s['model'] or ''}" + ("  (the appliance's own stick)" if s["boot"] else ""))
+        return None
+    if not (args.all or args.run):
+        raise SsdbenchError("name a run, or --all")
+    stick = usbexport.choose(found, args.to)
+    db = store.connect(data_dir(args))
+    run_ids = usbexport.ended_runs(db) if args.all else [args.run]
+    done = usbexport.export(db, data_dir(args), run_ids, stick,
+                            on_progress=lambda run_id, path: print(f"run {run_id}: writing {path}", flush=True))
+    for item in done:
+        print(f"run {item['run']}: {item['file']} ({size(item['bytes'])}), {item['state']}")
+    print(f"{stick['device']} unmounted: it can be pulled out" if not stick["mountpoint"] else
+          f"{stick['device']} stays mounted on {stick['mountpoint']}")
+    return None
 
 
 def cmd_pin(args):
@@ -220,7 +269,21 @@ def parser():
     c.add_argument("--drive", dest="drives", action="append", default=[], metavar="DEV",
                    help="also list this device (loop devices are listed only when named); repeatable")
     c.add_argument("--allow-usb", action="store_true", help="treat USB-attached drives as targets")
-    add("runner", cmd_runner, "the runner service: execute the queued runs, one at a time", data=True)
+    c = add("runner", cmd_runner, "the runner service: execute the queued runs, one at a time", data=True)
+    c.add_argument("--auto-export", action="store_true", help="export each run that ends to the USB stick found")
+    c = add("bundle", cmd_bundle, "write a run's result bundle (.zip)", data=True)
+    c.add_argument("run", type=int)
+    c.add_argument("-o", "--output", metavar="DIR", help="folder to write it in (default: here)")
+    c = add("verify", cmd_verify, "check every hash in result bundles; exit 2 on any problem")
+    c.add_argument("bundles", nargs="+", metavar="BUNDLE")
+    c = add("import", cmd_import, "bring bundles from another testbed in, to compare them", data=True)
+    c.add_argument("bundles", nargs="+", metavar="BUNDLE")
+    c = add("export", cmd_export, "write result bundles to a USB stick (FAT32 or exFAT), then unmount it",
+            data=True)
+    c.add_argument("run", type=int, nargs="?")
+    c.add_argument("--all", action="store_true", help="every run that has ended (skips those already there)")
+    c.add_argument("--to", metavar="DEVICE", help="the stick's file system, e.g. /dev/sdb1 (default: the one found)")
+    c.add_argument("--list", action="store_true", help="list the sticks found, and write nothing")
     add("pin", cmd_pin, "print the web UI's login PIN (made on first use)", data=True)
     return p
 

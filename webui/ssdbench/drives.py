@@ -42,7 +42,7 @@ def _labels(node):
     return [node.get("label")] + [lab for c in node.get("children", []) for lab in _labels(c)]
 
 
-def _boot_disk():
+def boot_disk():
     """The disk named by the boot flow as the appliance stick, if any."""
     name = os.environ.get("SSDBENCH_BOOT_DISK") or sysfs.read(BOOT_DISK_FILE)
     return os.path.basename(name) if name else None
@@ -248,7 +248,7 @@ def discover(named=(), allow_usb=False):
     tree = _lsblk()
     by_path = {n["path"]: n for n in tree}
     roots = _root_disks(tree)
-    boot = _boot_disk()
+    boot = boot_disk()
     named_paths = []
     for path in named:
         real = os.path.realpath(path)

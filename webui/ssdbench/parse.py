@@ -205,6 +205,11 @@ def lsblk(text):
     return _load_json(text, "lsblk").get("blockdevices", [])
 
 
+def blkid(text):
+    """What `blkid -p -o export DEV` found on a device (TYPE, LABEL, ...); empty when it found nothing."""
+    return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+
+
 def nvme_list(text):
     """Devices from `nvme list -o json`, flattened to one dict per namespace."""
     return _load_json(text, "nvme list").get("Devices", [])

@@ -11,7 +11,7 @@ import sys
 import time
 import traceback
 
-from . import runner, store, suites
+from . import runner, store, suites, usbexport
 from .errors import SsdbenchError
 
 POLL_S = 0.5
@@ -35,8 +35,8 @@ def log(message):
     print(f"ssdbench runner: {message}", file=sys.stderr, flush=True)
 
 
-def serve(data_dir, poll_s=POLL_S):
-    """Take queued runs one at a time, forever."""
+def serve(data_dir, poll_s=POLL_S, auto_export=False):
+    """Take queued runs one at a time, forever; with auto_export, each run that ends goes to the USB stick."""
     runner.check_host()
     db = store.connect(data_dir)
     lock = try_lock(data_dir)
@@ -46,8 +46,20 @@ def serve(data_dir, poll_s=POLL_S):
     log(f"waiting for queued runs in {store.db_path(data_dir)}")
     while True:
         if store.next_queued_run(db) is not None:
-            take_next(db, data_dir)
+            run_id = take_next(db, data_dir)
+            if run_id is not None and auto_export:
+                export_run(db, data_dir, run_id)
         time.sleep(poll_s)
+
+
+def export_run(db, data_dir, run_id):
+    """Best effort: no stick, or a full one, is logged and the service goes on."""
+    try:
+        stick = usbexport.choose(usbexport.sticks())
+        for item in usbexport.export(db, data_dir, [run_id], stick):
+            log(f"run {run_id}: {item['file']} on {stick['device']}, {item['state']}")
+    except SsdbenchError as exc:
+        log(f"run {run_id}: not exported: {exc}")
 
 
 def try_lock(data_dir):

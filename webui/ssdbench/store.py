@@ -101,6 +101,10 @@ MIGRATIONS = [
     """
     ALTER TABLE runs ADD COLUMN request_json TEXT;
     """,
+    # A run imported from a bundle names where it came from; the same bundle cannot come in twice.
+    """
+    CREATE UNIQUE INDEX runs_by_origin ON runs (origin) WHERE origin <> 'local';
+    """,
 ]
 
 
@@ -339,6 +343,40 @@ def get_run(db, run_id):
     out["series"] = [dict(r) for r in db.execute(
         "SELECT id, step_id, name, unit, source, x_unit FROM series WHERE run_id=? ORDER BY id", (run_id,))]
     return out
+
+
+def import_run(db, doc, origin):
+    """A run from another testbed's result document (bundle.RESULT), as a new run with its steps, metrics and
+    series, in one transaction. Its raw files go to runs/<new id>/, as for a local run."""
+    with transaction(db):
+        known = db.execute("SELECT id FROM runs WHERE origin=?", (origin,)).fetchone()
+        if known:
+            raise SsdbenchError(f"this bundle is already here, as run {known[0]} ({origin})")
+        drive_id = upsert_drive(db, doc["drive"])
+        run_id = db.execute(
+            """INSERT INTO runs (drive_id, suite, suite_hash, standard, state, origin, created_at, started_at,
+                                 finished_at, error, environment_json, step_count, percent)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+            (drive_id, doc["suite"], doc["suite_hash"], doc["standard"], doc["state"], origin, doc["created_at"],
+             doc["started_at"], doc["finished_at"], doc["error"], json.dumps(doc["environment"]),
+             doc["step_count"], doc["percent"])).lastrowid
+        new_step = {}
+        for step in doc["steps"]:
+            out_dir = step["out_dir"] and os.path.join("runs", str(run_id), os.path.basename(step["out_dir"]))
+            new_step[step["id"]] = db.execute(
+                """INSERT INTO steps (run_id, idx, key, kind, title, state, estimate_s, started_at, finished_at,
+                                      error, job_file, out_dir, detail_json)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                (run_id, step["idx"], step["key"], step["kind"], step["title"], step["state"], step["estimate_s"],
+                 step["started_at"], step["finished_at"], step["error"], step["job_file"], out_dir,
+                 json.dumps(step["detail"]) if step["detail"] is not None else None)).lastrowid
+            db.executemany("INSERT INTO metrics (step_id, name, value, unit, source) VALUES (?, ?, ?, ?, ?)",
+                           [(new_step[step["id"]], m["name"], m["value"], m["unit"], m["source"])
+                            for m in step["metrics"]])
+        for s in doc["series"]:
+            add_series(db, run_id, new_step.get(s["step_id"]), s["name"], s["unit"], s["source"],
+                       zip(s["x"], s["y"]), s["x_unit"])
+    return run_id
 
 
 def series_points(db, series_id):

@@ -100,3 +100,9 @@ def test_lsblk_tree():
 def test_bad_tool_json_is_a_clear_error():
     with pytest.raises(SsdbenchError, match="smartctl did not print valid JSON"):
         parse.smartctl("not json")
+
+
+def test_blkid_export_names_the_file_system_and_label():
+    found = parse.blkid(data("blkid-vfat.txt"))
+    assert found["TYPE"] == "vfat" and found["LABEL"] == "RESULTS" and found["DEVNAME"].startswith("/dev/loop")
+    assert parse.blkid("") == {}

@@ -1,13 +1,10 @@
 """The runner end to end: real fio on real loop devices, results in a real SQLite file."""
 
-import json
 import os
 import signal
 import subprocess
 import sys
 import time
-
-import pytest
 
 from conftest import needs_root, show, ssdbench
 from ssdbench import parse, store

@@ -1,8 +1,11 @@
 """The JSON API under /api/: what every page shows, for scripts too. Described in /api/openapi.json."""
 
-from flask import Blueprint, current_app, jsonify, request, url_for
+import os
+import tempfile
 
-from .. import service, store
+from flask import Blueprint, current_app, jsonify, request, send_file, url_for
+
+from .. import bundle, document, service, store, usbexport
 from ..errors import SsdbenchError
 from ..suites import summary
 from . import data, openapi
@@ -31,6 +34,23 @@ def start_run(db, body):
     except SsdbenchError as exc:
         return {"error": str(exc)}, 400
     return {"id": run_id, "url": url_for("pages.run", run_id=run_id)}, 201
+
+
+def export_runs(db, body):
+    """Write bundles to a USB stick from a request body ({"runs": [ids], "device": path}; no runs means every
+    ended run): (JSON document, HTTP status). Shared by the API and the run page's Export button."""
+    runs, device = body.get("runs"), body.get("device") or None
+    if runs is not None and not (isinstance(runs, list) and all(isinstance(r, int) for r in runs)):
+        return {"error": "runs must be a list of run ids"}, 400
+    if device is not None and not isinstance(device, str):
+        return {"error": "device must be a device path"}, 400
+    data_dir = current_app.config["SSDBENCH_DATA_DIR"]
+    try:
+        stick = usbexport.choose(usbexport.sticks(named=[device] if device else ()), device)
+        done = usbexport.export(db, data_dir, usbexport.ended_runs(db) if runs is None else runs, stick)
+    except SsdbenchError as exc:
+        return {"error": str(exc)}, 409
+    return {"device": stick["device"], "unmounted": not stick["mountpoint"], "exported": done}, 200
 
 
 def compare_ids(values):
@@ -76,7 +96,7 @@ def create_run():
 
 @bp.get("/runs/<int:run_id>")
 def run(run_id):
-    doc = data.run_document(get_db(), run_id)
+    doc = document.run_document(get_db(), run_id)
     return jsonify(doc) if doc else error(f"no run {run_id}", 404)
 
 
@@ -90,6 +110,36 @@ def delete_run(run_id):
         return error(f"run {run_id} is {state}: cancel it first", 409)
     data.delete_run_files(current_app.config["SSDBENCH_DATA_DIR"], run_id)
     return "", 204
+
+
+@bp.get("/runs/<int:run_id>/bundle")
+def download_bundle(run_id):
+    db = get_db()
+    if store.run_state(db, run_id) is None:
+        return error(f"no run {run_id}", 404)
+    with tempfile.TemporaryDirectory(dir=current_app.config["SSDBENCH_DATA_DIR"]) as tmp:
+        try:
+            path = bundle.write(db, current_app.config["SSDBENCH_DATA_DIR"], run_id, tmp)
+        except SsdbenchError as exc:
+            return error(str(exc), 409)
+        # Opened, then removed with its folder: the download streams from the open file, and nothing stays behind.
+        f = open(path, "rb")
+    return send_file(f, mimetype="application/zip", as_attachment=True, download_name=os.path.basename(path))
+
+
+@bp.get("/sticks")
+def sticks():
+    try:
+        return jsonify(sticks=usbexport.sticks())
+    except SsdbenchError as exc:
+        return error(str(exc), 500)
+
+
+@bp.post("/export")
+def export():
+    body = request.get_json(silent=True)
+    body, status = export_runs(get_db(), body if isinstance(body, dict) else {})
+    return jsonify(body), status
 
 
 @bp.get("/runs/<int:run_id>/progress")
@@ -115,7 +165,7 @@ def compare():
     if problem:
         return error(problem, 400)
     try:
-        runs = data.load_runs(data.run_document, get_db(), ids)
+        runs = data.load_runs(document.run_document, get_db(), ids)
     except LookupError as exc:
         return error(str(exc), 404)
     warning = data.comparability(runs)

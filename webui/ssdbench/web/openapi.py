@@ -101,6 +101,25 @@ DOCUMENT = {
             "delete": {"summary": "Delete a finished run and its folder", "security": [{"session": [], "csrf": []}],
                        "responses": {"204": {"description": "deleted"}, "401": UNAUTHORIZED, "403": NO_CSRF,
                                      "404": NOT_FOUND, "409": _json("the run is queued or running", ERROR)}}},
+        "/api/runs/{run_id}/bundle": {
+            "parameters": [RUN_ID],
+            "get": {"summary": "The run's result bundle: a .zip with manifest.json, result.json, CSVs, fio's raw "
+                               "files, the job files with rerun.sh, and an offline report.html",
+                    "responses": {"200": {"description": "the bundle", "content": {"application/zip": {}}},
+                                  "401": UNAUTHORIZED, "404": NOT_FOUND,
+                                  "409": _json("the run has not ended", ERROR)}}},
+        "/api/sticks": {"get": {
+            "summary": "USB sticks with a FAT32 or exFAT file system, where bundles can be exported",
+            "responses": {"200": _json("sticks"), "401": UNAUTHORIZED}}},
+        "/api/export": {"post": {
+            "summary": "Write bundles to a USB stick (in ssdbench-results/), read them back, verify, unmount",
+            "security": [{"session": [], "csrf": []}],
+            "requestBody": {"content": {"application/json": {"schema": {"type": "object", "properties": {
+                "runs": {"type": "array", "items": {"type": "integer"},
+                         "description": "default: every run that has ended"},
+                "device": {"type": "string", "description": "the stick's file system (default: the one found)"}}}}}},
+            "responses": {"200": _json("what was written or already there"), "401": UNAUTHORIZED, "403": NO_CSRF,
+                          "409": _json("no stick, several sticks, a full stick, or a failed read-back", ERROR)}}},
         "/api/runs/{run_id}/progress": {
             "parameters": [RUN_ID],
             "get": {"summary": "Live progress: step, percent, ETA, current IOPS and bytes/s, temperature",

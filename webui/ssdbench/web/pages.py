@@ -8,7 +8,8 @@ import time
 from flask import (Blueprint, abort, current_app, flash, redirect, render_template, request,
                    send_from_directory, url_for)
 
-from .. import store
+from .. import document, store, usbexport
+from ..errors import SsdbenchError
 from . import api, data
 from .db import get_db
 
@@ -58,8 +59,12 @@ def run(run_id):
     doc = store.get_run(get_db(), run_id)
     if doc is None:
         abort(404)
-    files = data.run_files(current_app.config["SSDBENCH_DATA_DIR"], run_id)
-    return render_template("run.html", run=doc, warnings=data.run_warnings(doc), files=files,
+    files = document.run_files(current_app.config["SSDBENCH_DATA_DIR"], run_id)
+    try:
+        sticks = usbexport.sticks()
+    except SsdbenchError:
+        sticks = []  # no lsblk: the page still shows the report, and the download
+    return render_template("run.html", run=doc, warnings=document.run_warnings(doc), files=files, sticks=sticks,
                            live=doc["state"] in ("queued", "running"))
 
 
@@ -68,6 +73,18 @@ def cancel(run_id):
     if store.run_state(get_db(), run_id) in ("queued", "running"):
         store.request_cancel(get_db(), run_id)
         flash("Cancel requested: the runner stops fio cleanly and keeps the completed steps.")
+    return redirect(url_for("pages.run", run_id=run_id))
+
+
+@bp.post("/runs/<int:run_id>/export")
+def export(run_id):
+    body, status = api.export_runs(get_db(), {"runs": [run_id], "device": request.form.get("device")})
+    if status != 200:
+        flash(f"Not exported: {body['error']}")
+    else:
+        item = body["exported"][0]
+        flash(f"Exported to {body['device']}: {item['file']}, {item['state']}."
+              + (" The stick is unmounted: you can pull it out." if body["unmounted"] else ""))
     return redirect(url_for("pages.run", run_id=run_id))
 
 
@@ -88,7 +105,7 @@ def delete(run_id):
 @bp.get("/runs/<int:run_id>/files/<path:name>")
 def run_file(run_id, name):
     # send_from_directory refuses any path that leaves the run's folder.
-    return send_from_directory(data.run_dir(current_app.config["SSDBENCH_DATA_DIR"], run_id), name,
+    return send_from_directory(document.run_dir(current_app.config["SSDBENCH_DATA_DIR"], run_id), name,
                                mimetype="text/plain" if not name.endswith(".json") else None)
 
 
@@ -108,5 +125,5 @@ def compare():
     except LookupError:
         abort(404)
     for r in runs:
-        r["warnings"] = data.run_warnings(r)
+        r["warnings"] = document.run_warnings(r)
     return render_template("compare.html", runs=runs, warning=data.comparability(runs))

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import zipfile
 
 import pytest
 
@@ -107,4 +108,35 @@ def test_log_in_start_the_smoke_suite_watch_it_and_read_the_report(appliance):
         os.makedirs(ARTIFACTS, exist_ok=True)
         page.screenshot(path=os.path.join(ARTIFACTS, "report.png"), full_page=True)
         assert errors == []
+
+        # The bundle, downloaded from the report page as a tester would, checks out.
+        with page.expect_download() as download:
+            page.click("#download-bundle")
+        bundle_zip = os.path.join(str(data_dir.parent), download.value.suggested_filename)
+        download.value.save_as(bundle_zip)
+        assert ssdbench("verify", bundle_zip).returncode == 0
+        offline_report(browser, bundle_zip, data_dir.parent / "unzipped")
         browser.close()
+
+
+def offline_report(browser, bundle_zip, folder):
+    """The bundle's report.html from file://, with networking off: it must draw every chart from its own data."""
+    with zipfile.ZipFile(bundle_zip) as zf:
+        zf.extract("report.html", folder)
+    context = browser.new_context(offline=True, viewport={"width": 1280, "height": 900})
+    asked = []
+    context.route("**/*", lambda route: (asked.append(route.request.url), route.continue_()
+                                         if route.request.url.startswith("file://") else route.abort()))
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(f"file://{folder / 'report.html'}")
+    page.wait_for_function("() => window.SsdbenchReport && SsdbenchReport.charts.length > 0", timeout=30_000)
+    drawn = page.evaluate("""() => SsdbenchReport.charts.map(
+        (u) => u.data.slice(1).reduce((n, ys) => n + ys.filter((v) => v !== null && v !== undefined).length, 0))""")
+    assert len(drawn) > 5 and sum(1 for n in drawn if n > 0) > 5, drawn
+    assert page.locator("table.summary tbody tr").count() >= 4
+    assert [u for u in asked if not u.startswith("file://")] == []
+    page.screenshot(path=os.path.join(ARTIFACTS, "bundle-report.png"), full_page=True)
+    assert errors == []
+    context.close()

@@ -1,0 +1,292 @@
+"""Result bundles: one self-contained .zip per run that anyone can check, read and re-run without ssdbench.
+
+Layout (also written into the bundle's README.txt):
+  manifest.json          format, ssdbench version, suite and hash, the sha256 of every other file
+  result.json            the run document: every metric with its unit and source, every series
+  report.html            the report, offline: report.js, uPlot and result.json inlined
+  environment.json       the testbed and the quiet-OS controls
+  drive/                 identity.json, health-before.json, health-after.json
+  metrics/NN-step.csv    each step's metric table
+  series/NN-step/*.csv   each time series (series/run/ for the run's own, e.g. temperature)
+  jobs/NN-step.fio       the exact fio job files, and rerun.sh to run them with plain fio
+  raw/NN-step/           fio's own JSON, logs and replay files, as written during the run
+
+A bundle is checked by hashes only: they catch damage and edits, not someone who rewrites the manifest too.
+"""
+
+import csv
+import datetime
+import hashlib
+import io
+import json
+import os
+import re
+import shutil
+import socket
+import zipfile
+import zlib
+
+from . import __version__, document, offline_report, store
+from .errors import SsdbenchError
+
+FORMAT = "ssdbench-bundle"
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+RESULT = "result.json"
+# What reading a damaged member can raise: a bad CRC, a broken deflate stream, a cut-off file.
+DAMAGED = (zipfile.BadZipFile, zlib.error, EOFError, OSError)
+# Fields of the run document that describe this machine's queue, not the result.
+LOCAL_FIELDS = ("pid", "cancel_requested", "request", "step_index", "eta_s", "cur_iops", "cur_bw", "progress_at")
+UNFINISHED = ("queued", "running")
+
+
+class BundleError(SsdbenchError):
+    """A bundle that fails its checks: every problem found, one per line."""
+
+
+def fat_safe(text, limit=40):
+    """A name part that FAT, exFAT and Windows all accept, and that reads the same in a shell."""
+    return re.sub(r"[^A-Za-z0-9.+-]+", "-", text or "").strip("-.")[:limit].strip("-.") or "unknown"
+
+
+def bundle_name(run):
+    drive = run["drive"]
+    when = datetime.datetime.fromtimestamp(run["started_at"] or run["created_at"], datetime.timezone.utc)
+    serial = drive.get("serial") or os.path.basename(drive.get("path") or "")
+    parts = (drive.get("model"), serial, run["suite"], when.strftime("%Y%m%dT%H%M%SZ"))
+    return "_".join(fat_safe(p) for p in parts) + ".zip"
+
+
+def _csv(header, rows):
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\r\n")  # CRLF: the CSV dialect spreadsheets expect
+    writer.writerow(header)
+    writer.writerows(rows)
+    return out.getvalue().encode()
+
+
+def _json(data):
+    return (json.dumps(data, indent=1, sort_keys=True) + "\n").encode()
+
+
+def step_folder(step):
+    return f"{step['idx']:02d}-{step['key']}"
+
+
+def rerun_script(doc):
+    """A POSIX sh script that re-runs each fio job file of the run, in order, with plain fio."""
+    lines = [
+        "#!/bin/sh",
+        f"# Re-run the fio job files of ssdbench run {doc['id']} ({doc['suite']}, suite sha256 {doc['suite_hash']})",
+        "# with plain fio: sh jobs/rerun.sh /dev/DEVICE [NN-step ...]",
+        "# This WRITES TO DEVICE and destroys its data, as the original run did. Steps that were not",
+        "# fio jobs (purges, TRIM) are listed but not repeated: result.json says what they did.",
+        "# Outputs go to rerun-<UTC time>/NN-step/ beside jobs/.",
+        "set -eu",
+        '[ $# -ge 1 ] || { echo "usage: sh $0 /dev/DEVICE [NN-step ...]" >&2; exit 2; }',
+        'dev=$1',
+        "shift",
+        'top=$(cd "$(dirname "$0")/.." && pwd)',
+        'if [ "${SSDBENCH_CONFIRM:-}" != "$dev" ]; then',
+        '\tprintf "This destroys the data on %s. Type the device again to go on: " "$dev"',
+        "\tread -r answer",
+        '\t[ "$answer" = "$dev" ] || { echo "not confirmed: nothing was written" >&2; exit 1; }',
+        "fi",
+        'out="$top/rerun-$(date -u +%Y%m%dT%H%M%SZ)"',
+        "wanted() {",
+        '\t[ $# -eq 0 ] && return 0',
+        '\tfor s in "$@"; do [ "$s" = "$step" ] && return 0; done',
+        "\treturn 1",
+        "}",
+        "job() {",
+        '\tmkdir -p "$out/$step"',
+        '\tcp "$top/jobs/$step.fio" "$out/$step/"',
+        '\tfor f in "$top/raw/$step"/*.replay; do if [ -e "$f" ]; then cp "$f" "$out/$step/"; fi; done',
+        '\techo "== $step"',
+        '\t(cd "$out/$step" && SSDBENCH_DUT="$dev" fio --output-format=json --output=fio.json "$step.fio")',
+        "}",
+    ]
+    for step in doc["steps"]:
+        folder = step_folder(step)
+        if step["job_file"]:
+            lines.append(f'step={folder}; if wanted "$@"; then job; fi')
+        else:
+            lines.append(f'step={folder}; if wanted "$@"; then echo "== $step: {step["kind"]}, not a fio job: skipped"; fi')
+    lines.append('echo "fio outputs: $out"')
+    return ("\n".join(lines) + "\n").encode()
+
+
+def _raw_files(data_dir, doc):
+    """(name in the bundle, path on disk) for the run folder's files."""
+    top = document.run_dir(data_dir, doc["id"])
+    renames = {"environment.json": "environment.json", "health-before.json": "drive/health-before.json",
+               "health-after.json": "drive/health-after.json"}
+    out = []
+    for f in document.run_files(data_dir, doc["id"]):
+        name = renames.get(f["path"], "raw/" + f["path"].replace(os.sep, "/"))
+        out.append((name, os.path.join(top, f["path"])))
+    return out
+
+
+def members(db, data_dir, run_id):
+    """Everything a bundle holds but its manifest: (name, bytes or a file path), and the run document."""
+    doc = document.run_document(db, run_id)
+    if doc is None:
+        raise SsdbenchError(f"no run {run_id}")
+    if doc["state"] in UNFINISHED:
+        raise SsdbenchError(f"run {run_id} is {doc['state']}: bundle it when it has ended")
+    for key in LOCAL_FIELDS:
+        doc.pop(key, None)
+    out = [(RESULT, _json(doc)), ("drive/identity.json", _json(doc["drive"])),
+           ("report.html", offline_report.render(doc)), ("jobs/rerun.sh", rerun_script(doc)),
+           ("README.txt", (__doc__.split("\n\n")[1] + "\n").encode())]
+    folders = {s["id"]: step_folder(s) for s in doc["steps"]}
+    for step in doc["steps"]:
+        if step["job_file"]:
+            out.append((f"jobs/{folders[step['id']]}.fio", step["job_file"].encode()))
+        if step["metrics"]:
+            out.append((f"metrics/{folders[step['id']]}.csv", _csv(
+                ("metric", "value", "unit", "source"),
+                ((m["name"], repr(m["value"]), m["unit"], m["source"]) for m in step["metrics"]))))
+    for s in doc["series"]:
+        folder = folders.get(s["step_id"], "run")
+        out.append((f"series/{folder}/{fat_safe(s['name'], 80)}.csv", _csv(
+            (f"x ({s['x_unit']})", f"{s['name']} ({s['unit']})"), zip(s["x"], map(repr, s["y"])))))
+    names = {name for name, _ in out}
+    out += [(name, path) for name, path in _raw_files(data_dir, doc) if name not in names]
+    return out, doc
+
+
+def _sha256(content):
+    digest = hashlib.sha256()
+    if isinstance(content, bytes):
+        digest.update(content)
+    else:
+        with open(content, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def write(db, data_dir, run_id, out_dir):
+    """Write the run's bundle into out_dir, atomically: under a temporary name, synced, then renamed,
+    and the folder synced. Returns its path. A failure (a full disk, a pulled stick) leaves nothing
+    under the final name and removes the temporary file when it still can."""
+    files, doc = members(db, data_dir, run_id)
+    manifest = {
+        "format": FORMAT, "format_version": FORMAT_VERSION, "ssdbench_version": __version__,
+        "created_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "suite": {"name": doc["suite"], "sha256": doc["suite_hash"], "standard": bool(doc["standard"])},
+        "run": {"id": doc["id"], "state": doc["state"], "origin": doc["origin"], "host": socket.gethostname()},
+        "drive": {k: doc["drive"].get(k) for k in ("model", "serial", "firmware", "capacity_bytes", "transport")},
+        "files": {name: _sha256(content) for name, content in files},
+    }
+    final = os.path.join(out_dir, bundle_name(doc))
+    tmp = final + ".part"
+    try:
+        with open(tmp, "wb") as raw:
+            with zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED) as zf:
+                zf.writestr(MANIFEST, _json(manifest))
+                for name, content in files:
+                    if isinstance(content, bytes):
+                        zf.writestr(name, content)
+                    else:
+                        zf.write(content, name)
+            raw.flush()
+            os.fsync(raw.fileno())
+        os.replace(tmp, final)
+        sync_dir(out_dir)
+    except OSError as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise SsdbenchError(f"could not write {os.path.basename(final)} in {out_dir}: "
+                            f"{exc.strerror or exc}; nothing was left under that name") from exc
+    return final
+
+
+def sync_dir(path):
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _unsafe(name):
+    return name.startswith(("/", "\\")) or "\\" in name or ".." in name.split("/") or ":" in name
+
+
+def verify(path):
+    """Check a bundle: every file the manifest lists is there with its hash, and nothing else is.
+    Returns the manifest; raises BundleError naming every problem."""
+    try:
+        zf = zipfile.ZipFile(path)
+    except (OSError, zipfile.BadZipFile) as exc:
+        raise BundleError(f"{path}: not a readable bundle ({exc})") from exc
+    with zf:
+        names = zf.namelist()
+        problems = [f"{n}: listed twice in the zip" for n in sorted({n for n in names if names.count(n) > 1})]
+        problems += [f"{n}: unsafe file name" for n in names if _unsafe(n)]
+        if MANIFEST not in names:
+            raise BundleError("\n".join(problems + [f"{path}: no {MANIFEST}: not an ssdbench bundle"]))
+        try:
+            manifest = json.loads(zf.read(MANIFEST))
+            listed = dict(manifest["files"])
+        except (ValueError, KeyError, TypeError, *DAMAGED) as exc:
+            raise BundleError(f"{path}: {MANIFEST} is damaged ({exc})") from exc
+        if manifest.get("format") != FORMAT or manifest.get("format_version") != FORMAT_VERSION:
+            problems.append(f"{MANIFEST}: format {manifest.get('format')} {manifest.get('format_version')}, "
+                            f"this ssdbench reads {FORMAT} {FORMAT_VERSION}")
+        present = set(names) - {MANIFEST}
+        problems += [f"{n}: listed in the manifest but missing" for n in sorted(set(listed) - present)]
+        problems += [f"{n}: not listed in the manifest (added)" for n in sorted(present - set(listed))]
+        for name in sorted(set(listed) & present):
+            try:
+                digest = hashlib.sha256(zf.read(name)).hexdigest()
+            except DAMAGED as exc:
+                problems.append(f"{name}: unreadable, damaged ({exc})")
+                continue
+            if digest != listed[name]:
+                problems.append(f"{name}: sha256 {digest[:16]}…, the manifest says {listed[name][:16]}… (changed)")
+    if problems:
+        raise BundleError(f"{path}: {len(problems)} problem(s):\n" + "\n".join(problems))
+    return manifest
+
+
+def origin(manifest):
+    """Where an imported run came from: stable for one bundle, so importing it twice is caught."""
+    run = manifest["run"]
+    if run.get("origin", "local") != "local":
+        return run["origin"]  # a run already imported once keeps its first origin
+    return f"imported: run {run['id']} on {run.get('host') or 'an unnamed host'}, result {manifest['files'][RESULT][:16]}"
+
+
+def import_bundle(db, data_dir, path):
+    """Bring another testbed's bundle in as a new run that keeps its origin. A bundle that fails verify is
+    refused, and so is one imported before. Returns the new run's id."""
+    manifest = verify(path)
+    with zipfile.ZipFile(path) as zf:
+        doc = json.loads(zf.read(RESULT))
+        if doc.get("state") in UNFINISHED:
+            raise BundleError(f"{path}: the run in it is {doc['state']}, not a result")
+        staging = os.path.join(data_dir, "runs", ".import")
+        shutil.rmtree(staging, ignore_errors=True)
+        os.makedirs(staging)
+        try:
+            for name in zf.namelist():
+                target = {"environment.json": "environment.json", "drive/health-before.json": "health-before.json",
+                          "drive/health-after.json": "health-after.json"}.get(name)
+                if target is None and name.startswith("raw/"):
+                    target = name[len("raw/"):]
+                if target:
+                    os.makedirs(os.path.dirname(os.path.join(staging, target)), exist_ok=True)
+                    with zf.open(name) as src, open(os.path.join(staging, target), "wb") as dst:
+                        shutil.copyfileobj(src, dst)
+            run_id = store.import_run(db, doc, origin(manifest))
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+    os.replace(staging, document.run_dir(data_dir, run_id))
+    return run_id

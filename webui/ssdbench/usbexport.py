@@ -1,0 +1,179 @@
+"""Export bundles to USB sticks: find FAT32/exFAT file systems on USB disks, mount, write each bundle
+atomically (bundle.write), read it back from the stick and verify it, unmount.
+
+Results go to ssdbench-results/ on the stick's file system. On the appliance's own stick that is its
+FAT partition, labelled SSDBENCH. Export only adds files: it never formats, and never writes to a drive
+under test. It does not touch the database either, so a failed export changes nothing there.
+"""
+
+import os
+import stat
+import subprocess
+from contextlib import contextmanager
+
+from . import bundle, drives, parse, store, tools
+from .errors import SsdbenchError
+
+RESULTS_DIR = "ssdbench-results"
+MOUNT_ROOT = "/run/ssdbench/export"
+FILE_SYSTEMS = ("vfat", "exfat")
+# Used when the running kernel has no driver for the stick's file system (a host with a trimmed kernel).
+FUSE_DRIVERS = {"exfat": "exfat-fuse"}
+COLUMNS = "NAME,PATH,TYPE,TRAN,SIZE,MOUNTPOINTS,MODEL,SERIAL,PKNAME"
+ENDED = ("done", "failed", "cancelled", "interrupted")
+
+
+def sticks(named=()):
+    """FAT32/exFAT file systems on USB disks, and on the `named` devices whatever their transport
+    (a loop device in the tests). Each: device, disk, fstype, label, size, model, serial, mountpoint, boot."""
+    for path in named:
+        if not (os.path.exists(path) and stat.S_ISBLK(os.stat(path).st_mode)):
+            raise SsdbenchError(f"{path} is not a block device: name the stick's partition, e.g. /dev/sdb1")
+    boot = drives.boot_disk()
+    found = {}
+    for paths, only_usb in (((), True), (tuple(named), False)):
+        if not paths and not only_usb:
+            continue
+        for disk in parse.lsblk(tools.run(["lsblk", "-J", "-b", "-o", COLUMNS, *paths])):
+            if only_usb and disk.get("tran") != "usb":
+                continue
+            name = disk.get("pkname") or disk["name"]  # a partition named on its own knows its disk
+            for node in [disk] + disk.get("children", []):
+                probe = file_system(node["path"])
+                if probe.get("TYPE") in FILE_SYSTEMS:
+                    found[node["path"]] = {
+                        "device": node["path"], "disk": name, "fstype": probe["TYPE"],
+                        "label": probe.get("LABEL"), "size": node.get("size"), "model": disk.get("model"),
+                        "serial": disk.get("serial"),
+                        "mountpoint": next((m for m in node.get("mountpoints") or [] if m), None),
+                        "boot": name == boot or probe.get("LABEL") in drives.BOOT_LABELS,
+                    }
+    return list(found.values())
+
+
+def file_system(path):
+    """The file system on a device, probed from the device itself: lsblk's FSTYPE needs udev, which the
+    appliance does not run."""
+    return parse.blkid(tools.run(["blkid", "-p", "-o", "export", path], ok=(0, 2)))
+
+
+def choose(found, device=None):
+    """The stick to write to: the one asked for; else the only stick that is not the appliance's own;
+    else the appliance's own stick."""
+    if device:
+        real = os.path.realpath(device)
+        for stick in found:
+            if os.path.realpath(stick["device"]) == real:
+                return stick
+        raise SsdbenchError(f"{device} holds no FAT32 or exFAT file system (ssdbench never formats a stick)")
+    others = [s for s in found if not s["boot"]]
+    if len(others) > 1:
+        raise SsdbenchError("several USB sticks: choose one (--to DEVICE): "
+                            + ", ".join(s["device"] for s in others))
+    if others or found:
+        return (others or found)[0]
+    raise SsdbenchError("no USB stick with a FAT32 or exFAT file system was found")
+
+
+def _check_not_under_test(db, stick):
+    busy = store.busy_run(db)
+    if busy is None:
+        return
+    run = store.get_run(db, busy["id"])
+    if os.path.basename(run["drive"]["path"]) == stick["disk"]:
+        raise SsdbenchError(f"{stick['device']} is on the drive under test in run {busy['id']}: not an export target")
+
+
+@contextmanager
+def mounted(stick):
+    """The stick's mount point: its own if it is already mounted (left mounted after), else a fresh one."""
+    if stick["mountpoint"]:
+        yield stick["mountpoint"]
+        return
+    point = os.path.join(MOUNT_ROOT, os.path.basename(stick["device"]))
+    os.makedirs(point, exist_ok=True)
+    try:
+        _mount(stick, point)
+    except SsdbenchError:
+        os.rmdir(point)
+        raise
+    try:
+        yield point
+    finally:
+        proc = subprocess.run(["umount", point], capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise SsdbenchError(f"could not unmount {stick['device']} ({proc.stderr.strip()}): "
+                                "do not pull it out yet")
+        os.rmdir(point)
+
+
+def _mount(stick, point):
+    try:
+        tools.run(["mount", "-t", stick["fstype"], "-o", "noatime", stick["device"], point])
+    except SsdbenchError:
+        fuse = FUSE_DRIVERS.get(stick["fstype"])
+        if not (fuse and tools.which(f"mount.{fuse}")):
+            raise
+        tools.run(["mount", "-t", fuse, "-o", "noatime", stick["device"], point])
+
+
+def _read_back(path):
+    """Verify the bundle as the stick holds it: drop its cached pages first, so the hashes are read from the stick."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    finally:
+        os.close(fd)
+    return bundle.verify(path)
+
+
+def _already_there(path):
+    if not os.path.exists(path):
+        return False
+    try:
+        bundle.verify(path)
+        return True
+    except bundle.BundleError:
+        return False  # a damaged copy is written again
+
+
+def ended_runs(db):
+    return [r["id"] for r in store.list_runs(db) if r["state"] in ENDED]
+
+
+def export(db, data_dir, run_ids, stick, on_progress=None):
+    """Write the runs' bundles to the stick. Returns one entry per run: run, file, bytes, written/kept."""
+    _check_not_under_test(db, stick)
+    out = []
+    with mounted(stick) as point:
+        folder = os.path.join(point, RESULTS_DIR)
+        os.makedirs(folder, exist_ok=True)
+        for name in os.listdir(folder):
+            if name.endswith(".part"):  # left by an export cut off earlier: never a result
+                os.unlink(os.path.join(folder, name))
+        for run_id in run_ids:
+            run = store.get_run(db, run_id)
+            if run is None:
+                raise SsdbenchError(f"no run {run_id}")
+            final = os.path.join(folder, bundle.bundle_name(run))
+            if _already_there(final):
+                out.append({"run": run_id, "file": f"{RESULTS_DIR}/{os.path.basename(final)}",
+                            "bytes": os.path.getsize(final), "state": "already on the stick"})
+                continue
+            if on_progress:
+                on_progress(run_id, final)
+            try:
+                path = bundle.write(db, data_dir, run_id, folder)
+            except SsdbenchError as exc:
+                free = os.statvfs(folder)
+                raise SsdbenchError(f"export to {stick['device']} failed: {exc} "
+                                    f"({free.f_bavail * free.f_frsize // 1_000_000} MB free there)") from exc
+            try:
+                _read_back(path)
+            except bundle.BundleError as exc:
+                os.unlink(path)
+                raise SsdbenchError(f"{stick['device']}: the bundle read back differs, so it was removed: {exc}") from exc
+            out.append({"run": run_id, "file": f"{RESULTS_DIR}/{os.path.basename(path)}",
+                        "bytes": os.path.getsize(path), "state": "written and verified"})
+        bundle.sync_dir(folder)
+    return out
