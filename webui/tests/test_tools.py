@@ -1,7 +1,11 @@
-"""Missing tools are named, with the package that brings them."""
+"""Missing tools are named, with the package that brings them; the release name is git describe."""
+
+import os
+import subprocess
 
 import pytest
 
+from conftest import ssdbench
 from ssdbench import tools
 from ssdbench.errors import SsdbenchError
 
@@ -17,3 +21,17 @@ def test_missing_tool_names_its_package(monkeypatch, name, package):
 def test_failing_tool_reports_its_last_line():
     with pytest.raises(SsdbenchError, match="exit 2.*nope"):
         tools.run(["ls", "/nope"], ok=(0,))
+
+
+def test_the_release_name_is_git_describe_and_a_valid_package_version():
+    from packaging.version import Version
+    from ssdbench import __version__, pep440
+    described = subprocess.run(["git", "describe", "--tags", "--always", "--dirty"], capture_output=True,
+                               text=True, cwd=os.path.dirname(__file__)).stdout.strip()
+    assert __version__ == described
+    assert pep440("v1.2-3-gabc1234-dirty") == "1.2.post3+gabc1234.dirty"
+    assert pep440("abc1234") == "0+gabc1234" and pep440("v0.2.0") == "0.2.0"
+    for name in ("v1.2-3-gabc1234-dirty", "abc1234-dirty", "unknown", "1.0-rc1", described):
+        Version(pep440(name))  # raises if setuptools would refuse it
+    out = ssdbench("--version", env=dict(os.environ, SSDBENCH_VERSION="v9.9-1-gdeadbee")).stdout
+    assert out.strip() == "ssdbench v9.9-1-gdeadbee"
