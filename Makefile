@@ -11,13 +11,16 @@ UPLOT_VERSION = 1.6.31
 UPLOT_SHA256 = 015d4be9095072922bc31d8c63f93bc1b7cd5b27d14d17a1708ff76775f9eb90
 VENDOR = webui/ssdbench/static/vendor
 
-.PHONY: help setup assets test bench
+.PHONY: help setup assets test test-vm bench vm-image demo
 
 help:
 	@echo "make setup   install the ssdbench package (editable) with its test dependencies"
 	@echo "make assets  fetch the pinned uPlot into $(VENDOR) (needs npm)"
 	@echo "make test    run every test (needs root: loop devices, real fio)"
 	@echo "make bench   measure the harness against plain fio, and result ingestion"
+	@echo "make vm-image  build the VM test image from Debian packages: $(VM_DIR)/"
+	@echo "make demo    boot the appliance in QEMU, the web UI on http://localhost:8080"
+	@echo "make test-vm boot the VM and test it from the host (part of make test)"
 	@echo "make image   build the USB stick image with Buildroot: output/images/ssdbench-$(VERSION).img"
 	@echo "make br-check  check the Buildroot tree (needs BUILDROOT_DIR=/path/to/buildroot)"
 
@@ -37,9 +40,48 @@ $(VENDOR)/uPlot.iife.min.js:
 test: assets
 	@$(MAKE) --no-print-directory br-check
 	cd webui && $(PYTEST) -q
+	@$(MAKE) --no-print-directory test-vm
 
 bench: assets
 	cd webui && $(PYTHON) bench/bench_engine.py
 	cd webui && $(PYTHON) bench/bench_web.py
+
+# The VM test image: Debian 12 packages, the same overlay/ and webui/ as the
+# Buildroot image (board/vm/). The base (packages) and the image (overlay,
+# package, release) are rebuilt separately, each only when its inputs change.
+VM_DIR = build/vm
+VM_BASE_INPUTS = board/vm/build-base.sh board/vm/packages board/vm/rootfs/etc/modules
+VM_IMAGE_INPUTS = board/vm/build-image.sh board/ssdbench/post-build.sh $(VENDOR)/uPlot.iife.min.js \
+	$(VM_DIR)/version $(shell find overlay board/vm/rootfs webui/ssdbench -type f -not -path '*/__pycache__/*')
+
+vm-image: $(VM_DIR)/stick.img
+
+$(VM_DIR)/base.tar: $(VM_BASE_INPUTS)
+	@mkdir -p $(@D)
+	board/vm/build-base.sh $@
+
+# vmlinuz and initrd.img are made with stick.img, which is written last.
+$(VM_DIR)/stick.img: $(VM_DIR)/base.tar $(VM_IMAGE_INPUTS)
+	board/vm/build-image.sh $(VM_DIR)/base.tar $(VM_DIR) $(VERSION)
+	@ls -l $(VM_DIR)/vmlinuz $(VM_DIR)/initrd.img $(VM_DIR)/stick.img
+
+# The release name is in the image: a new one rebuilds it.
+$(VM_DIR)/version: FORCE
+	@mkdir -p $(@D)
+	@echo '$(VERSION)' | cmp -s - $@ || echo '$(VERSION)' > $@
+
+demo: $(VM_DIR)/demo/stick.img
+	board/vm/demo.sh $(VM_DIR)
+
+# The demo's stick keeps its results from one demo to the next, until a new image replaces it.
+$(VM_DIR)/demo/stick.img: $(VM_DIR)/stick.img
+	mkdir -p $(@D)
+	cp --sparse=always $< $@
+
+test-vm: $(VM_DIR)/stick.img
+	cd webui && $(PYTEST) -q -s vmtests
+
+.PHONY: FORCE
+FORCE:
 
 include buildroot.mk

@@ -106,11 +106,14 @@ for name in sys.argv[2:]:
 PY
 
 # 3. check-package on every file of the external tree, run from the tree
-# as Buildroot documents it for a br2-external (-b).
+# as Buildroot documents it for a br2-external (-b). As in Buildroot's own
+# tree, .checkpackageignore lists the init scripts that start no daemon,
+# so have no DAEMON variable.
 cd "$EXTERNAL"
-FILES=$(find Config.in external.mk external.desc board configs package -type f | sort)
+FILES=$(find .checkpackageignore Config.in external.mk external.desc board configs package overlay \
+	-type f | sort)
 # shellcheck disable=SC2086 # FILES is a list of paths without blanks
-"$BR/utils/check-package" -b $FILES || fail "check-package"
+"$BR/utils/check-package" -b --ignore-list .checkpackageignore $FILES || fail "check-package"
 echo "br-check: ok: check-package on $(echo "$FILES" | wc -l) files"
 
 echo "br-check: OK (defconfig, show-info, check-package)"

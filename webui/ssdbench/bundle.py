@@ -26,7 +26,7 @@ import socket
 import zipfile
 import zlib
 
-from . import __version__, document, offline_report, store
+from . import __version__, document, durable, offline_report, store
 from .errors import SsdbenchError
 
 FORMAT = "ssdbench-bundle"
@@ -195,7 +195,7 @@ def write(db, data_dir, run_id, out_dir):
             raw.flush()
             os.fsync(raw.fileno())
         os.replace(tmp, final)
-        sync_dir(out_dir)
+        durable.sync_dir(out_dir)
     except OSError as exc:
         try:
             os.unlink(tmp)
@@ -204,14 +204,6 @@ def write(db, data_dir, run_id, out_dir):
         raise SsdbenchError(f"could not write {os.path.basename(final)} in {out_dir}: "
                             f"{exc.strerror or exc}; nothing was left under that name") from exc
     return final
-
-
-def sync_dir(path):
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _unsafe(name):

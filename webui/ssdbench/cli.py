@@ -7,7 +7,8 @@ import sqlite3
 import sys
 import time
 
-from . import __version__, access, bundle, drives, plan, runner, service, store, suites, usbexport
+from . import __version__, access, auto, bundle, console, drives, plan, runner, service, store, suites, usbexport
+from .human import clock, size
 from .errors import SsdbenchError
 
 DEFAULT_DATA_DIR = "/var/lib/ssdbench"
@@ -21,15 +22,6 @@ def data_dir(args):
 def out_json(data):
     json.dump(data, sys.stdout, indent=1, ensure_ascii=False)
     sys.stdout.write("\n")
-
-
-def clock(seconds):
-    seconds = int(seconds or 0)
-    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
-
-
-def size(nbytes):
-    return f"{nbytes / 1e9:.1f} GB" if nbytes >= 1e9 else f"{nbytes / 1e6:.1f} MB"
 
 
 def cmd_drives(args):
@@ -219,6 +211,17 @@ def cmd_pin(args):
     print(access.pin(data_dir(args)))
 
 
+def cmd_status(args):
+    if args.watch is not None and args.watch <= 0:
+        raise SsdbenchError("--watch takes a number of seconds above 0")
+    console.show(data_dir(args), port=args.port, watch=args.watch)
+
+
+def cmd_auto(args):
+    ended = auto.run_all(data_dir(args), args.suite, say=lambda text: print(f"ssdbench auto: {text}", flush=True))
+    return 0 if all(state == "done" for _, state in ended) else 1
+
+
 def parser():
     p = argparse.ArgumentParser(prog="ssdbench", description="SSD test appliance: locked fio suites.")
     p.add_argument("--version", action="version", version=f"ssdbench {__version__}")
@@ -285,6 +288,12 @@ def parser():
     c.add_argument("--to", metavar="DEVICE", help="the stick's file system, e.g. /dev/sdb1 (default: the one found)")
     c.add_argument("--list", action="store_true", help="list the sticks found, and write nothing")
     add("pin", cmd_pin, "print the web UI's login PIN (made on first use)", data=True)
+    c = add("status", cmd_status, "the appliance's status screen: address, PIN, drives, the current run", data=True)
+    c.add_argument("--port", type=int, default=80, help="the web UI's port, for its address (default 80)")
+    c.add_argument("--watch", type=float, metavar="SECONDS", help="redraw every SECONDS until Enter is pressed")
+    c = add("auto", cmd_auto, "unattended: queue a suite on every empty drive, one after another, and wait",
+            data=True)
+    c.add_argument("--suite", required=True, help="a locked suite by name")
     return p
 
 

@@ -11,7 +11,7 @@ import os
 import signal
 import time
 
-from . import derive, drives, environment, fio, health, parse, plan, playback, purge, quiet, store, tools
+from . import derive, drives, durable, environment, fio, health, parse, plan, playback, purge, quiet, store, tools
 from .errors import SsdbenchError
 
 LOCK_NAME = "run.lock"
@@ -163,6 +163,8 @@ class Run:
                                                       self.baseline(step))
             except SsdbenchError as exc:
                 outcome.state, outcome.error = "failed", f"step {step.id}: {exc}"
+        # fio's files reach the disk before their step is recorded as done: a power cut cannot split them.
+        durable.sync_folder(out_dir)
         store.finish_step(self.db, sid, outcome.state, error=outcome.error, detail=detail, metrics=metrics,
                           series=series)
         return outcome.state, outcome.error

@@ -7,12 +7,14 @@ under test. It does not touch the database either, so a failed export changes no
 """
 
 import os
+import shutil
 import stat
 import subprocess
 from contextlib import contextmanager
 
-from . import bundle, drives, parse, store, tools
+from . import bundle, drives, durable, parse, store, tools
 from .errors import SsdbenchError
+from .human import size
 
 RESULTS_DIR = "ssdbench-results"
 MOUNT_ROOT = "/run/ssdbench/export"
@@ -165,9 +167,8 @@ def export(db, data_dir, run_ids, stick, on_progress=None):
             try:
                 path = bundle.write(db, data_dir, run_id, folder)
             except SsdbenchError as exc:
-                free = os.statvfs(folder)
                 raise SsdbenchError(f"export to {stick['device']} failed: {exc} "
-                                    f"({free.f_bavail * free.f_frsize // 1_000_000} MB free there)") from exc
+                                    f"({size(shutil.disk_usage(folder).free)} free there)") from exc
             try:
                 _read_back(path)
             except bundle.BundleError as exc:
@@ -175,5 +176,5 @@ def export(db, data_dir, run_ids, stick, on_progress=None):
                 raise SsdbenchError(f"{stick['device']}: the bundle read back differs, so it was removed: {exc}") from exc
             out.append({"run": run_id, "file": f"{RESULTS_DIR}/{os.path.basename(path)}",
                         "bytes": os.path.getsize(path), "state": "written and verified"})
-        bundle.sync_dir(folder)
+        durable.sync_dir(folder)
     return out

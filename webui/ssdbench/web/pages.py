@@ -10,18 +10,14 @@ from flask import (Blueprint, abort, current_app, flash, redirect, render_templa
 
 from .. import document, store, usbexport
 from ..errors import SsdbenchError
+from ..human import clock
 from . import api, data
 from .db import get_db
 
 bp = Blueprint("pages", __name__)
 
 
-@bp.app_template_filter()
-def clock(seconds):
-    if seconds is None:
-        return "–"
-    seconds = round(seconds)
-    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+bp.add_app_template_filter(clock)
 
 
 @bp.app_template_filter()

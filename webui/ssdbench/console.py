@@ -1,0 +1,149 @@
+"""The appliance's status screen (`ssdbench status`), on its screen and serial console: the version, the
+web UI's address and PIN, where results are kept, the drives with their verdicts, and the current run.
+
+Plain text for an 80x25 console, redrawn only when something changed, so that a serial line carries
+little. The drive list is read again only while no run is active: identifying drives queries them
+(smartctl, hdparm, nvme-cli), and a run must not be disturbed.
+"""
+
+import fcntl
+import os
+import select
+import socket
+import struct
+import sys
+import time
+
+from . import __version__, access, drives, store
+from .human import clock, size
+from .errors import SsdbenchError
+
+WIDTH = 80
+SIOCGIFADDR = 0x8915
+DRIVES_EVERY_S = 30
+CLEAR = "\033[H\033[2J"
+
+
+def addresses():
+    """(interface, IPv4 address) of every interface that has one, loopback aside."""
+    found = []
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        for _, name in socket.if_nameindex():
+            if name == "lo":
+                continue
+            try:
+                reply = fcntl.ioctl(s.fileno(), SIOCGIFADDR, struct.pack("256s", name.encode()[:15]))
+            except OSError:  # no IPv4 address (yet)
+                continue
+            found.append((name, socket.inet_ntoa(reply[20:24])))
+    return found
+
+
+def storage(data_dir):
+    """Where the results are kept: the file system mounted on the data directory, if one is."""
+    real = os.path.realpath(data_dir)
+    with open("/proc/mounts") as f:
+        mounts = [line.split()[:3] for line in f]
+    for device, point, fstype in reversed(mounts):
+        if point == real:
+            if fstype == "tmpfs":
+                return f"{data_dir} in RAM: results are LOST at power-off (no SSDB-DATA partition)"
+            return f"{data_dir} on {device} ({fstype})"
+    return data_dir
+
+
+def drive_lines(found):
+    if not found:
+        return ["  no SATA, NVMe or USB drive found"]
+    lines = []
+    for d in found:
+        lines.append(f"  {d['name']:<8} {d['transport']:<5} {(d.get('model') or '-')[:26]:<26} "
+                     f"{(d.get('serial') or '-')[:20]:<20} {size(d['capacity_bytes']):>9}")
+        verdict = "ELIGIBLE" if d["eligible"] else "not eligible"
+        lines.append(f"           {verdict}: {d['reason']}")
+    return lines
+
+
+def run_lines(db):
+    """The queued or running run with its progress, else the last run's outcome."""
+    runs = store.list_runs(db)
+    if not runs:
+        return ["Run:    none yet"]
+    busy = [r for r in runs if r["state"] in ("queued", "running")]
+    run = busy[0] if busy else runs[-1]
+    head = f"{'Run' if busy else 'Last run'} {run['id']}: {run['suite']} on {run['path']}: {run['state']}"
+    progress = store.run_progress(db, run["id"])
+    if run["state"] != "running" or not progress["step_count"]:
+        return [head]
+    index = min(progress["step_index"] or 0, progress["step_count"] - 1)
+    step = progress["steps"][index]["key"] if index < len(progress["steps"]) else ""
+    lines = [head, f"  step {index + 1}/{progress['step_count']} {step}  "
+                   f"{progress['percent'] or 0:5.1f}%  ETA {clock(progress['eta_s'])}"]
+    rate = []
+    if progress["cur_iops"] is not None:
+        rate.append(f"{progress['cur_iops']:,.0f} IOPS  {(progress['cur_bw'] or 0) / 1e6:,.1f} MB/s")
+    if progress["temperature"]:
+        rate.append(f"{progress['temperature']['value']:.0f} C")
+    if rate:
+        lines.append("  " + "  ".join(rate))
+    return lines
+
+
+def render(data_dir, port, drives_text, db):
+    suffix = "" if port == 80 else f":{port}"
+    addrs = addresses()
+    lines = [f"ssdbench {__version__}", ""]
+    if addrs:
+        lines += [f"Web UI: http://{ip}{suffix}/   ({name})" for name, ip in addrs]
+    else:
+        lines.append("Web UI: no network address yet (DHCP on every wired port)")
+    busy = store.busy_run(db) is not None
+    lines += [f"PIN:    {access.pin(data_dir)}", f"Data:   {storage(data_dir)}", "",
+              "Drives (as found before the run):" if busy else "Drives:"]
+    lines += drives_text
+    lines += [""] + run_lines(db)
+    return [line[:WIDTH] for line in lines]
+
+
+class Screen:
+    """The status, with the drive list read again at most every DRIVES_EVERY_S, and only while idle."""
+
+    def __init__(self, data_dir, port):
+        self.data_dir = data_dir
+        self.port = port
+        self.db = store.connect(data_dir)
+        self.drives_text = None
+        self.drives_at = 0.0
+
+    def drives(self):
+        stale = time.monotonic() - self.drives_at >= DRIVES_EVERY_S
+        if self.drives_text is None or (stale and store.busy_run(self.db) is None):
+            try:
+                self.drives_text = drive_lines(drives.discover())
+            except SsdbenchError as exc:
+                self.drives_text = [f"  cannot list the drives: {exc}"]
+            self.drives_at = time.monotonic()
+        return self.drives_text
+
+    def text(self):
+        return "\n".join(render(self.data_dir, self.port, self.drives(), self.db))
+
+
+def show(data_dir, port=80, watch=None):
+    """Print the status once; with `watch`, redraw it every `watch` seconds when it changed, until Enter."""
+    screen = Screen(data_dir, port)
+    if watch is None:
+        print(screen.text())
+        return
+    shown = None
+    keys = [sys.stdin]
+    while True:
+        text = screen.text()
+        if text != shown:
+            sys.stdout.write(CLEAR + text + "\n\nPress Enter for a shell.\n")
+            sys.stdout.flush()
+            shown = text
+        if select.select(keys, [], [], watch)[0]:
+            if sys.stdin.readline():
+                return
+            keys = []  # no terminal to read Enter from: redraw until stopped

@@ -1,0 +1,14 @@
+"""Durations and sizes as people read them, the same on the console, in the CLI and in the web UI.
+Only for display: results keep their exact values."""
+
+
+def clock(seconds):
+    """h:mm:ss, or – when unknown (an ETA not yet estimated)."""
+    if seconds is None:
+        return "–"
+    seconds = round(seconds)
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+def size(nbytes):
+    return f"{nbytes / 1e9:.1f} GB" if nbytes >= 1e9 else f"{nbytes / 1e6:.1f} MB"

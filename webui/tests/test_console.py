@@ -1,0 +1,34 @@
+"""The status screen (`ssdbench status`): on a real SQLite file, a real loop device and this host's network."""
+
+import os
+
+from conftest import needs_root, ssdbench
+from ssdbench import access, console, drives, store
+from webutil import add_run
+
+
+@needs_root()
+def test_status_shows_address_pin_drives_and_the_running_run(loopdev, tmp_path):
+    dev, _ = loopdev()
+    data_dir = str(tmp_path / "data")
+    run_id = add_run(data_dir, state="running")
+    lines = console.render(data_dir, 8080, console.drive_lines(drives.discover(named=[dev])), store.connect(data_dir))
+    text = "\n".join(lines)
+    assert all(len(line) <= console.WIDTH for line in lines)
+    assert f"PIN:    {access.pin(data_dir)}" in text
+    for _, ip in console.addresses():
+        assert f"Web UI: http://{ip}:8080/" in text
+    assert "Drives (as found before the run):" in text
+    assert os.path.basename(dev) in text and "ELIGIBLE: loop device" in text
+    assert f"Run {run_id}: standard on /dev/nvme0n1: running" in text
+    assert "step 4/4 sweep-clean   42.5%  ETA 0:20:34" in text
+    assert "5,000 IOPS  20.5 MB/s  41 C" in text
+
+
+def test_status_names_results_kept_in_ram():
+    assert "results are LOST at power-off" in console.storage("/dev/shm")
+
+
+def test_status_watch_needs_a_positive_interval(tmp_path):
+    proc = ssdbench("status", "--watch", "0", data_dir=tmp_path)
+    assert proc.returncode == 2 and "--watch takes a number of seconds above 0" in proc.stderr

@@ -1,0 +1,331 @@
+"""make test-vm: the appliance's boot flow in QEMU (board/vm/qemu.sh), tested from the host over HTTP.
+
+The VM image comes from make vm-image. Each test boots it on copies in a temporary folder: the stick on
+USB, an NVMe and a SATA drive; the serial console goes to webui/tests/artifacts/. The two tests share the
+stick and drives and run in order: the first leaves two runs on them, the second cuts the power.
+"""
+
+import http.cookiejar
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+VM_DIR = os.path.join(TOP, "build", "vm")
+QEMU_SH = os.path.join(TOP, "board", "vm", "qemu.sh")
+ARTIFACTS = os.path.join(TOP, "webui", "tests", "artifacts")
+PIN = "271828"
+# As board/vm/qemu.sh names them; QEMU 7.2 has no option for an NVMe model, so it is its own.
+NVME = {"serial": "SSDB-NVME-0001", "model": "QEMU NVMe Ctrl", "transport": "nvme"}
+SATA = {"serial": "SSDB-SATA-0001", "model": "SSDB-SATA-SSD", "transport": "sata"}
+STICK_OFFSET = 1024 * 1024  # partition 1, SSDBENCH (board/vm/build-image.sh)
+BOOT_TIMEOUT_S = 300
+RUN_TIMEOUT_S = 900
+
+pytestmark = pytest.mark.skipif(not os.path.exists(os.path.join(VM_DIR, "stick.img")),
+                                reason="no VM image: make vm-image")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class VM:
+    """One boot of the image: QEMU with its serial console on a socket, and an HTTP client with a session."""
+
+    def __init__(self, disks, console_log, extra=()):
+        self.port = free_port()
+        sock = os.path.join(disks, "serial.sock")
+        env = {**os.environ, "SSDBENCH_PIN": PIN, "SSDBENCH_HOST_PORT": str(self.port)}
+        self.started = time.monotonic()
+        # wait=on: QEMU waits for us to connect, so the console is read from its first byte.
+        self.proc = subprocess.Popen([QEMU_SH, VM_DIR, disks, "-serial", "chardev:ser",
+                                      "-chardev", f"socket,id=ser,path={sock},server=on,wait=on", *extra], env=env)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                self.serial = socket.socket(socket.AF_UNIX)
+                self.serial.connect(sock)
+                break
+            except OSError:
+                self.serial.close()
+                if time.monotonic() > deadline or self.proc.poll() is not None:
+                    raise AssertionError("QEMU did not open its serial console socket")
+                time.sleep(0.1)
+        self.console = b""
+        self.lock = threading.Lock()
+        self.log = open(console_log, "ab")
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+        self.http = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+        self.csrf = None
+
+    def _read(self):
+        while data := self.serial.recv(65536):
+            with self.lock:
+                self.console += data
+            self.log.write(data)
+            self.log.flush()
+
+    def console_text(self):
+        with self.lock:
+            return self.console.decode(errors="replace")
+
+    def wait_console(self, text, timeout=120, after=0):
+        deadline = time.monotonic() + timeout
+        while text not in self.console_text()[after:]:
+            assert self.proc.poll() is None, f"QEMU exited while waiting for {text!r} on the console"
+            assert time.monotonic() < deadline, f"{text!r} did not appear on the serial console"
+            time.sleep(0.5)
+        return self.console_text().index(text, after)
+
+    def type(self, text):
+        self.serial.sendall(text.encode())
+
+    def api(self, method, path, body=None):
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", data=data, method=method,
+                                         headers={"Content-Type": "application/json",
+                                                  **({"X-CSRF-Token": self.csrf} if self.csrf else {})})
+        try:
+            with self.http.open(request, timeout=120) as response:
+                return response.status, json.loads(response.read() or b"null")
+        except urllib.error.HTTPError as exc:
+            return exc.code, json.loads(exc.read() or b"null")
+
+    def file_status(self, run_id, name):
+        """The HTTP status of one of a run's raw files, as the run page links it."""
+        try:
+            with self.http.open(f"http://127.0.0.1:{self.port}/runs/{run_id}/files/{name}", timeout=60) as response:
+                return response.status
+        except urllib.error.HTTPError as exc:
+            return exc.code
+
+    def wait_for_ui(self):
+        """Seconds from QEMU's start to the web UI's first answer."""
+        deadline = self.started + BOOT_TIMEOUT_S
+        while True:
+            assert self.proc.poll() is None, "QEMU exited during boot"
+            try:
+                status, session = self.api("GET", "/api/session")
+                if status == 200:
+                    self.csrf = session["csrf_token"]
+                    return time.monotonic() - self.started
+            except (OSError, ValueError):
+                pass
+            assert time.monotonic() < deadline, "the web UI did not answer"
+            time.sleep(1)
+
+    def login(self):
+        status, body = self.api("POST", "/api/login", {"pin": PIN})
+        assert status == 200, body
+        self.csrf = body["csrf_token"]
+
+    def boot(self):
+        boot_s = self.wait_for_ui()
+        print(f"\nboot time: {boot_s:.1f} s from QEMU's start to the web UI answering")
+        self.login()
+
+    def start_run(self, drive):
+        status, body = self.api("POST", "/api/runs", {"drive": drive["path"], "suite": "smoke",
+                                                      "confirm": drive["confirm_id"]})
+        assert status == 201, body
+        return body["id"]
+
+    def progress(self, run_id):
+        status, body = self.api("GET", f"/api/runs/{run_id}/progress")
+        assert status == 200, body
+        return body
+
+    def wait_run(self, run_id):
+        started = time.monotonic()
+        while (state := self.progress(run_id)["state"]) in ("queued", "running"):
+            assert time.monotonic() - started < RUN_TIMEOUT_S, f"run {run_id} did not end"
+            time.sleep(2)
+        return state, time.monotonic() - started
+
+    def run(self, run_id):
+        status, body = self.api("GET", f"/api/runs/{run_id}")
+        assert status == 200, body
+        return body
+
+    def poweroff(self):
+        """Enter leaves the status screen for a shell; poweroff goes through init's shutdown."""
+        mark = len(self.console_text())
+        self.type("\r")
+        self.wait_console("A root shell.", after=mark)
+        self.type("poweroff\r")
+        assert self.proc.wait(timeout=120) == 0
+
+    def kill(self):
+        """The power cut."""
+        self.proc.kill()
+        self.proc.wait()
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.kill()
+        self.serial.close()
+        self.reader.join(timeout=5)
+        self.log.close()
+
+
+@pytest.fixture(scope="module")
+def disks(tmp_path_factory):
+    """The stick (a copy of the built one) and empty drives, for both tests."""
+    folder = tmp_path_factory.mktemp("vm")
+    subprocess.run(["cp", "--sparse=always", os.path.join(VM_DIR, "stick.img"), str(folder)], check=True)
+    return str(folder)
+
+
+@pytest.fixture
+def boot(disks, request):
+    os.makedirs(ARTIFACTS, exist_ok=True)
+    log = os.path.join(ARTIFACTS, f"vm-console-{request.node.name}.log")
+    if os.path.exists(log):
+        os.unlink(log)
+    vms = []
+
+    def start(*extra):
+        vms.append(VM(disks, log, extra))
+        vms[-1].boot()
+        return vms[-1]
+
+    yield start
+    for vm in vms:
+        vm.close()
+
+
+def by_serial(found, serial):
+    matches = [d for d in found if d.get("serial") == serial]
+    assert len(matches) == 1, f"{serial} not listed once: {[(d['path'], d.get('serial')) for d in found]}"
+    return matches[0]
+
+
+def drives(vm):
+    status, body = vm.api("GET", "/api/drives")
+    assert status == 200, body
+    return body["drives"]
+
+
+def test_boot_runs_export_and_verify(boot, disks, tmp_path):
+    vm = boot()
+
+    found = drives(vm)
+    for want in (NVME, SATA):
+        drive = by_serial(found, want["serial"])
+        assert (drive["model"], drive["transport"], drive["eligible"]) == (want["model"], want["transport"], True)
+    sticks = [d for d in found if d["transport"] == "usb"]
+    assert len(sticks) == 1 and not sticks[0]["eligible"], sticks
+    assert "boot stick" in sticks[0]["reason"]
+
+    # The status screen on the serial console: the URL (QEMU's user network gives 10.0.2.15) and the drives.
+    start = vm.wait_console("Web UI: http://10.0.2.15/")
+    screen = vm.console_text()[start:vm.wait_console("Press Enter for a shell.", after=start)]
+    for text in (f"PIN:    {PIN}", "nvme0n1", NVME["serial"], SATA["serial"], "this is the ssdbench boot stick"):
+        assert text in screen, text
+
+    run_ids = []
+    for want in (NVME, SATA):
+        run_id = vm.start_run(by_serial(found, want["serial"]))
+        state, seconds = vm.wait_run(run_id)
+        print(f"smoke on {want['transport']}: {state} in {seconds:.0f} s")
+        assert state == "done", vm.run(run_id)["error"]
+        run_ids.append(run_id)
+
+    status, body = vm.api("POST", "/api/export", {})
+    assert status == 200, body
+    assert sorted(item["run"] for item in body["exported"]) == run_ids
+    vm.poweroff()
+
+    # The stick from the host, without mounting it: mtools reads its FAT partition at its offset.
+    fat = f"{os.path.join(disks, 'stick.img')}@@{STICK_OFFSET}"
+    out = tmp_path / "results"
+    out.mkdir()
+    subprocess.run(["mcopy", "-s", "-n", "-i", fat, "::/ssdbench-results", str(out)], check=True,
+                   env={**os.environ, "MTOOLS_SKIP_CHECK": "1"})
+    bundles = sorted(str(p) for p in out.rglob("*.zip"))
+    assert len(bundles) == 2, bundles
+    for path in bundles:
+        proc = subprocess.run([sys.executable, "-m", "ssdbench.cli", "verify", path], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        print(proc.stdout.strip())
+
+
+def mtools(*argv):
+    return subprocess.run(argv, check=True, capture_output=True, text=True,
+                          env={**os.environ, "MTOOLS_SKIP_CHECK": "1"}).stdout
+
+
+def full_stick(folder, free=200_000):
+    """A second USB stick: FAT on the whole device (no partition table, as many sticks come), with a filler
+    file that leaves less room than a bundle needs."""
+    img = os.path.join(folder, "full.img")
+    subprocess.run(["mkfs.vfat", "-C", "-n", "FULL", img, str(32 * 1024)], check=True, capture_output=True)
+    left = int(mtools("mdir", "-i", img, "::").strip().splitlines()[-1].split("bytes free")[0].replace(" ", ""))
+    filler = os.path.join(folder, "filler")
+    subprocess.run(["truncate", "-s", str(left - free), filler], check=True)
+    mtools("mcopy", "-i", img, filler, "::filler")
+    return img, ["-drive", f"if=none,id=full,file={img},format=raw",
+                 "-device", "usb-storage,bus=xhci.0,drive=full,serial=SSDB-FULL-STICK"]
+
+
+def test_power_cut_leaves_the_run_interrupted_with_its_steps(boot, disks):
+    full_img, extra = full_stick(disks)
+    vm = boot(*extra)
+
+    # Export to a vfat stick that fills up partway through a bundle (the Debian kernel's vfat driver):
+    # a clear error, and nothing left on the stick under the bundle's name or a temporary one.
+    status, body = vm.api("GET", "/api/sticks")
+    full = [s for s in body["sticks"] if s["label"] == "FULL"]
+    assert status == 200 and len(full) == 1 and full[0]["fstype"] == "vfat", body
+    status, body = vm.api("POST", "/api/export", {"runs": [1], "device": full[0]["device"]})
+    assert status == 409 and "No space left on device" in body["error"], body
+    print(f"export to a full vfat stick: {body['error']}")
+
+    nvme = by_serial(drives(vm), NVME["serial"])
+    run_id = vm.start_run(nvme)
+    deadline = time.monotonic() + RUN_TIMEOUT_S
+    while len(done := [s["key"] for s in vm.run(run_id)["steps"] if s["state"] == "done"]) < 3:
+        assert vm.progress(run_id)["state"] in ("queued", "running")
+        assert time.monotonic() < deadline, "the run did not get through three steps"
+        time.sleep(1)
+    # A step shows as done only once it is on the disk (synchronous=FULL, fio's files synced first):
+    # cut the power at once.
+    vm.kill()
+    print(f"power cut after the steps {', '.join(done)}")
+
+    vm = boot()
+    # The runner service marks the run when it starts, which may be just after the web UI.
+    deadline = time.monotonic() + 120
+    while (run := vm.run(run_id))["state"] == "running" and time.monotonic() < deadline:
+        time.sleep(1)
+    assert run["state"] == "interrupted", run["state"]
+    steps = {s["key"]: s for s in run["steps"]}
+    for key in done:
+        assert steps[key]["state"] == "done", steps[key]
+    assert any(s["metrics"] for s in run["steps"] if s["key"] in done)
+    assert "interrupted" in [s["state"] for s in run["steps"]]
+
+    # And fio's own files of those steps survived too.
+    for key in done:
+        if steps[key]["job_file"]:
+            assert vm.file_status(run_id, f"{os.path.basename(steps[key]['out_dir'])}/fio.json") == 200, key
+
+    sata = by_serial(drives(vm), SATA["serial"])
+    state, seconds = vm.wait_run(vm.start_run(sata))
+    print(f"smoke on sata after the power cut: {state} in {seconds:.0f} s")
+    assert state == "done"
+    vm.poweroff()
+    assert mtools("mdir", "-b", "-i", full_img, "::").split() == ["::/filler", "::/ssdbench-results/"]
+    assert mtools("mdir", "-b", "-i", full_img, "::ssdbench-results").split() == []
