@@ -8,6 +8,7 @@ stick and drives and run in order: the first leaves two runs on them, the second
 import http.cookiejar
 import json
 import os
+import pathlib
 import socket
 import subprocess
 import sys
@@ -43,10 +44,10 @@ def free_port():
 class VM:
     """One boot of the image: QEMU with its serial console on a socket, and an HTTP client with a session."""
 
-    def __init__(self, disks, console_log, extra=()):
+    def __init__(self, disks, console_log, extra=(), append=""):
         self.port = free_port()
         sock = os.path.join(disks, "serial.sock")
-        env = {**os.environ, "SSDBENCH_PIN": PIN, "SSDBENCH_HOST_PORT": str(self.port)}
+        env = {**os.environ, "SSDBENCH_PIN": PIN, "SSDBENCH_HOST_PORT": str(self.port), "SSDBENCH_APPEND": append}
         self.started = time.monotonic()
         # wait=on: QEMU waits for us to connect, so the console is read from its first byte.
         self.proc = subprocess.Popen([QEMU_SH, VM_DIR, disks, "-serial", "chardev:ser",
@@ -249,17 +250,22 @@ def test_boot_runs_export_and_verify(boot, disks, tmp_path):
     vm.poweroff()
 
     # The stick from the host, without mounting it: mtools reads its FAT partition at its offset.
-    fat = f"{os.path.join(disks, 'stick.img')}@@{STICK_OFFSET}"
-    out = tmp_path / "results"
-    out.mkdir()
-    subprocess.run(["mcopy", "-s", "-n", "-i", fat, "::/ssdbench-results", str(out)], check=True,
+    bundles = stick_bundles(os.path.join(disks, "stick.img"), str(tmp_path / "results"))
+    assert len(bundles) == 2 and {b.split("_")[1] for b in bundles} == {NVME["serial"], SATA["serial"]}, bundles
+
+
+def stick_bundles(stick_img, folder):
+    """The bundles on the stick's FAT partition, copied out with mtools (no mount), each checked by verify."""
+    fat = f"{stick_img}@@{STICK_OFFSET}"
+    os.makedirs(folder)
+    subprocess.run(["mcopy", "-s", "-n", "-i", fat, "::/ssdbench-results", folder], check=True,
                    env={**os.environ, "MTOOLS_SKIP_CHECK": "1"})
-    bundles = sorted(str(p) for p in out.rglob("*.zip"))
-    assert len(bundles) == 2, bundles
+    bundles = sorted(str(p) for p in pathlib.Path(folder).rglob("*.zip"))
     for path in bundles:
         proc = subprocess.run([sys.executable, "-m", "ssdbench.cli", "verify", path], capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr
         print(proc.stdout.strip())
+    return [os.path.basename(p) for p in bundles]
 
 
 def mtools(*argv):
@@ -329,3 +335,27 @@ def test_power_cut_leaves_the_run_interrupted_with_its_steps(boot, disks):
     vm.poweroff()
     assert mtools("mdir", "-b", "-i", full_img, "::").split() == ["::/filler", "::/ssdbench-results/"]
     assert mtools("mdir", "-b", "-i", full_img, "::ssdbench-results").split() == []
+
+
+def test_unattended_mode_runs_exports_and_powers_off(tmp_path):
+    """ssdbench.auto=smoke: the empty NVMe drive is tested, the SATA drive is skipped because it holds a
+    partition table (nobody is there to agree to wipe it), the run is exported, and the VM powers off."""
+    disks = str(tmp_path)
+    subprocess.run(["cp", "--sparse=always", os.path.join(VM_DIR, "stick.img"), disks], check=True)
+    subprocess.run(["truncate", "-s", "2G", os.path.join(disks, "sata.img")], check=True)
+    subprocess.run(["sfdisk", "-q", os.path.join(disks, "sata.img")], input="label: dos\n,,L\n", text=True, check=True)
+    os.makedirs(ARTIFACTS, exist_ok=True)
+    log = os.path.join(ARTIFACTS, "vm-console-unattended.log")
+    if os.path.exists(log):
+        os.unlink(log)
+    vm = VM(disks, log, append="ssdbench.auto=smoke")
+    try:
+        started = time.monotonic()
+        assert vm.proc.wait(timeout=RUN_TIMEOUT_S) == 0, "the VM did not power itself off"
+        print(f"unattended smoke on NVMe, export and power-off: {time.monotonic() - started:.0f} s from QEMU's start")
+    finally:
+        vm.close()
+    console = vm.console_text()
+    assert "skipped: holds data (partition" in console and "ssdbench.auto: done, powering off" in console
+    bundles = stick_bundles(os.path.join(disks, "stick.img"), str(tmp_path / "results"))
+    assert len(bundles) == 1 and bundles[0].split("_")[1] == NVME["serial"], bundles
