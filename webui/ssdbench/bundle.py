@@ -38,6 +38,10 @@ DAMAGED = (zipfile.BadZipFile, zlib.error, EOFError, OSError)
 # Fields of the run document that describe this machine's queue, not the result.
 LOCAL_FIELDS = ("pid", "cancel_requested", "request", "step_index", "eta_s", "cur_iops", "cur_bw", "progress_at")
 UNFINISHED = ("queued", "running")
+# The run folder's own files, and their names in a bundle; everything else in the folder goes under raw/.
+RUN_FILES = {"environment.json": "environment.json", "health-before.json": "drive/health-before.json",
+             "health-after.json": "drive/health-after.json"}
+BLOCK = 1 << 20
 
 
 class BundleError(SsdbenchError):
@@ -119,13 +123,8 @@ def rerun_script(doc):
 def _raw_files(data_dir, doc):
     """(name in the bundle, path on disk) for the run folder's files."""
     top = document.run_dir(data_dir, doc["id"])
-    renames = {"environment.json": "environment.json", "health-before.json": "drive/health-before.json",
-               "health-after.json": "drive/health-after.json"}
-    out = []
-    for f in document.run_files(data_dir, doc["id"]):
-        name = renames.get(f["path"], "raw/" + f["path"].replace(os.sep, "/"))
-        out.append((name, os.path.join(top, f["path"])))
-    return out
+    return [(RUN_FILES.get(f["path"], "raw/" + f["path"].replace(os.sep, "/")), os.path.join(top, f["path"]))
+            for f in document.run_files(data_dir, doc["id"])]
 
 
 def members(db, data_dir, run_id):
@@ -152,20 +151,26 @@ def members(db, data_dir, run_id):
         folder = folders.get(s["step_id"], "run")
         out.append((f"series/{folder}/{fat_safe(s['name'], 80)}.csv", _csv(
             (f"x ({s['x_unit']})", f"{s['name']} ({s['unit']})"), zip(s["x"], map(repr, s["y"])))))
-    names = {name for name, _ in out}
-    out += [(name, path) for name, path in _raw_files(data_dir, doc) if name not in names]
-    return out, doc
+    return out + _raw_files(data_dir, doc), doc
 
 
-def _sha256(content):
+def _copy_hashing(src, dst=None):
+    """The sha256 of what `src` holds, copied to `dst` on the way: one read, however large the file."""
     digest = hashlib.sha256()
-    if isinstance(content, bytes):
-        digest.update(content)
-    else:
-        with open(content, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
+    for block in iter(lambda: src.read(BLOCK), b""):
+        digest.update(block)
+        if dst is not None:
+            dst.write(block)
     return digest.hexdigest()
+
+
+def _add(zf, name, content):
+    """Add one member (bytes, or a file by its path) and return its sha256."""
+    if isinstance(content, bytes):
+        zf.writestr(name, content)
+        return hashlib.sha256(content).hexdigest()
+    with open(content, "rb") as src, zf.open(name, "w", force_zip64=os.path.getsize(content) >= 1 << 31) as dst:
+        return _copy_hashing(src, dst)
 
 
 def write(db, data_dir, run_id, out_dir):
@@ -173,25 +178,21 @@ def write(db, data_dir, run_id, out_dir):
     and the folder synced. Returns its path. A failure (a full disk, a pulled stick) leaves nothing
     under the final name and removes the temporary file when it still can."""
     files, doc = members(db, data_dir, run_id)
+    # The manifest goes in last, so that each file is read once: hashed as it is added.
     manifest = {
         "format": FORMAT, "format_version": FORMAT_VERSION, "ssdbench_version": __version__,
         "created_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "suite": {"name": doc["suite"], "sha256": doc["suite_hash"], "standard": bool(doc["standard"])},
         "run": {"id": doc["id"], "state": doc["state"], "origin": doc["origin"], "host": socket.gethostname()},
         "drive": {k: doc["drive"].get(k) for k in ("model", "serial", "firmware", "capacity_bytes", "transport")},
-        "files": {name: _sha256(content) for name, content in files},
     }
     final = os.path.join(out_dir, bundle_name(doc))
     tmp = final + ".part"
     try:
         with open(tmp, "wb") as raw:
             with zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED) as zf:
+                manifest["files"] = {name: _add(zf, name, content) for name, content in files}
                 zf.writestr(MANIFEST, _json(manifest))
-                for name, content in files:
-                    if isinstance(content, bytes):
-                        zf.writestr(name, content)
-                    else:
-                        zf.write(content, name)
             raw.flush()
             os.fsync(raw.fileno())
         os.replace(tmp, final)
@@ -236,7 +237,8 @@ def verify(path):
         problems += [f"{n}: not listed in the manifest (added)" for n in sorted(present - set(listed))]
         for name in sorted(set(listed) & present):
             try:
-                digest = hashlib.sha256(zf.read(name)).hexdigest()
+                with zf.open(name) as member:
+                    digest = _copy_hashing(member)
             except DAMAGED as exc:
                 problems.append(f"{name}: unreadable, damaged ({exc})")
                 continue
@@ -267,9 +269,9 @@ def import_bundle(db, data_dir, path):
         shutil.rmtree(staging, ignore_errors=True)
         os.makedirs(staging)
         try:
+            own = {in_bundle: in_folder for in_folder, in_bundle in RUN_FILES.items()}
             for name in zf.namelist():
-                target = {"environment.json": "environment.json", "drive/health-before.json": "health-before.json",
-                          "drive/health-after.json": "health-after.json"}.get(name)
+                target = own.get(name)
                 if target is None and name.startswith("raw/"):
                     target = name[len("raw/"):]
                 if target:

@@ -185,8 +185,8 @@ def cmd_import(args):
 
 
 def cmd_export(args):
-    found = usbexport.sticks(named=[args.to] if args.to else ())
     if args.list:
+        found = usbexport.sticks(named=[args.to] if args.to else ())
         if not found:
             print("no USB stick with a FAT32 or exFAT file system", file=sys.stderr)
         for s in found:
@@ -195,7 +195,7 @@ def cmd_export(args):
         return None
     if not (args.all or args.run):
         raise SsdbenchError("name a run, or --all")
-    stick = usbexport.choose(found, args.to)
+    stick = usbexport.find(args.to)
     db = store.connect(data_dir(args))
     run_ids = usbexport.ended_runs(db) if args.all else [args.run]
     done = usbexport.export(db, data_dir(args), run_ids, stick,

@@ -1,6 +1,8 @@
 """Durations and sizes as people read them, the same on the console, in the CLI and in the web UI.
 Only for display: results keep their exact values."""
 
+import time
+
 
 def clock(seconds):
     """h:mm:ss, or – when unknown (an ETA not yet estimated)."""
@@ -8,6 +10,11 @@ def clock(seconds):
         return "–"
     seconds = round(seconds)
     return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+def when(timestamp):
+    """A Unix time as UTC date and time, or – when there is none."""
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(timestamp)) if timestamp else "–"
 
 
 def size(nbytes):

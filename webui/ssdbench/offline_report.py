@@ -1,12 +1,12 @@
 """report.html for a bundle: one file with the styles, uPlot, report.js and the run document inlined,
 so it opens offline in any browser and draws the same charts as the web UI (report.js does both)."""
 
-import datetime
 import html
 import json
 import os
 
 from .errors import SsdbenchError
+from .human import when
 
 STATIC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
 ASSETS = {"css": ("vendor/uPlot.min.css", "style.css"), "js": ("vendor/uPlot.iife.min.js", "report.js")}
@@ -25,10 +25,6 @@ def _script_safe(text):
     return text.replace("</", "<\\/")
 
 
-def _when(ts):
-    return datetime.datetime.fromtimestamp(ts, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC") if ts else "–"
-
-
 def render(doc):
     drive, e = doc["drive"], html.escape
     rows = [
@@ -36,7 +32,7 @@ def render(doc):
                   f"{drive.get('firmware') or '–'}"),
         ("Device", f"{drive.get('path')} ({drive.get('transport')}, {drive.get('capacity_bytes')} bytes)"),
         ("Suite", f"{doc['suite']}, sha256 {doc['suite_hash']}" + ("" if doc["standard"] else " (non-standard)")),
-        ("Times", f"started {_when(doc['started_at'])}, ended {_when(doc['finished_at'])}"),
+        ("Times (UTC)", f"started {when(doc['started_at'])}, ended {when(doc['finished_at'])}"),
         ("Origin", doc["origin"]),
     ]
     table = "".join(f"<tr><th>{e(k)}</th><td>{e(str(v))}</td></tr>" for k, v in rows)

@@ -55,7 +55,7 @@ def serve(data_dir, poll_s=POLL_S, auto_export=False):
 def export_run(db, data_dir, run_id):
     """Best effort: no stick, or a full one, is logged and the service goes on."""
     try:
-        stick = usbexport.choose(usbexport.sticks())
+        stick = usbexport.find()
         for item in usbexport.export(db, data_dir, [run_id], stick):
             log(f"run {run_id}: {item['file']} on {stick['device']}, {item['state']}")
     except SsdbenchError as exc:

@@ -77,6 +77,11 @@ def choose(found, device=None):
     raise SsdbenchError("no USB stick with a FAT32 or exFAT file system was found")
 
 
+def find(device=None):
+    """The stick to write to (see choose), from the sticks found and the device asked for."""
+    return choose(sticks(named=[device] if device else ()), device)
+
+
 def _check_not_under_test(db, stick):
     busy = store.busy_run(db)
     if busy is None:

@@ -36,6 +36,13 @@ def start_run(db, body):
     return {"id": run_id, "url": url_for("pages.run", run_id=run_id)}, 201
 
 
+def json_body():
+    """The request's JSON object; anything else (no body, a list, bad JSON) is an empty one, which the
+    handlers then refuse field by field."""
+    body = request.get_json(silent=True)
+    return body if isinstance(body, dict) else {}
+
+
 def export_runs(db, body):
     """Write bundles to a USB stick from a request body ({"runs": [ids], "device": path}; no runs means every
     ended run): (JSON document, HTTP status). Shared by the API and the run page's Export button."""
@@ -46,7 +53,7 @@ def export_runs(db, body):
         return {"error": "device must be a device path"}, 400
     data_dir = current_app.config["SSDBENCH_DATA_DIR"]
     try:
-        stick = usbexport.choose(usbexport.sticks(named=[device] if device else ()), device)
+        stick = usbexport.find(device)
         done = usbexport.export(db, data_dir, usbexport.ended_runs(db) if runs is None else runs, stick)
     except SsdbenchError as exc:
         return {"error": str(exc)}, 409
@@ -89,8 +96,7 @@ def runs():
 
 @bp.post("/runs")
 def create_run():
-    body = request.get_json(silent=True)
-    body, status = start_run(get_db(), body if isinstance(body, dict) else {})
+    body, status = start_run(get_db(), json_body())
     return jsonify(body), status
 
 
@@ -137,8 +143,7 @@ def sticks():
 
 @bp.post("/export")
 def export():
-    body = request.get_json(silent=True)
-    body, status = export_runs(get_db(), body if isinstance(body, dict) else {})
+    body, status = export_runs(get_db(), json_body())
     return jsonify(body), status
 
 

@@ -3,31 +3,23 @@
 Pages work with plain forms; scripts only draw the live view and the charts from the API.
 """
 
-import time
-
 from flask import (Blueprint, abort, current_app, flash, redirect, render_template, request,
                    send_from_directory, url_for)
 
 from .. import document, store, usbexport
 from ..errors import SsdbenchError
-from ..human import clock
+from ..human import clock, when
 from . import api, data
 from .db import get_db
 
 bp = Blueprint("pages", __name__)
-
-
 bp.add_app_template_filter(clock)
+bp.add_app_template_filter(when)
 
 
 @bp.app_template_filter()
 def gigabytes(nbytes):
     return f"{(nbytes or 0) / 1e9:,.1f} GB"
-
-
-@bp.app_template_filter()
-def when(timestamp):
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(timestamp)) if timestamp else "–"
 
 
 def drives_page(message=None, status=200):
