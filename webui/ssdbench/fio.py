@@ -110,8 +110,11 @@ def stderr_message(out_dir):
 
 def collect(out_dir, rc, cancelled=False):
     """A finished step's state and fio's final JSON document (None if fio wrote none)."""
-    with open(os.path.join(out_dir, "fio.json")) as f:
-        text = f.read()
+    try:
+        with open(os.path.join(out_dir, "fio.json")) as f:
+            text = f.read()
+    except FileNotFoundError:  # fio stopped, or failed, before it opened its output
+        text = ""
     docs = parse.fio_documents(text)
     message = stderr_message(out_dir)
     if not docs:

@@ -15,6 +15,7 @@ from . import derive, drives, durable, environment, fio, health, parse, plan, pl
 from .errors import SsdbenchError
 
 LOCK_NAME = "run.lock"
+STOPPED = "stopped by cancel"
 
 
 class RunLock:
@@ -65,14 +66,36 @@ def check_target(drive, confirm, destroy_data):
         raise SsdbenchError(f"{drive['path']} {drive['reason']}")
 
 
+class StopSignals:
+    """While installed, SIGTERM and SIGINT only set `received`: the run ends at its next check, as
+    cancelled, whatever it was doing when the signal came (starting, waiting for fio, parsing)."""
+
+    def __init__(self):
+        self.received = False
+        self.previous = {}
+
+    def __enter__(self):
+        for s in (signal.SIGTERM, signal.SIGINT):
+            self.previous[s] = signal.signal(s, self.on_signal)
+        return self
+
+    def on_signal(self, signum, frame):
+        self.received = True
+
+    def __exit__(self, *exc):
+        for s, handler in self.previous.items():
+            signal.signal(s, handler)
+
+
 class Run:
-    def __init__(self, db, data_dir, run_id, drive, suite, steps, on_progress=None, cpus=None):
+    def __init__(self, db, data_dir, run_id, drive, suite, steps, signals, on_progress=None, cpus=None):
         self.suite = suite
         self.on_progress = on_progress
         self.cpus = cpus
         self.idle_c = health.read_temperature(drive.get("temperature_source"))
         self.db, self.data_dir, self.run_id, self.drive, self.steps = db, data_dir, run_id, drive, steps
         self.total_estimate = plan.estimate_seconds(steps) or 1.0
+        self.signals = signals
         self.cancel = False
         self.started = time.monotonic()
         self.temp_source = drive.get("temperature_source")
@@ -83,10 +106,13 @@ class Run:
         self.run_dir = os.path.join(data_dir, "runs", str(run_id))
         os.makedirs(self.run_dir, exist_ok=True)
 
-    def should_stop(self):
-        now = time.monotonic()
-        if not self.cancel and now - self.last_cancel_check >= 1.0:
-            self.last_cancel_check = now
+    def should_stop(self, now=False):
+        """A signal, or a cancel in the database (read at most once a second, unless `now`)."""
+        if self.signals.received:
+            self.cancel = True
+        clock = time.monotonic()
+        if not self.cancel and (now or clock - self.last_cancel_check >= 1.0):
+            self.last_cancel_check = clock
             self.cancel = store.cancel_requested(self.db, self.run_id)
         return self.cancel
 
@@ -137,13 +163,17 @@ class Run:
             try:
                 detail = purge.purge(self.drive) if step.kind == "purge" else purge.timed_trim(self.drive)
             except SsdbenchError as exc:
-                store.finish_step(self.db, sid, "failed", error=str(exc))
-                return "failed", str(exc)
+                state, error = self.failed_or_cancelled(str(exc))
+                store.finish_step(self.db, sid, state, error=error)
+                return state, error
             metrics = [] if step.kind == "purge" else [derive.Metric(
                 "trim.seconds", detail["seconds"], "s", f"wall time of `{' '.join(detail['command'])}`")]
             store.finish_step(self.db, sid, "done", detail=detail, metrics=metrics)
             return "done", None
         detail = {"cool_down": quiet.cool_down(self.drive, self.idle_c, self.should_stop)}
+        if self.should_stop():
+            store.finish_step(self.db, sid, "cancelled", error=STOPPED, detail=detail)
+            return "cancelled", STOPPED
         job_text = step.job_file
         if step.kind == "trace":
             job_text, detail["trace"] = playback.prepare(step, out_dir, self.drive["capacity_bytes"], self.suite)
@@ -163,11 +193,18 @@ class Run:
                                                       self.baseline(step))
             except SsdbenchError as exc:
                 outcome.state, outcome.error = "failed", f"step {step.id}: {exc}"
+        if outcome.state == "failed":
+            outcome.state, outcome.error = self.failed_or_cancelled(outcome.error)
         # fio's files reach the disk before their step is recorded as done: a power cut cannot split them.
         durable.sync_folder(out_dir)
         store.finish_step(self.db, sid, outcome.state, error=outcome.error, detail=detail, metrics=metrics,
                           series=series)
         return outcome.state, outcome.error
+
+    def failed_or_cancelled(self, error):
+        """A step that breaks after a cancel was asked for is cancelled: stopping fio early, or a
+        signal at its start, can cut its output short, and that is the cancel's doing."""
+        return ("cancelled", STOPPED) if self.should_stop(now=True) else ("failed", error)
 
     def baseline(self, step):
         """The clean sweep's average write MB/s, which a later sweep's recovery is measured against."""
@@ -182,12 +219,12 @@ class Run:
         state, error = "done", None
         for step in self.steps:
             if self.should_stop():
-                state, error = "cancelled", "stopped by cancel"
+                state, error = "cancelled", STOPPED
                 break
             try:
                 step_state, step_error = self.run_step(step)
             except (SsdbenchError, OSError) as exc:
-                step_state, step_error = "failed", f"step {step.id}: {exc}"
+                step_state, step_error = self.failed_or_cancelled(f"step {step.id}: {exc}")
             if step_state != "done":
                 state, error = step_state, step_error
                 break
@@ -227,40 +264,38 @@ def prepare(suite, device, confirm, destroy_data=False, allow_usb=False):
 
 
 def execute(data_dir, suite, device, confirm, destroy_data=False, allow_usb=False, on_progress=None):
-    """Run `suite` on `device`, in the foreground. Returns (run id, final state, error)."""
+    """Run `suite` on `device`, in the foreground. Returns (run id, final state, error).
+    SIGTERM and SIGINT cancel it, from the moment the lock is asked for."""
     check_host()
-    lock = RunLock(data_dir).acquire()
-    try:
-        db = store.connect(data_dir)
-        store.mark_interrupted(db)
-        drive, steps = prepare(suite, device, confirm, destroy_data, allow_usb)
-        run_id = store.create_run(db, store.upsert_drive(db, drive), suite, steps)
-        return (run_id, *perform(db, data_dir, lock, run_id, suite, drive, steps, on_progress))
-    finally:
-        lock.release()
+    with StopSignals() as signals:
+        lock = RunLock(data_dir).acquire()
+        try:
+            db = store.connect(data_dir)
+            store.mark_interrupted(db)
+            drive, steps = prepare(suite, device, confirm, destroy_data, allow_usb)
+            if signals.received:
+                raise SsdbenchError("cancelled before the run started; nothing was written to the drive")
+            run_id = store.create_run(db, store.upsert_drive(db, drive), suite, steps)
+            return (run_id, *perform(db, data_dir, lock, run_id, suite, drive, steps, signals, on_progress))
+        finally:
+            lock.release()
 
 
-def perform(db, data_dir, lock, run_id, suite, drive, steps, on_progress=None):
-    """Execute a run that the store holds as running, under the held lock: quiet the OS, record the
-    environment, walk the steps. SIGTERM and SIGINT cancel it. Returns (final state, error)."""
+def perform(db, data_dir, lock, run_id, suite, drive, steps, signals, on_progress=None):
+    """Execute a run that the store holds as running, under the held lock, with the caller's
+    StopSignals installed: quiet the OS, record the environment, walk the steps. Returns (final state,
+    error)."""
     lock.record(run_id=run_id, device=drive["path"])
     controls = quiet.Quiet(drive)
-    env = environment.fingerprint(suite, drive)
-    env["controls"] = controls.apply()
-    store.set_environment(db, run_id, env)
-    run = Run(db, data_dir, run_id, drive, suite, steps, on_progress, controls.cpus)
-    run.write_json("environment.json", env)
-
-    def on_signal(signum, frame):
-        run.cancel = True
-
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGTERM, signal.SIGINT)}
     try:
+        env = environment.fingerprint(suite, drive)
+        env["controls"] = controls.apply()
+        store.set_environment(db, run_id, env)
+        run = Run(db, data_dir, run_id, drive, suite, steps, signals, on_progress, controls.cpus)
+        run.write_json("environment.json", env)
         return run.execute()
     finally:
         controls.release()
-        for s, handler in previous.items():
-            signal.signal(s, handler)
 
 
 def cancel(data_dir):

@@ -44,12 +44,14 @@ def serve(data_dir, poll_s=POLL_S, auto_export=False):
         mark_interrupted(db)
         lock.release()
     log(f"waiting for queued runs in {store.db_path(data_dir)}")
-    while True:
-        if store.next_queued_run(db) is not None:
-            run_id = take_next(db, data_dir)
-            if run_id is not None and auto_export:
-                export_run(db, data_dir, run_id)
-        time.sleep(poll_s)
+    with runner.StopSignals() as signals:
+        while not signals.received:
+            if store.next_queued_run(db) is not None:
+                run_id = take_next(db, data_dir, signals)
+                if run_id is not None and auto_export:
+                    export_run(db, data_dir, run_id)
+            time.sleep(poll_s)
+    log("stopped by a signal")
 
 
 def export_run(db, data_dir, run_id):
@@ -76,9 +78,10 @@ def mark_interrupted(db):
         log(f"run {run_id}: interrupted (its process is gone); its completed steps are kept")
 
 
-def take_next(db, data_dir):
+def take_next(db, data_dir, signals):
     """Execute the oldest queued run under the run lock. A run that fails, for any reason, ends as
-    failed with the reason, and the service goes on. Returns the run id, or None if none was taken."""
+    failed with the reason, and the service goes on. A signal that comes during the run cancels it
+    and is then forgotten. Returns the run id, or None if none was taken."""
     lock = try_lock(data_dir)
     if lock is None:
         return None  # a run started at the console: the queued run waits for it
@@ -89,21 +92,25 @@ def take_next(db, data_dir):
             return None
         log(f"run {row['id']}: {row['suite']} started")
         try:
-            state, error = execute(db, data_dir, lock, row)
+            state, error = start_claimed(db, data_dir, lock, row, signals)
         except Exception as exc:  # a bug in one run must not take the service down with it
             traceback.print_exc()
             state, error = "failed", f"internal error: {exc!r}"
             if store.run_state(db, row["id"]) == "running":
                 store.finish_run(db, row["id"], state, error)
+        signals.received = False
         log(f"run {row['id']}: {state}" + (f": {error}" if error else ""))
         return row["id"]
     finally:
         lock.release()
 
 
-def execute(db, data_dir, lock, row):
+def start_claimed(db, data_dir, lock, row, signals):
     """Check a claimed run's request again, as the drive may have changed since it was queued, then run it."""
-    if row["cancel_requested"]:
+    def cancelled():
+        return signals.received or store.cancel_requested(db, row["id"])
+
+    if cancelled():
         store.finish_run(db, row["id"], "cancelled", "cancelled before it started")
         return "cancelled", None
     request = json.loads(row["request_json"])
@@ -117,7 +124,8 @@ def execute(db, data_dir, lock, row):
             raise SsdbenchError(f"{drive['path']} now holds {drive['capacity_bytes']} bytes, not the "
                                 f"{request['capacity_bytes']} it held when the run was queued")
     except SsdbenchError as exc:
-        store.finish_run(db, row["id"], "failed", str(exc))
-        return "failed", str(exc)
+        state, error = ("cancelled", "cancelled before it started") if cancelled() else ("failed", str(exc))
+        store.finish_run(db, row["id"], state, error)
+        return state, error
     store.upsert_drive(db, drive)
-    return runner.perform(db, data_dir, lock, row["id"], suite, drive, steps)
+    return runner.perform(db, data_dir, lock, row["id"], suite, drive, steps, signals)

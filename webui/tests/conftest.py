@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -35,6 +36,16 @@ def loopdev(tmp_path):
     yield make
     for dev in made:
         subprocess.run(["losetup", "-d", dev], capture_output=True)
+
+
+def wait_until(predicate, what, timeout=300):
+    """Wait for a state, polling. The timeout only bounds a hang: it is far above the time the state
+    takes even on a slow, busy machine, so reaching it means the state never came."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"waited {timeout} s for {what}")
+        time.sleep(0.1)
 
 
 def ssdbench(*args, data_dir=None, env=None, check=False, **kw):
