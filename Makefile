@@ -11,11 +11,12 @@ UPLOT_VERSION = 1.6.31
 UPLOT_SHA256 = 015d4be9095072922bc31d8c63f93bc1b7cd5b27d14d17a1708ff76775f9eb90
 VENDOR = webui/ssdbench/static/vendor
 
-.PHONY: help setup assets test test-vm bench vm-image demo
+.PHONY: help setup assets lint test test-vm bench vm-image demo
 
 help:
 	@echo "make setup   install the ssdbench package (editable) with its test dependencies"
 	@echo "make assets  fetch the pinned uPlot into $(VENDOR) (needs npm)"
+	@echo "make lint    ruff on webui/, shellcheck on the shell scripts of board/, overlay/ and .ci/"
 	@echo "make test    run every test (needs root: loop devices, real fio)"
 	@echo "make bench   measure the harness against plain fio, and result ingestion"
 	@echo "make vm-image  build the VM test image from Debian packages: $(VM_DIR)/"
@@ -37,7 +38,15 @@ $(VENDOR)/uPlot.iife.min.js:
 	cp webui/build/uplot/package/dist/uPlot.min.css $(VENDOR)/
 	cp webui/build/uplot/package/dist/uPlot.iife.min.js $(VENDOR)/
 
+# Every shell script of the image builders, the boot flow and CI, found by its #! line.
+SHELL_SCRIPTS = $(shell grep -rlE '^\#! ?/(usr/)?bin/(env )?(ba|da)?sh' board overlay .ci | sort)
+
+lint:
+	cd webui && ruff check . && ruff format --check .
+	shellcheck $(SHELL_SCRIPTS)
+
 test: assets
+	@$(MAKE) --no-print-directory lint
 	@$(MAKE) --no-print-directory br-check
 	cd webui && $(PYTEST) -q
 	@$(MAKE) --no-print-directory test-vm

@@ -16,15 +16,18 @@ import sys
 import tempfile
 import time
 
-from ssdbench import fio, parse, plan, store, suites
+from ssdbench.results import store
+from ssdbench.run import fio, fio_output, plan
+from ssdbench.suites import locked
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PAIRS = 5
 MIN_RATIO = 0.98
 MAX_INGEST_S = 1.0
 # Not a locked suite: only the carrier of the long steps' job files.
-LONG = suites.Suite("bench-ingest", {"version": 1, "fio": {"ioengine": "libaio", "direct": 1, "log_avg_msec": 1}},
-                    "0" * 64, False)
+LONG = locked.Suite(
+    "bench-ingest", {"version": 1, "fio": {"ioengine": "libaio", "direct": 1, "log_avg_msec": 1}}, "0" * 64, False
+)
 
 
 def sh(*argv, **kw):
@@ -32,8 +35,21 @@ def sh(*argv, **kw):
 
 
 def ssdbench_iops(dev, data_dir):
-    sh(sys.executable, "-m", "ssdbench.cli", "run", "--suite-file", os.path.join(HERE, "harness.toml"),
-       "--non-standard", "--drive", dev, "--confirm", os.path.basename(dev), "--data-dir", data_dir)
+    sh(
+        sys.executable,
+        "-m",
+        "ssdbench.cli",
+        "run",
+        "--suite-file",
+        os.path.join(HERE, "harness.toml"),
+        "--non-standard",
+        "--drive",
+        dev,
+        "--confirm",
+        os.path.basename(dev),
+        "--data-dir",
+        data_dir,
+    )
     db = store.connect(data_dir)
     run_id = db.execute("SELECT max(id) FROM runs").fetchone()[0]
     run = store.get_run(db, run_id)
@@ -47,7 +63,7 @@ def plain_fio_iops(dev, job_file, work):
     with open(path, "w") as f:
         f.write(job_file)
     out = sh("fio", "--output-format=json", path, cwd=work, env=dict(os.environ, SSDBENCH_DUT=dev))
-    return parse.fio_result(out)["jobs"][0]["read"]["iops"]
+    return fio_output.fio_result(out)["jobs"][0]["read"]["iops"]
 
 
 def bench_overhead(dev, work):
@@ -69,8 +85,17 @@ def bench_overhead(dev, work):
 
 def make_long_step(dev, work, name):
     """A real fio step whose logs hold over 2000 samples each (1 ms averaging over 3 s)."""
-    step = {"id": name, "title": name, "rw": "randwrite", "bs": "4k", "iodepth": 32, "numjobs": 1,
-            "span": {"offset": "0", "size": "100%"}, "runtime": 3, "data": "incompressible"}
+    step = {
+        "id": name,
+        "title": name,
+        "rw": "randwrite",
+        "bs": "4k",
+        "iodepth": 32,
+        "numjobs": 1,
+        "span": {"offset": "0", "size": "100%"},
+        "runtime": 3,
+        "data": "incompressible",
+    }
     opts = plan.fio_options(step, 0, 64 * 1024**2)
     out_dir = os.path.join(work, name)
     outcome = fio.run(plan.job_file(LONG, step, opts), name, out_dir, dev, lambda *a: None, lambda: False)
@@ -86,8 +111,9 @@ def bench_ingest(dev, work):
     started = time.perf_counter()
     for i, out_dir in enumerate(dirs):
         outcome = fio.collect(out_dir, 0)
-        store.finish_step(db, store.step_id(db, run_id, i), outcome.state, metrics=outcome.metrics,
-                          series=outcome.series)
+        store.finish_step(
+            db, store.step_id(db, run_id, i), outcome.state, metrics=outcome.metrics, series=outcome.series
+        )
     elapsed = time.perf_counter() - started
     points = db.execute("SELECT count(*) FROM points").fetchone()[0]
     per_log = max(len(p) for _, _, _, p in fio.read_logs(dirs[0]))
@@ -107,8 +133,10 @@ def main():
         ratio = bench_overhead(dev, work)
         print(f"IOPS ratio ssdbench / plain fio, median of {PAIRS} pairs: {ratio:.4f} (must be >= {MIN_RATIO})")
         elapsed, points, per_log = bench_ingest(dev, work)
-        print(f"ingest of 2 steps, {per_log} samples per log, {points} points in all: {elapsed * 1000:.0f} ms "
-              f"(must be < {MAX_INGEST_S * 1000:.0f} ms)")
+        print(
+            f"ingest of 2 steps, {per_log} samples per log, {points} points in all: {elapsed * 1000:.0f} ms "
+            f"(must be < {MAX_INGEST_S * 1000:.0f} ms)"
+        )
     finally:
         sh("losetup", "-d", dev)
         shutil.rmtree(work)

@@ -20,8 +20,8 @@ import time
 from collections import namedtuple
 from types import SimpleNamespace
 
-from ssdbench import store
-from ssdbench.parse import Metric
+from ssdbench.results import store
+from ssdbench.run.fio_output import Metric
 from ssdbench.web import create_app
 
 MAX_REPORT_MS = 200
@@ -32,8 +32,13 @@ REPORT_REQUESTS = 30
 PROGRESS_REQUESTS = 300
 PIN = "000000"
 Step = namedtuple("Step", "index id kind title estimate_s job_file")
-LOGS = (("iops", "IOPS", 30000.0), ("bw", "KiB/s", 120000.0), ("lat", "ns", 1.0e6), ("clat", "ns", 0.99e6),
-        ("slat", "ns", 1.0e4))
+LOGS = (
+    ("iops", "IOPS", 30000.0),
+    ("bw", "KiB/s", 120000.0),
+    ("lat", "ns", 1.0e6),
+    ("clat", "ns", 0.99e6),
+    ("slat", "ns", 1.0e4),
+)
 
 
 def per_second(seconds, base):
@@ -42,39 +47,63 @@ def per_second(seconds, base):
 
 
 def fio_step(key, seconds, direction="write"):
-    metrics = [Metric(f"{direction}.{name}", 1234.5678, unit, f"/jobs/0/{direction}/{name}")
-               for name, unit in (("iops", "IOPS"), ("bw", "B/s"), ("mb_s", "MB/s"), ("lat_mean", "ns"),
-                                  ("lat_max", "ns"), ("clat_p99", "ns"), ("clat_p99.99", "ns"))]
-    series = [(f"{direction}.{log}", unit, f"{key}_{log}.1.log:direction=1", per_second(seconds, base))
-              for log, unit, base in LOGS]
+    metrics = [
+        Metric(f"{direction}.{name}", 1234.5678, unit, f"/jobs/0/{direction}/{name}")
+        for name, unit in (
+            ("iops", "IOPS"),
+            ("bw", "B/s"),
+            ("mb_s", "MB/s"),
+            ("lat_mean", "ns"),
+            ("lat_max", "ns"),
+            ("clat_p99", "ns"),
+            ("clat_p99.99", "ns"),
+        )
+    ]
+    series = [
+        (f"{direction}.{log}", unit, f"{key}_{log}.1.log:direction=1", per_second(seconds, base))
+        for log, unit, base in LOGS
+    ]
     return metrics, series
 
 
 def synthetic_run(data_dir):
     """A standard-sized run written through the store, as the engine would leave it mid-way."""
     db = store.connect(data_dir)
-    drive = store.upsert_drive(db, {"path": "/dev/nvme0n1", "model": "Bench SSD", "serial": "B1",
-                                    "capacity_bytes": 10**12, "transport": "nvme"})
+    drive = store.upsert_drive(
+        db,
+        {"path": "/dev/nvme0n1", "model": "Bench SSD", "serial": "B1", "capacity_bytes": 10**12, "transport": "nvme"},
+    )
     results = {"seq-fill": fio_step("seq-fill", 900)}
     for key in ("rand-write-4k-qd3-comp", "rand-write-4k-qd3", "rand-write-4k-qd32", "rand-read-4k"):
         results[key] = fio_step(key, 180, "read" if "read" in key else "write")
     for key in ("seq-read-128k", "seq-write-128k"):
         results[key] = fio_step(key, 60, "read" if "read" in key else "write")
-    results["xfer"] = ([], [(f"{d}.qd{qd}.mb_s", "MB/s", "fio.json", [(512 << i, 100.0 * i) for i in range(15)],
-                             "bytes") for d in ("read", "write") for qd in (1, 32)])
+    results["xfer"] = (
+        [],
+        [
+            (f"{d}.qd{qd}.mb_s", "MB/s", "fio.json", [(512 << i, 100.0 * i) for i in range(15)], "bytes")
+            for d in ("read", "write")
+            for qd in (1, 32)
+        ],
+    )
     results["consistency"] = fio_step("consistency", 2000)
     results["consistency-25"] = fio_step("consistency-25", 2000)
     for key in ("sweep-clean", "sweep-dirty", "sweep-trimmed"):
-        results[key] = ([Metric("write.avg_mb_s", 400.0, "MB/s", "mean over 200 zones")],
-                        [(f"{d}.mb_s", "MB/s", "fio.json", [(z * 5 * 10**9, 400.0) for z in range(200)], "offset")
-                         for d in ("write", "read")])
+        results[key] = (
+            [Metric("write.avg_mb_s", 400.0, "MB/s", "mean over 200 zones")],
+            [
+                (f"{d}.mb_s", "MB/s", "fio.json", [(z * 5 * 10**9, 400.0) for z in range(200)], "offset")
+                for d in ("write", "read")
+            ],
+        )
     steps = [Step(i, key, "fio", key, 60.0, f"[{key}]\n") for i, key in enumerate(results)]
     suite = SimpleNamespace(name="standard", sha256="0" * 64, locked=True)
     run_id = store.create_run(db, drive, suite, steps)
     store.add_series(db, run_id, None, "temperature", "°C", "hwmon", per_second(6000, 40.0))
     for i, (metrics, series) in enumerate(results.values()):
-        store.finish_step(db, store.start_step(db, run_id, i, f"runs/{run_id}/{i:02d}"), "done",
-                          metrics=metrics, series=series)
+        store.finish_step(
+            db, store.start_step(db, run_id, i, f"runs/{run_id}/{i:02d}"), "done", metrics=metrics, series=series
+        )
     store.update_progress(db, run_id, len(steps) - 1, 97.5, 60.0, 30000.0, 1.2e8)
     points = db.execute("SELECT count(*) FROM points").fetchone()[0]
     db.close()
@@ -105,16 +134,33 @@ def main():
         bundle_ms, bundle_bytes = median_ms(client, f"/api/runs/{run_id}/bundle", BUNDLE_REQUESTS)
     finally:
         shutil.rmtree(work)
-    print(f"report JSON of a run with {points} points ({report_bytes / 1e6:.1f} MB), median of {REPORT_REQUESTS}: "
-          f"{report_ms:.1f} ms (must be < {MAX_REPORT_MS} ms)")
+    print(
+        f"report JSON of a run with {points} points ({report_bytes / 1e6:.1f} MB), median of {REPORT_REQUESTS}: "
+        f"{report_ms:.1f} ms (must be < {MAX_REPORT_MS} ms)"
+    )
     print(f"report page, median of {REPORT_REQUESTS}: {page_ms:.1f} ms (must be < {MAX_REPORT_MS} ms)")
     print(f"live progress, median of {PROGRESS_REQUESTS}: {progress_ms:.2f} ms (must be < {MAX_PROGRESS_MS} ms)")
-    print(f"result bundle ({bundle_bytes / 1e6:.1f} MB zip), median of {BUNDLE_REQUESTS}: {bundle_ms:.0f} ms "
-          f"(must be < {MAX_BUNDLE_MS} ms)")
-    ok = (report_ms < MAX_REPORT_MS and page_ms < MAX_REPORT_MS and progress_ms < MAX_PROGRESS_MS
-          and bundle_ms < MAX_BUNDLE_MS)
-    print(json.dumps({"report_json_ms": report_ms, "report_page_ms": page_ms, "progress_ms": progress_ms,
-                      "bundle_ms": bundle_ms, "ok": ok}))
+    print(
+        f"result bundle ({bundle_bytes / 1e6:.1f} MB zip), median of {BUNDLE_REQUESTS}: {bundle_ms:.0f} ms "
+        f"(must be < {MAX_BUNDLE_MS} ms)"
+    )
+    ok = (
+        report_ms < MAX_REPORT_MS
+        and page_ms < MAX_REPORT_MS
+        and progress_ms < MAX_PROGRESS_MS
+        and bundle_ms < MAX_BUNDLE_MS
+    )
+    print(
+        json.dumps(
+            {
+                "report_json_ms": report_ms,
+                "report_page_ms": page_ms,
+                "progress_ms": progress_ms,
+                "bundle_ms": bundle_ms,
+                "ok": ok,
+            }
+        )
+    )
     sys.exit(0 if ok else 1)
 
 

@@ -24,8 +24,12 @@ def _release():
         return os.environ["SSDBENCH_VERSION"]
     checkout = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     try:
-        proc = subprocess.run(["git", "-C", checkout, "describe", "--tags", "--always", "--dirty"],
-                              capture_output=True, text=True, timeout=10)
+        proc = subprocess.run(
+            ["git", "-C", checkout, "describe", "--tags", "--always", "--dirty"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"
     return proc.stdout.strip() if proc.returncode == 0 and proc.stdout.strip() else "unknown"

@@ -7,9 +7,14 @@ import sqlite3
 import sys
 import time
 
-from . import __version__, access, auto, bundle, console, drives, plan, runner, service, store, suites, usbexport
-from .human import clock, size
+from . import __version__
+from .appliance import access, console, unattended
+from .drives import discovery
 from .errors import SsdbenchError
+from .human import clock, size
+from .results import bundle, store, usbexport
+from .run import plan, queue, runner
+from .suites import locked
 
 DEFAULT_DATA_DIR = "/var/lib/ssdbench"
 EXIT_ERROR = 2
@@ -25,7 +30,7 @@ def out_json(data):
 
 
 def cmd_drives(args):
-    found = drives.discover(named=args.devices, allow_usb=args.allow_usb)
+    found = discovery.discover(named=args.devices, allow_usb=args.allow_usb)
     if args.json:
         return out_json(found)
     if not found:
@@ -33,8 +38,10 @@ def cmd_drives(args):
     for d in found:
         verdict = "ELIGIBLE" if d["eligible"] else "not eligible"
         link = (d["link"] or {}).get("generation") or (d["link"] or {}).get("speed") or "-"
-        print(f"{d['path']:<14} {d['transport']:<6} {d.get('model') or '-'} (serial {d.get('serial') or '-'}, "
-              f"fw {d.get('firmware') or '-'}) {size(d['capacity_bytes'])}, link {link}")
+        print(
+            f"{d['path']:<14} {d['transport']:<6} {d.get('model') or '-'} (serial {d.get('serial') or '-'}, "
+            f"fw {d.get('firmware') or '-'}) {size(d['capacity_bytes'])}, link {link}"
+        )
         print(f"{'':<14} {verdict}: {d['reason']}; confirm with --confirm {d['confirm_id']}")
         for note in d["notes"]:
             print(f"{'':<14} note: {note}")
@@ -53,33 +60,41 @@ def suite_steps(s):
 
 def cmd_suites(args):
     if args.action == "list":
-        rows = [suites.summary(suites.load(n)) for n in suites.names()]
+        rows = [locked.summary(locked.load(n)) for n in locked.names()]
         if args.json:
             return out_json(rows)
         for r in rows:
             print(f"{r['name']:<10} v{r['version']}  {r['steps']:>3} steps  {r['sha256'][:16]}  {r['title']}")
         return None
-    s = suites.load(args.name)
-    data = {**suites.summary(s), "fio_global": s.data.get("fio", {}), "steps": suite_steps(s)}
+    s = locked.load(args.name)
+    data = {**locked.summary(s), "fio_global": s.data.get("fio", {}), "steps": suite_steps(s)}
     if args.json:
         return out_json(data)
     print(f"{s.name} v{s.data['version']}: {s.data['title']}\nsha256 {s.sha256}")
     for step in data["steps"]:
         print(f"  {step['id']:<24} {step['kind']:<6} {step['title']}")
         for job in step["jobs"]:
-            params = " ".join(f"{k}={job[k]}" for k in ("rw", "bs", "iodepth", "numjobs", "runtime", "data")
-                              if job.get(k) is not None)
+            params = " ".join(
+                f"{k}={job[k]}" for k in ("rw", "bs", "iodepth", "numjobs", "runtime", "data") if job.get(k) is not None
+            )
             print(f"  {'':<24} {'':<6}   {job['name']}: {params}")
     return None
 
 
 def cmd_plan(args):
-    s = suites.load(args.suite)
+    s = locked.load(args.suite)
     steps = plan.compile_plan(s, args.capacity)
     total = plan.estimate_seconds(steps)
     if args.json:
-        return out_json({"suite": s.name, "sha256": s.sha256, "capacity_bytes": args.capacity,
-                         "estimate_s": total, "steps": [st.to_dict() for st in steps]})
+        return out_json(
+            {
+                "suite": s.name,
+                "sha256": s.sha256,
+                "capacity_bytes": args.capacity,
+                "estimate_s": total,
+                "steps": [st.to_dict() for st in steps],
+            }
+        )
     for st in steps:
         print(f"{st.index + 1:>3}. {st.id:<22} {clock(st.estimate_s)}  {st.title}")
     print(f"estimated total: {clock(total)} on a {size(args.capacity)} drive")
@@ -87,7 +102,7 @@ def cmd_plan(args):
 
 
 def cmd_run(args):
-    s = suites.load(args.suite, path=args.suite_file, allow_non_standard=args.non_standard)
+    s = locked.load(args.suite, path=args.suite_file, allow_non_standard=args.non_standard)
     last = [0.0]
 
     def show(idx, count, percent, eta, iops, bw):
@@ -96,12 +111,22 @@ def cmd_run(args):
             return
         last[0] = now
         rate = f"{iops:,.0f} IOPS {bw / 1e6:,.1f} MB/s" if iops is not None else ""
-        print(f"\rstep {min(idx + 1, count)}/{count} {percent:5.1f}%  ETA {clock(eta)}  {rate:<32}",
-              end="", file=sys.stderr, flush=True)
+        print(
+            f"\rstep {min(idx + 1, count)}/{count} {percent:5.1f}%  ETA {clock(eta)}  {rate:<32}",
+            end="",
+            file=sys.stderr,
+            flush=True,
+        )
 
-    run_id, state, error = runner.execute(data_dir(args), s, args.drive, args.confirm,
-                                          destroy_data=args.destroy_data, allow_usb=args.allow_usb,
-                                          on_progress=show)
+    run_id, state, error = runner.run_in_foreground(
+        data_dir(args),
+        s,
+        args.drive,
+        args.confirm,
+        destroy_data=args.destroy_data,
+        allow_usb=args.allow_usb,
+        on_progress=show,
+    )
     print(file=sys.stderr)
     print(f"run {run_id}: {state}" + (f": {error}" if error else ""))
     return 0 if state == "done" else 1
@@ -113,8 +138,10 @@ def cmd_runs(args):
         return out_json(rows)
     for r in rows:
         when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(r["created_at"]))
-        print(f"{r['id']:>4}  {when}Z  {r['state']:<11} {r['suite']:<9} {r['path']} "
-              f"{r['model'] or ''} {r['serial'] or ''}" + ("" if r["standard"] else "  [non-standard]"))
+        print(
+            f"{r['id']:>4}  {when}Z  {r['state']:<11} {r['suite']:<9} {r['path']} "
+            f"{r['model'] or ''} {r['serial'] or ''}" + ("" if r["standard"] else "  [non-standard]")
+        )
     return None
 
 
@@ -124,12 +151,17 @@ def cmd_show(args):
         raise SsdbenchError(f"no run {args.run}")
     if args.json:
         return out_json(run)
-    print(f"run {run['id']}: {run['state']}, suite {run['suite']} ({run['suite_hash'][:16]}), "
-          f"drive {run['drive']['path']} {run['drive'].get('model') or ''}")
+    print(
+        f"run {run['id']}: {run['state']}, suite {run['suite']} ({run['suite_hash'][:16]}), "
+        f"drive {run['drive']['path']} {run['drive'].get('model') or ''}"
+    )
     if run["error"]:
         print(f"error: {run['error']}")
     for step in run["steps"]:
-        print(f"  {step['idx'] + 1:>2}. {step['key']:<20} {step['state']}" + (f": {step['error']}" if step["error"] else ""))
+        print(
+            f"  {step['idx'] + 1:>2}. {step['key']:<20} {step['state']}"
+            + (f": {step['error']}" if step["error"] else "")
+        )
         for m in step["metrics"]:
             if m["name"].split(".")[-1] in ("iops", "bw", "lat_mean", "lat_max"):
                 print(f"        {m['name']:<22} {m['value']:>16,.1f} {m['unit']}")
@@ -144,18 +176,25 @@ def cmd_cancel(args):
 def cmd_web(args):
     try:
         from waitress import serve
+
         from .web import create_app
     except ImportError as exc:
-        raise SsdbenchError(f"the web UI needs flask and waitress ({exc}); install them with "
-                            "pip install 'ssdbench[web]'") from exc
-    app = create_app({"SSDBENCH_DATA_DIR": data_dir(args), "SSDBENCH_EXTRA_DRIVES": args.drives,
-                      "SSDBENCH_ALLOW_USB": args.allow_usb})
+        raise SsdbenchError(
+            f"the web UI needs flask and waitress ({exc}); install them with pip install 'ssdbench[web]'"
+        ) from exc
+    app = create_app(
+        {
+            "SSDBENCH_DATA_DIR": data_dir(args),
+            "SSDBENCH_EXTRA_DRIVES": args.drives,
+            "SSDBENCH_ALLOW_USB": args.allow_usb,
+        }
+    )
     print(f"ssdbench web: http://{args.host}:{args.port}/ (the login PIN: ssdbench pin)", file=sys.stderr, flush=True)
     serve(app, host=args.host, port=args.port)
 
 
 def cmd_runner(args):
-    service.serve(data_dir(args), auto_export=args.auto_export)
+    queue.serve(data_dir(args), auto_export=args.auto_export)
 
 
 def cmd_bundle(args):
@@ -172,8 +211,10 @@ def cmd_verify(args):
             print(f"FAILED {exc}", file=sys.stderr)
             failed += 1
             continue
-        print(f"OK {path}: {len(m['files'])} files match their sha256; suite {m['suite']['name']} "
-              f"{m['suite']['sha256']}, run {m['run']['id']} ({m['run']['state']})")
+        print(
+            f"OK {path}: {len(m['files'])} files match their sha256; suite {m['suite']['name']} "
+            f"{m['suite']['sha256']}, run {m['run']['id']} ({m['run']['state']})"
+        )
     return EXIT_ERROR if failed else 0
 
 
@@ -190,20 +231,30 @@ def cmd_export(args):
         if not found:
             print("no USB stick with a FAT32 or exFAT file system", file=sys.stderr)
         for s in found:
-            print(f"{s['device']:<16} {s['fstype']:<6} {s['label'] or '':<12} {size(s['size'] or 0):>10} "
-                  f"{s['model'] or ''}" + ("  (the appliance's own stick)" if s["boot"] else ""))
+            print(
+                f"{s['device']:<16} {s['fstype']:<6} {s['label'] or '':<12} {size(s['size'] or 0):>10} "
+                f"{s['model'] or ''}" + ("  (the appliance's own stick)" if s["boot"] else "")
+            )
         return None
     if not (args.all or args.run):
         raise SsdbenchError("name a run, or --all")
     stick = usbexport.find(args.to)
     db = store.connect(data_dir(args))
     run_ids = usbexport.ended_runs(db) if args.all else [args.run]
-    done = usbexport.export(db, data_dir(args), run_ids, stick,
-                            on_progress=lambda run_id, path: print(f"run {run_id}: writing {path}", flush=True))
+    done = usbexport.export(
+        db,
+        data_dir(args),
+        run_ids,
+        stick,
+        on_progress=lambda run_id, path: print(f"run {run_id}: writing {path}", flush=True),
+    )
     for item in done:
         print(f"run {item['run']}: {item['file']} ({size(item['bytes'])}), {item['state']}")
-    print(f"{stick['device']} unmounted: it can be pulled out" if not stick["mountpoint"] else
-          f"{stick['device']} stays mounted on {stick['mountpoint']}")
+    print(
+        f"{stick['device']} unmounted: it can be pulled out"
+        if not stick["mountpoint"]
+        else f"{stick['device']} stays mounted on {stick['mountpoint']}"
+    )
     return None
 
 
@@ -218,7 +269,7 @@ def cmd_status(args):
 
 
 def cmd_auto(args):
-    ended = auto.run_all(data_dir(args), args.suite, say=lambda text: print(f"ssdbench auto: {text}", flush=True))
+    ended = unattended.run_all(data_dir(args), args.suite, say=lambda text: print(f"ssdbench auto: {text}", flush=True))
     return 0 if all(state == "done" for _, state in ended) else 1
 
 
@@ -250,7 +301,7 @@ def parser():
 
     c = add("plan", cmd_plan, "print a suite's steps and estimated time for a capacity", as_json=True)
     c.add_argument("--suite", required=True)
-    c.add_argument("--capacity", required=True, type=suites.parse_size, help="drive size, e.g. 1000204886016 or 512GiB")
+    c.add_argument("--capacity", required=True, type=locked.parse_size, help="drive size, e.g. 1000204886016 or 512GiB")
 
     c = add("run", cmd_run, "run a suite on a drive (destroys its data)", data=True)
     c.add_argument("--suite", help="a locked suite by name")
@@ -269,8 +320,14 @@ def parser():
     c = add("web", cmd_web, "serve the web UI; it queues runs for `ssdbench runner`", data=True)
     c.add_argument("--host", default="127.0.0.1", help="address to listen on; 0.0.0.0 for every interface")
     c.add_argument("--port", type=int, default=8080)
-    c.add_argument("--drive", dest="drives", action="append", default=[], metavar="DEV",
-                   help="also list this device (loop devices are listed only when named); repeatable")
+    c.add_argument(
+        "--drive",
+        dest="drives",
+        action="append",
+        default=[],
+        metavar="DEV",
+        help="also list this device (loop devices are listed only when named); repeatable",
+    )
     c.add_argument("--allow-usb", action="store_true", help="treat USB-attached drives as targets")
     c = add("runner", cmd_runner, "the runner service: execute the queued runs, one at a time", data=True)
     c.add_argument("--auto-export", action="store_true", help="export each run that ends to the USB stick found")
@@ -281,8 +338,7 @@ def parser():
     c.add_argument("bundles", nargs="+", metavar="BUNDLE")
     c = add("import", cmd_import, "bring bundles from another testbed in, to compare them", data=True)
     c.add_argument("bundles", nargs="+", metavar="BUNDLE")
-    c = add("export", cmd_export, "write result bundles to a USB stick (FAT32 or exFAT), then unmount it",
-            data=True)
+    c = add("export", cmd_export, "write result bundles to a USB stick (FAT32 or exFAT), then unmount it", data=True)
     c.add_argument("run", type=int, nargs="?")
     c.add_argument("--all", action="store_true", help="every run that has ended (skips those already there)")
     c.add_argument("--to", metavar="DEVICE", help="the stick's file system, e.g. /dev/sdb1 (default: the one found)")
@@ -291,8 +347,7 @@ def parser():
     c = add("status", cmd_status, "the appliance's status screen: address, PIN, drives, the current run", data=True)
     c.add_argument("--port", type=int, default=80, help="the web UI's port, for its address (default 80)")
     c.add_argument("--watch", type=float, metavar="SECONDS", help="redraw every SECONDS until Enter is pressed")
-    c = add("auto", cmd_auto, "unattended: queue a suite on every empty drive, one after another, and wait",
-            data=True)
+    c = add("auto", cmd_auto, "unattended: queue a suite on every empty drive, one after another, and wait", data=True)
     c.add_argument("--suite", required=True, help="a locked suite by name")
     return p
 
@@ -308,8 +363,9 @@ def main(argv=None):
     except sqlite3.Error as exc:
         print(f"ssdbench: error: the results database failed: {exc}", file=sys.stderr)
     except OSError as exc:
-        print(f"ssdbench: error: {exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else ""),
-              file=sys.stderr)
+        print(
+            f"ssdbench: error: {exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else ""), file=sys.stderr
+        )
     except KeyboardInterrupt:
         return 130
     return EXIT_ERROR

@@ -28,8 +28,9 @@ def loopdev(tmp_path):
     def make(size="512M", name="disk.img"):
         img = tmp_path / name
         subprocess.run(["truncate", "-s", size, str(img)], check=True)
-        dev = subprocess.run(["losetup", "-f", "--show", str(img)], check=True, capture_output=True,
-                             text=True).stdout.strip()
+        dev = subprocess.run(
+            ["losetup", "-f", "--show", str(img)], check=True, capture_output=True, text=True
+        ).stdout.strip()
         made.append(dev)
         return dev, img
 

@@ -11,20 +11,21 @@ import zipfile
 from contextlib import contextmanager
 
 import pytest
-
 from conftest import needs_root, show, ssdbench
-from ssdbench import bundle, parse, store
 from webutil import login, make_app
 
-ENGINE_SUITE = ("--suite-file", os.path.join(os.path.dirname(__file__), "data", "engine-suite.toml"),
-                "--non-standard")
+from ssdbench.results import bundle, store
+from ssdbench.run import fio_output
+
+ENGINE_SUITE = ("--suite-file", os.path.join(os.path.dirname(__file__), "data", "engine-suite.toml"), "--non-standard")
 
 pytestmark = needs_root()
 
 
 def attach(img):
-    return subprocess.run(["losetup", "-f", "--show", str(img)], check=True, capture_output=True,
-                          text=True).stdout.strip()
+    return subprocess.run(
+        ["losetup", "-f", "--show", str(img)], check=True, capture_output=True, text=True
+    ).stdout.strip()
 
 
 @pytest.fixture(scope="module")
@@ -36,8 +37,9 @@ def ran(tmp_path_factory):
     dev = attach(img)
     data_dir = top / "data"
     try:
-        ssdbench("run", *ENGINE_SUITE, "--drive", dev, "--confirm", os.path.basename(dev), data_dir=data_dir,
-                 check=True)
+        ssdbench(
+            "run", *ENGINE_SUITE, "--drive", dev, "--confirm", os.path.basename(dev), data_dir=data_dir, check=True
+        )
         yield data_dir, dev
     finally:
         subprocess.run(["losetup", "-d", dev], capture_output=True)
@@ -53,8 +55,11 @@ def made(ran, tmp_path_factory):
 
 
 def db_files(data_dir):
-    return {name: hashlib.sha256(open(os.path.join(data_dir, name), "rb").read()).hexdigest()
-            for name in os.listdir(data_dir) if name.startswith(store.DB_NAME) and not name.endswith("-shm")}
+    return {
+        name: hashlib.sha256(open(os.path.join(data_dir, name), "rb").read()).hexdigest()
+        for name in os.listdir(data_dir)
+        if name.startswith(store.DB_NAME) and not name.endswith("-shm")
+    }
 
 
 def test_bundle_holds_what_the_issue_lists(ran, made):
@@ -66,15 +71,29 @@ def test_bundle_holds_what_the_issue_lists(ran, made):
         manifest = json.loads(zf.read("manifest.json"))
         result = json.loads(zf.read("result.json"))
         metrics_csv = zf.read("metrics/02-rand-read-4k.csv").decode()
-        raw_json = parse.fio_result(zf.read("raw/02-rand-read-4k/fio.json").decode())
-    assert {"result.json", "report.html", "environment.json", "drive/identity.json", "drive/health-before.json",
-            "drive/health-after.json", "jobs/rerun.sh", "jobs/02-rand-read-4k.fio",
-            "raw/02-rand-read-4k/fio.json", "raw/02-rand-read-4k/rand-read-4k_iops.1.log"} <= names
+        raw_json = fio_output.fio_result(zf.read("raw/02-rand-read-4k/fio.json").decode())
+    assert {
+        "result.json",
+        "report.html",
+        "environment.json",
+        "drive/identity.json",
+        "drive/health-before.json",
+        "drive/health-after.json",
+        "jobs/rerun.sh",
+        "jobs/02-rand-read-4k.fio",
+        "raw/02-rand-read-4k/fio.json",
+        "raw/02-rand-read-4k/rand-read-4k_iops.1.log",
+    } <= names
     assert set(manifest["files"]) == names - {"manifest.json"}
     assert manifest["suite"]["sha256"] == result["suite_hash"] and manifest["format_version"] == bundle.FORMAT_VERSION
     # Every figure in the CSV is the stored value, to the last digit, and names fio's field.
-    iops = next(m for s in show(1, data_dir)["steps"] if s["key"] == "rand-read-4k"
-                for m in s["metrics"] if m["name"] == "read.iops")
+    iops = next(
+        m
+        for s in show(1, data_dir)["steps"]
+        if s["key"] == "rand-read-4k"
+        for m in s["metrics"]
+        if m["name"] == "read.iops"
+    )
     assert f"read.iops,{iops['value']!r},IOPS,{iops['source']}" in metrics_csv
     assert raw_json["jobs"][0]["read"]["iops"] == iops["value"]
 
@@ -125,12 +144,15 @@ def drop_file(name, data):
     return None if name == "raw/02-rand-read-4k/fio.json" else data
 
 
-@pytest.mark.parametrize("how, expect", [
-    ("one byte changed", "metrics/02-rand-read-4k.csv: sha256"),
-    ("a file removed", "raw/02-rand-read-4k/fio.json: listed in the manifest but missing"),
-    ("a file added", "extra.txt: not listed in the manifest (added)"),
-    ("a byte of the zip changed", "problem"),
-])
+@pytest.mark.parametrize(
+    "how, expect",
+    [
+        ("one byte changed", "metrics/02-rand-read-4k.csv: sha256"),
+        ("a file removed", "raw/02-rand-read-4k/fio.json: listed in the manifest but missing"),
+        ("a file added", "extra.txt: not listed in the manifest (added)"),
+        ("a byte of the zip changed", "problem"),
+    ],
+)
 def test_tampered_bundle_fails_verify_and_is_refused_by_import(made, tmp_path, how, expect):
     bad = tmp_path / "bad.zip"
     if how == "one byte changed":
@@ -163,19 +185,27 @@ def test_rerun_script_runs_the_job_files_with_plain_fio(ran, made, tmp_path):
     refused = subprocess.run(["sh", str(script), dev, "02-rand-read-4k"], input="no\n", capture_output=True, text=True)
     assert refused.returncode == 1 and "not confirmed" in refused.stderr
     assert not any(p.name.startswith("rerun-") for p in (tmp_path / "b").iterdir())
-    done = subprocess.run(["sh", str(script), dev, "02-rand-read-4k", "03-rand-write-4k"], capture_output=True,
-                          text=True, env=dict(os.environ, SSDBENCH_CONFIRM=dev))
+    done = subprocess.run(
+        ["sh", str(script), dev, "02-rand-read-4k", "03-rand-write-4k"],
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, SSDBENCH_CONFIRM=dev),
+    )
     assert done.returncode == 0, done.stderr
     out = next(p for p in (tmp_path / "b").iterdir() if p.name.startswith("rerun-"))
     assert sorted(os.listdir(out)) == ["02-rand-read-4k", "03-rand-write-4k"]
-    fio = parse.fio_result((out / "02-rand-read-4k" / "fio.json").read_text())
+    fio = fio_output.fio_result((out / "02-rand-read-4k" / "fio.json").read_text())
     assert fio["jobs"][0]["read"]["total_ios"] > 0 and fio["global options"]["filename"] == dev
 
 
 VFAT_IN_KERNEL = "\tvfat\n" in open("/proc/filesystems").read()
 STICK_FILE_SYSTEMS = [
-    pytest.param("vfat", marks=pytest.mark.skipif(not VFAT_IN_KERNEL, reason=(
-        "this kernel has no vfat driver; make test-vm exports to vfat sticks in QEMU"))),
+    pytest.param(
+        "vfat",
+        marks=pytest.mark.skipif(
+            not VFAT_IN_KERNEL, reason=("this kernel has no vfat driver; make test-vm exports to vfat sticks in QEMU")
+        ),
+    ),
     "exfat",  # through exfat-fuse when the kernel has no exFAT driver, as here
 ]
 

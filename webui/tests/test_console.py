@@ -3,8 +3,11 @@
 import os
 
 from conftest import needs_root, ssdbench
-from ssdbench import access, console, drives, store
 from webutil import add_run
+
+from ssdbench.appliance import access, console
+from ssdbench.drives import discovery
+from ssdbench.results import store
 
 
 @needs_root()
@@ -12,7 +15,9 @@ def test_status_shows_address_pin_drives_and_the_running_run(loopdev, tmp_path):
     dev, _ = loopdev()
     data_dir = str(tmp_path / "data")
     run_id = add_run(data_dir, state="running")
-    lines = console.render(data_dir, 8080, console.drive_lines(drives.discover(named=[dev])), store.connect(data_dir))
+    lines = console.render(
+        data_dir, 8080, console.drive_lines(discovery.discover(named=[dev])), store.connect(data_dir)
+    )
     text = "\n".join(lines)
     assert all(len(line) <= console.WIDTH for line in lines)
     assert f"PIN:    {access.pin(data_dir)}" in text

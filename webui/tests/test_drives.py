@@ -5,34 +5,39 @@ import os
 import subprocess
 
 import pytest
-
 from conftest import data, needs_root, ssdbench
-from ssdbench import drives, parse
+
+from ssdbench.drives import discovery, tool_output
 
 
 def node(name):
-    return next(n for n in parse.lsblk(data("lsblk.json")) if n["name"] == name)
+    return next(n for n in tool_output.lsblk(data("lsblk.json")) if n["name"] == name)
 
 
 def base(n):
-    return {"name": n["name"], "transport": n["tran"], "capacity_bytes": n["size"], "mounts": drives.mounts(n),
-            "partitions": [c["name"] for c in n.get("children", [])],
-            "signatures": []}
+    return {
+        "name": n["name"],
+        "transport": n["tran"],
+        "capacity_bytes": n["size"],
+        "mounts": discovery.mounts(n),
+        "partitions": [c["name"] for c in n.get("children", [])],
+        "signatures": [],
+    }
 
 
 def test_verdicts_on_the_drives_qemu_emulates():
     nvme, sata, usb = node("nvme0n1"), node("sda"), node("sdb")
-    assert drives.verdict(base(nvme), nvme, False, False, set(), None)["eligible"]
-    assert drives.verdict(base(sata), sata, False, False, set(), None)["reason"] == "empty SATA drive"
-    v = drives.verdict(base(usb), usb, False, True, set(), None)
+    assert discovery.verdict(base(nvme), nvme, False, False, set(), None)["eligible"]
+    assert discovery.verdict(base(sata), sata, False, False, set(), None)["reason"] == "empty SATA drive"
+    v = discovery.verdict(base(usb), usb, False, True, set(), None)
     assert not v["eligible"] and "mounted file systems (/dev/sdb1 on /mnt/usb)" in v["reason"]
     usb_unmounted = {**base(usb), "mounts": []}
-    v = drives.verdict(usb_unmounted, usb, False, False, set(), None)
+    v = discovery.verdict(usb_unmounted, usb, False, False, set(), None)
     assert not v["eligible"] and "USB-attached" in v["reason"]
-    v = drives.verdict(usb_unmounted, usb, False, True, set(), None)
+    v = discovery.verdict(usb_unmounted, usb, False, True, set(), None)
     assert v["eligible"] and v["needs_wipe_confirmation"] and "partition sdb1" in v["reason"]
-    assert "boot stick" in drives.verdict(base(nvme), nvme, False, False, set(), "nvme0n1")["reason"]
-    assert "running system" in drives.verdict(base(sata), sata, False, False, {"sda"}, None)["reason"]
+    assert "boot stick" in discovery.verdict(base(nvme), nvme, False, False, set(), "nvme0n1")["reason"]
+    assert "running system" in discovery.verdict(base(sata), sata, False, False, {"sda"}, None)["reason"]
 
 
 @needs_root()
@@ -50,13 +55,13 @@ def test_loop_devices_only_when_named(loopdev):
 def test_signatures_need_destroy_data_and_mounts_are_refused(loopdev, tmp_path):
     dev, _ = loopdev("64M")
     subprocess.run(["mkfs.ext4", "-q", dev], check=True)
-    d = drives.find(dev)
+    d = discovery.find(dev)
     assert d["eligible"] and d["needs_wipe_confirmation"] and "ext4 signature" in d["reason"]
     mnt = tmp_path / "mnt"
     mnt.mkdir()
     subprocess.run(["mount", dev, str(mnt)], check=True)
     try:
-        d = drives.find(dev)
+        d = discovery.find(dev)
         assert not d["eligible"] and f"on {mnt}" in d["reason"]
     finally:
         subprocess.run(["umount", str(mnt)], check=True)
@@ -71,5 +76,5 @@ def test_unknown_drive_is_a_clear_error():
 
 @pytest.mark.skipif(not os.path.exists("/dev/vda"), reason="the host's system disk is /dev/vda here")
 def test_system_disk_is_never_eligible():
-    system = [d for d in drives.discover() if d["name"] == "vda"]
+    system = [d for d in discovery.discover() if d["name"] == "vda"]
     assert system and not system[0]["eligible"]

@@ -11,9 +11,11 @@ import subprocess
 import zlib
 
 import pytest
-
 from conftest import needs_root, show, ssdbench
-from ssdbench import parse, plan, purge, steady, suites
+
+from ssdbench.drives import purge
+from ssdbench.run import fio_output, plan, steady
+from ssdbench.suites import locked
 
 pytestmark = needs_root()
 
@@ -24,12 +26,14 @@ def smoke(tmp_path_factory):
     img = tmp / "disk.img"
     # Big enough that the whole-drive fill lasts more than the 1 s between bandwidth samples.
     subprocess.run(["truncate", "-s", "3G", str(img)], check=True)
-    dev = subprocess.run(["losetup", "-f", "--show", str(img)], check=True, capture_output=True,
-                         text=True).stdout.strip()
+    dev = subprocess.run(
+        ["losetup", "-f", "--show", str(img)], check=True, capture_output=True, text=True
+    ).stdout.strip()
     try:
         data_dir = tmp / "data"
-        proc = ssdbench("run", "--suite", "smoke", "--drive", dev, "--confirm", os.path.basename(dev),
-                        data_dir=data_dir)
+        proc = ssdbench(
+            "run", "--suite", "smoke", "--drive", dev, "--confirm", os.path.basename(dev), data_dir=data_dir
+        )
         assert proc.returncode == 0, proc.stderr
         run = show(1, data_dir)
         yield run, data_dir
@@ -51,7 +55,7 @@ def folder(data_dir, s):
 
 def fio_doc(data_dir, s):
     with open(os.path.join(folder(data_dir, s), "fio.json")) as f:
-        return parse.fio_result(f.read())
+        return fio_output.fio_result(f.read())
 
 
 def series(run, data_dir, s, name):
@@ -62,7 +66,8 @@ def series(run, data_dir, s, name):
 
 
 def points(data_dir, series_id):
-    from ssdbench import store
+    from ssdbench.results import store
+
     db = store.connect(data_dir)
     try:
         return store.series_points(db, series_id)
@@ -73,7 +78,7 @@ def points(data_dir, series_id):
 def test_every_step_kind_ran_and_finished(smoke):
     run, _ = smoke
     assert run["state"] == "done", run["error"]
-    assert {s["kind"] for s in run["steps"]} == set(suites.STEP_KINDS)
+    assert {s["kind"] for s in run["steps"]} == set(locked.STEP_KINDS)
     assert all(s["state"] == "done" for s in run["steps"])
 
 
@@ -86,8 +91,12 @@ def test_purge_records_the_method_and_why_stronger_ones_were_not_used(smoke):
 
 def test_purge_falls_back_through_the_nvme_and_sata_chains(loopdev):
     dev, _ = loopdev()
-    nvme = {"path": dev, "transport": "nvme", "trim_supported": True,
-            "erase": {"format": False, "sanitize_block_erase": False}}
+    nvme = {
+        "path": dev,
+        "transport": "nvme",
+        "trim_supported": True,
+        "erase": {"format": False, "sanitize_block_erase": False},
+    }
     detail = purge.purge(nvme)
     assert [a["outcome"] for a in detail["attempts"]] == ["not available", "not available", "used"]
     assert detail["method"] == "NVMe deallocate (whole namespace)"
@@ -116,7 +125,7 @@ def written_blocks_ratio(path, bs=4096):
     """zlib's compression ratio over the blocks a job wrote (a fresh file is zero where nothing was)."""
     with open(path, "rb") as f:
         data = f.read()
-    blocks = [data[i:i + bs] for i in range(0, len(data), bs)]
+    blocks = [data[i : i + bs] for i in range(0, len(data), bs)]
     written = b"".join(b for b in blocks if b.count(0) != bs)
     assert len(written) > 1024 * 1024
     return len(written) / len(zlib.compress(written, 6))
@@ -131,8 +140,12 @@ def test_compressible_and_incompressible_runs_write_different_data(smoke, tmp_pa
         job = tmp_path / f"{key}.fio"
         # The saved job file, as it ran; a regular file keeps the data for us to inspect.
         job.write_text(step(run, key)["job_file"].replace("direct=1", "direct=0"))
-        subprocess.run(["fio", "--output-format=json", "--output=/dev/null", str(job)], cwd=tmp_path, check=True,
-                       env=dict(os.environ, SSDBENCH_DUT=str(target)))
+        subprocess.run(
+            ["fio", "--output-format=json", "--output=/dev/null", str(job)],
+            cwd=tmp_path,
+            check=True,
+            env=dict(os.environ, SSDBENCH_DUT=str(target)),
+        )
         ratios[key] = written_blocks_ratio(target)
     assert ratios["rand-write-4k-qd3"] < 1.05, ratios
     assert ratios["rand-write-4k-qd3-comp"] > 3, ratios
@@ -150,7 +163,7 @@ def test_consistency_figures_come_from_fios_iops_log(smoke):
     s = step(run, "consistency")
     log = glob.glob(os.path.join(folder(data_dir, s), "consistency_iops.*.log"))[0]
     with open(log) as f:
-        samples = [x for x in parse.fio_log(f.read()) if x.direction == 1]
+        samples = [x for x in fio_output.fio_log(f.read()) if x.direction == 1]
     tail = [x.value for x in samples if x.t_ms >= 6000]
     m = metrics(s)
     assert m["steady.avg_iops"]["value"] == pytest.approx(statistics.fmean(tail), rel=1e-12)
@@ -171,8 +184,10 @@ def test_transfer_size_curves_are_fios_bandwidth_per_job(smoke):
         for qd in (1, 32):
             curve = series(run, data_dir, s, f"{rw}.qd{qd}.mb_s")
             assert curve["x_unit"] == "bytes"
-            expected = [(4096, by_name[f"{rw}.qd{qd}.bs4k"][rw]["bw_bytes"] / 1e6),
-                        (1024**2, by_name[f"{rw}.qd{qd}.bs1m"][rw]["bw_bytes"] / 1e6)]
+            expected = [
+                (4096, by_name[f"{rw}.qd{qd}.bs4k"][rw]["bw_bytes"] / 1e6),
+                (1024**2, by_name[f"{rw}.qd{qd}.bs1m"][rw]["bw_bytes"] / 1e6),
+            ]
             assert points(data_dir, curve["id"]) == expected
 
 
@@ -210,6 +225,7 @@ def test_trace_playback_is_labelled_synthetic_and_hashed(smoke):
     info = s["detail"]["trace"]
     assert info["synthetic"] is True and "synthetic" in info["label"]
     import hashlib
+
     with open(os.path.join(folder(data_dir, s), "trace.txt"), "rb") as f:
         assert hashlib.sha256(f.read()).hexdigest() == info["sha256"]
 
@@ -228,10 +244,11 @@ def test_busy_time_counts_only_time_with_io_outstanding(smoke):
     out = folder(data_dir, s)
     qd1 = [job["jobname"] for job in doc["jobs"] if int(job["job options"]["iodepth"]) == 1]
     assert qd1
-    from ssdbench import derive
+    from ssdbench.run import derive
+
     for name in qd1:
         with open(glob.glob(os.path.join(out, f"{name}_lat.*.log"))[0]) as f:
-            lat_s = sum(x.value for x in parse.fio_log(f.read())) / 1e9
+            lat_s = sum(x.value for x in fio_output.fio_log(f.read())) / 1e9
         busy = derive.busy_seconds([(a, b) for a, b, _, _ in derive.replayed_intervals(out, name, 1)])
         assert busy == pytest.approx(lat_s, rel=1e-9)
     # The step's wall time includes fio starting each segment's job; busy time leaves that out.
@@ -251,7 +268,8 @@ def test_mixed_burst_counts_throughput_only_inside_bursts(smoke):
     assert m["burst.read.service_s"]["value"] < wall - 2 * 0.5
     assert m["burst.write.service_s"]["value"] < wall
     assert m["burst.read.mb_s"]["value"] == pytest.approx(
-        fg["read"]["io_bytes"] / m["burst.read.service_s"]["value"] / 1e6, rel=1e-9)
+        fg["read"]["io_bytes"] / m["burst.read.service_s"]["value"] / 1e6, rel=1e-9
+    )
     for p in ("50", "90", "99", "99.9", "99.99"):
         assert f"foreground.read.clat_p{p}" in m and f"background.write.clat_p{p}" in m
 
@@ -282,4 +300,4 @@ def test_every_metric_names_where_it_came_from(smoke):
         for m in s["metrics"]:
             assert m["source"], (s["key"], m["name"])
             if m["source"].startswith("/"):
-                assert parse.source_value(doc, m["source"]) == m["value"], (s["key"], m)
+                assert fio_output.source_value(doc, m["source"]) == m["value"], (s["key"], m)

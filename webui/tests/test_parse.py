@@ -3,38 +3,39 @@
 import json
 
 import pytest
-
 from conftest import data
-from ssdbench import parse
+
+from ssdbench.drives import tool_output
 from ssdbench.errors import SsdbenchError
+from ssdbench.run import fio_output
 
 
 def test_fio_plain_json_metrics_point_at_their_fields():
     text = data("fio-3.33-randrw.json")
-    doc = parse.fio_result(text)
-    metrics = {m.name: m for m in parse.fio_metrics(doc)}
+    doc = fio_output.fio_result(text)
+    metrics = {m.name: m for m in fio_output.fio_metrics(doc)}
     assert metrics["read.iops"].value == doc["jobs"][0]["read"]["iops"]
     assert metrics["write.lat_max"].value == doc["jobs"][0]["write"]["lat_ns"]["max"]
     assert metrics["read.clat_p99.99"].source == "/jobs/0/read/clat_ns/percentile/99.990000"
     assert "trim.iops" not in metrics  # no trim I/O was done
     for m in metrics.values():
-        assert parse.source_value(json.loads(text), m.source) == pytest.approx(m.value, rel=0, abs=0)
+        assert fio_output.source_value(json.loads(text), m.source) == pytest.approx(m.value, rel=0, abs=0)
 
 
 def test_fio_note_before_json_is_skipped():
     text = data("fio-3.33-note-before-json.txt")
     assert text.startswith("note:")
-    doc = parse.fio_result(text)
+    doc = fio_output.fio_result(text)
     assert doc["jobs"][0]["jobname"] == "note"
 
 
 def test_fio_status_interval_documents_are_all_read():
     text = data("fio-3.33-status-interval.json")
-    docs = parse.fio_documents(text)
+    docs = fio_output.fio_documents(text)
     assert len(docs) == text.count('"fio version"') >= 3
     ios = [d["jobs"][0]["write"]["total_ios"] for d in docs]
     assert ios == sorted(ios)  # cumulative
-    iops, bw = parse.progress_between(docs[0], docs[1])
+    iops, bw = fio_output.progress_between(docs[0], docs[1])
     dt = (docs[1]["timestamp_ms"] - docs[0]["timestamp_ms"]) / 1000
     w0, w1 = docs[0]["jobs"][0]["write"], docs[1]["jobs"][0]["write"]
     assert iops == (w1["total_ios"] - w0["total_ios"]) / dt > 0
@@ -43,47 +44,47 @@ def test_fio_status_interval_documents_are_all_read():
 
 def test_fio_stream_stops_at_a_half_written_document():
     text = data("fio-3.33-status-interval.json")
-    docs, used = parse.fio_stream(text[: len(text) // 2])
+    docs, used = fio_output.fio_stream(text[: len(text) // 2])
     assert docs and used < len(text) // 2
-    rest, _ = parse.fio_stream(text[used:])
-    assert len(docs) + len(rest) == len(parse.fio_documents(text))
+    rest, _ = fio_output.fio_stream(text[used:])
+    assert len(docs) + len(rest) == len(fio_output.fio_documents(text))
 
 
 def test_fio_without_json_is_a_clear_error():
     with pytest.raises(SsdbenchError, match="no JSON"):
-        parse.fio_result("fio: failed to open /dev/nope\n")
+        fio_output.fio_result("fio: failed to open /dev/nope\n")
 
 
 def test_fio_log_rows():
-    samples = parse.fio_log(data("fio-3.33-randrw_iops.1.log"))
+    samples = fio_output.fio_log(data("fio-3.33-randrw_iops.1.log"))
     assert {s.direction for s in samples} == {0, 1}
     assert all(s.bs == 0 or s.bs == 4096 for s in samples)
     with pytest.raises(SsdbenchError, match="line 1"):
-        parse.fio_log("garbage\n")
+        fio_output.fio_log("garbage\n")
 
 
 def test_nvme_id_ctrl_and_smart_log():
-    ids = parse.nvme_id_ctrl(data("nvme-id-ctrl.json"))
+    ids = tool_output.nvme_id_ctrl(data("nvme-id-ctrl.json"))
     assert (ids["model"], ids["serial"], ids["firmware"]) == ("QEMU NVMe Ctrl", "SSDB-NVME-0001", "7.2.22")
     assert ids["format_supported"] is True and ids["sanitize_supported"] is False
     assert ids["warning_temp_k"] == 343
-    smart = parse.nvme_smart_log(data("nvme-smart-log.json"))
+    smart = tool_output.nvme_smart_log(data("nvme-smart-log.json"))
     assert smart["temperature_c"] == json.loads(data("nvme-smart-log.json"))["temperature"] - 273
-    assert parse.nvme_list(data("nvme-list.json"))[0]["SerialNumber"] == "SSDB-NVME-0001"
+    assert tool_output.nvme_list(data("nvme-list.json"))[0]["SerialNumber"] == "SSDB-NVME-0001"
 
 
 def test_smartctl_sata_nvme_and_unknown_usb_bridge():
-    sata = parse.smartctl(data("smartctl-sata.json"))
+    sata = tool_output.smartctl(data("smartctl-sata.json"))
     assert (sata["model"], sata["serial"], sata["capacity_bytes"]) == ("SSDB-SATA-MODEL", "SSDB-SATA-0001", 1073741824)
     assert sata["temperature_c"] == 31
-    nvme = parse.smartctl(data("smartctl-nvme.json"))
+    nvme = tool_output.smartctl(data("smartctl-nvme.json"))
     assert nvme["protocol"] == "NVMe" and nvme["host_bytes_written"] == 0
-    usb = parse.smartctl(data("smartctl-usb.json"))
+    usb = tool_output.smartctl(data("smartctl-usb.json"))
     assert usb["model"] is None and "Unknown USB bridge" in usb["messages"][0]
 
 
 def test_hdparm_identify():
-    ident = parse.hdparm_identify(data("hdparm-I-sata.txt"))
+    ident = tool_output.hdparm_identify(data("hdparm-I-sata.txt"))
     assert (ident["model"], ident["serial"], ident["firmware"]) == ("SSDB-SATA-MODEL", "SSDB-SATA-0001", "2.5+")
     assert ident["sectors"] == 2097152 and ident["logical_block_size"] == 512
     # QEMU's ATA disk has no security feature set and does not advertise TRIM in IDENTIFY.
@@ -91,7 +92,7 @@ def test_hdparm_identify():
 
 
 def test_lsblk_tree():
-    tree = parse.lsblk(data("lsblk.json"))
+    tree = tool_output.lsblk(data("lsblk.json"))
     by_name = {n["name"]: n for n in tree}
     assert by_name["sda"]["tran"] == "sata" and by_name["nvme0n1"]["tran"] == "nvme"
     assert by_name["sdb"]["children"][0]["mountpoints"] == ["/mnt/usb"]
@@ -99,10 +100,10 @@ def test_lsblk_tree():
 
 def test_bad_tool_json_is_a_clear_error():
     with pytest.raises(SsdbenchError, match="smartctl did not print valid JSON"):
-        parse.smartctl("not json")
+        tool_output.smartctl("not json")
 
 
 def test_blkid_export_names_the_file_system_and_label():
-    found = parse.blkid(data("blkid-vfat.txt"))
+    found = tool_output.blkid(data("blkid-vfat.txt"))
     assert found["TYPE"] == "vfat" and found["LABEL"] == "RESULTS" and found["DEVNAME"].startswith("/dev/loop")
-    assert parse.blkid("") == {}
+    assert tool_output.blkid("") == {}

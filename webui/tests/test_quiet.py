@@ -1,6 +1,6 @@
 """Pieces of the quiet-OS controls that need no device."""
 
-from ssdbench import quiet
+from ssdbench.run import quiet
 
 
 def test_cpulist():

@@ -7,20 +7,33 @@ import sys
 import time
 
 from conftest import needs_root, show, ssdbench, wait_until
-from ssdbench import parse, store
+
+from ssdbench.results import store
+from ssdbench.run import fio_output
 
 pytestmark = needs_root()
 
 
 # Six short steps: the engine's behaviour without the time the whole smoke suite takes.
-ENGINE_SUITE = ("--suite-file", os.path.join(os.path.dirname(__file__), "data", "engine-suite.toml"),
-                "--non-standard")
+ENGINE_SUITE = ("--suite-file", os.path.join(os.path.dirname(__file__), "data", "engine-suite.toml"), "--non-standard")
 
 
 def start_run(dev, data_dir, *extra):
     """Start `ssdbench run` in the background, as a tester at the console would."""
-    argv = [sys.executable, "-m", "ssdbench.cli", "run", *ENGINE_SUITE, "--drive", dev,
-            "--confirm", os.path.basename(dev), "--data-dir", str(data_dir), *extra]
+    argv = [
+        sys.executable,
+        "-m",
+        "ssdbench.cli",
+        "run",
+        *ENGINE_SUITE,
+        "--drive",
+        dev,
+        "--confirm",
+        os.path.basename(dev),
+        "--data-dir",
+        str(data_dir),
+        *extra,
+    ]
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -41,7 +54,7 @@ def wait_for_step(data_dir, key, state="running"):
 
 def fio_status(step_dir):
     try:
-        return parse.fio_documents((step_dir / "fio.json").read_text())
+        return fio_output.fio_documents((step_dir / "fio.json").read_text())
     except FileNotFoundError:
         return []
 
@@ -62,8 +75,7 @@ def test_run_end_to_end_and_every_metric_traces_to_fio(loopdev, tmp_path):
     assert {"cmdline", "version"} <= set(env["kernel"]) and {"model", "governor", "cstates"} <= set(env["cpu"])
     # Every quiet-OS control is recorded as applied or unavailable with a reason; none is skipped.
     controls = env["controls"]
-    assert set(controls) == {"governor", "cpu_dma_latency", "scheduler", "nomerges", "power_management",
-                             "cpu_affinity"}
+    assert set(controls) == {"governor", "cpu_dma_latency", "scheduler", "nomerges", "power_management", "cpu_affinity"}
     for c in controls.values():
         assert (c["state"], bool(c.get("value") or c.get("reason"))) in (("applied", True), ("unavailable", True))
     assert controls["scheduler"]["value"].startswith("[none]") and controls["nomerges"]["value"] == "2"
@@ -72,11 +84,11 @@ def test_run_end_to_end_and_every_metric_traces_to_fio(loopdev, tmp_path):
     assert all("cool_down" in s["detail"] for s in run["steps"][1:])
     for step in run["steps"][1:]:
         folder = data_dir / step["out_dir"]
-        doc = parse.fio_result((folder / "fio.json").read_text())
+        doc = fio_output.fio_result((folder / "fio.json").read_text())
         assert (folder / f"{step['key']}.fio").read_text() == step["job_file"]
         assert step["metrics"], step["key"]
         for m in step["metrics"]:
-            assert parse.source_value(doc, m["source"]) == m["value"], (step["key"], m)
+            assert fio_output.source_value(doc, m["source"]) == m["value"], (step["key"], m)
         iops = {m["name"]: m["value"] for m in step["metrics"]}
         assert ("read.iops" in iops) == (step["key"] in ("rand-read-4k", "seq-read-128k"))
     # Per-second logs became series, and each point is a line of fio's log.
@@ -84,7 +96,7 @@ def test_run_end_to_end_and_every_metric_traces_to_fio(loopdev, tmp_path):
     series = [s for s in run["series"] if s["name"] == "write.iops" and s["step_id"] == run["steps"][3]["id"]]
     assert len(series) == 1
     log_name, _, direction = series[0]["source"].partition(":direction=")
-    log = parse.fio_log((data_dir / run["steps"][3]["out_dir"] / log_name).read_text())
+    log = fio_output.fio_log((data_dir / run["steps"][3]["out_dir"] / log_name).read_text())
     assert store.series_points(db, series[0]["id"]) == [(s.t_ms, s.value) for s in log if s.direction == int(direction)]
 
 
@@ -95,9 +107,15 @@ def test_re_run_the_saved_job_file_with_plain_fio(loopdev, tmp_path):
     step = show(1, data_dir)["steps"][2]
     job = tmp_path / "again.fio"
     job.write_text(step["job_file"])
-    out = subprocess.run(["fio", "--output-format=json", str(job)], cwd=tmp_path, capture_output=True, text=True,
-                         env=dict(os.environ, SSDBENCH_DUT=dev), check=True).stdout
-    assert parse.fio_result(out)["jobs"][0]["read"]["total_ios"] > 0
+    out = subprocess.run(
+        ["fio", "--output-format=json", str(job)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=dict(os.environ, SSDBENCH_DUT=dev),
+        check=True,
+    ).stdout
+    assert fio_output.fio_result(out)["jobs"][0]["read"]["total_ios"] > 0
 
 
 def test_second_run_is_refused_while_one_is_active(loopdev, tmp_path):
@@ -107,8 +125,9 @@ def test_second_run_is_refused_while_one_is_active(loopdev, tmp_path):
     first = start_run(dev, data_dir)
     try:
         wait_for_step(data_dir, "rand-read-4k")
-        second = ssdbench("run", *ENGINE_SUITE, "--drive", other, "--confirm", os.path.basename(other),
-                          data_dir=data_dir)
+        second = ssdbench(
+            "run", *ENGINE_SUITE, "--drive", other, "--confirm", os.path.basename(other), data_dir=data_dir
+        )
         assert second.returncode == 2
         assert f"another run is active (run 1 on {dev}" in second.stderr
     finally:
@@ -171,8 +190,10 @@ def test_killed_runner_leaves_an_interrupted_run_with_its_steps(loopdev, tmp_pat
     proc.kill()  # as a power cut would
     proc.wait()
     # The kernel sends fio its parent-death signal at once; fio then takes a moment to die.
-    wait_until(lambda: subprocess.run(["pgrep", "-f", "rand-write-4k.fio"], capture_output=True).returncode == 1,
-               "fio to end with its runner")
+    wait_until(
+        lambda: subprocess.run(["pgrep", "-f", "rand-write-4k.fio"], capture_output=True).returncode == 1,
+        "fio to end with its runner",
+    )
     assert show(1, data_dir)["state"] == "running"
     # The next start marks it; it then runs normally.
     again = ssdbench("run", *ENGINE_SUITE, "--drive", dev, "--confirm", os.path.basename(dev), data_dir=data_dir)
@@ -214,8 +235,9 @@ def test_mounted_loop_device_is_refused(loopdev, tmp_path):
     mnt.mkdir()
     subprocess.run(["mount", dev, str(mnt)], check=True)
     try:
-        proc = ssdbench("run", "--suite", "smoke", "--drive", dev, "--confirm", os.path.basename(dev),
-                        data_dir=tmp_path / "data")
+        proc = ssdbench(
+            "run", "--suite", "smoke", "--drive", dev, "--confirm", os.path.basename(dev), data_dir=tmp_path / "data"
+        )
     finally:
         subprocess.run(["umount", str(mnt)], check=True)
     assert proc.returncode == 2
@@ -234,10 +256,14 @@ def test_existing_data_and_wrong_confirmation_are_refused(loopdev, tmp_path):
 def test_tampered_suite_file_is_refused_by_run(loopdev, tmp_path):
     dev, _ = loopdev("64M")
     from importlib import resources
+
     f = tmp_path / "smoke.toml"
-    f.write_text((resources.files("ssdbench") / "suites" / "smoke.toml").read_text().replace("iodepth = 3", "iodepth = 4"))
-    proc = ssdbench("run", "--suite-file", str(f), "--drive", dev, "--confirm", os.path.basename(dev),
-                    data_dir=tmp_path / "data")
+    f.write_text(
+        (resources.files("ssdbench") / "suites" / "smoke.toml").read_text().replace("iodepth = 3", "iodepth = 4")
+    )
+    proc = ssdbench(
+        "run", "--suite-file", str(f), "--drive", dev, "--confirm", os.path.basename(dev), data_dir=tmp_path / "data"
+    )
     assert proc.returncode == 2 and "the file was changed" in proc.stderr and "Traceback" not in proc.stderr
 
 
@@ -247,8 +273,22 @@ def test_missing_fio_and_not_root_are_clear_errors(loopdev, tmp_path):
     no_fio = ssdbench(*args, data_dir=tmp_path, env=dict(os.environ, PATH="/nonexistent"))
     assert no_fio.returncode == 2
     assert no_fio.stderr.strip() == "ssdbench: error: fio is not installed (not found in PATH); install the fio package"
-    as_nobody = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m",
-                                "ssdbench.cli", *args, "--data-dir", str(tmp_path)],
-                               capture_output=True, text=True, env=os.environ)
+    as_nobody = subprocess.run(
+        [
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            sys.executable,
+            "-m",
+            "ssdbench.cli",
+            *args,
+            "--data-dir",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        env=os.environ,
+    )
     assert as_nobody.returncode == 2
     assert "must run as root" in as_nobody.stderr and "Traceback" not in as_nobody.stderr

@@ -2,7 +2,7 @@
 
 import random
 
-from ssdbench import steady
+from ssdbench.run import steady
 
 
 def per_second(round_averages, jitter=0.02, seed=7):
@@ -20,7 +20,7 @@ def test_a_drive_that_settles_at_round_12():
     averages = [100_000, 80_000, 60_000, 40_000, 30_000, 20_000, 12_000] + [10_000] * 27
     values = per_second(averages)
     for end in range(5, 12):
-        assert not steady.window_is_steady(steady.rounds(values)[end - 5:end]), end
+        assert not steady.window_is_steady(steady.rounds(values)[end - 5 : end]), end
     found = steady.detect(values)
     assert found.reached and found.round == 12 and found.t_s == 720
     assert abs(found.window_average - 10_000) < 1e-6
@@ -28,7 +28,7 @@ def test_a_drive_that_settles_at_round_12():
 
 def test_a_drive_that_never_settles():
     # Keeps losing 4% a round: every window's line falls by more than 10% of its average.
-    averages = [50_000 * 0.96 ** r for r in range(34)]
+    averages = [50_000 * 0.96**r for r in range(34)]
     found = steady.detect(per_second(averages))
     assert not found.reached and found.round is None
 

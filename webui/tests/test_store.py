@@ -2,7 +2,7 @@
 
 import sqlite3
 
-from ssdbench import store
+from ssdbench.results import store
 
 
 def test_schema_is_versioned_and_wal(tmp_path):
@@ -20,8 +20,10 @@ def test_states_are_checked(tmp_path):
     db = store.connect(tmp_path)
     db.execute("INSERT INTO drives (identity_key, path, identity_json) VALUES ('k', '/dev/x', '{}')")
     try:
-        db.execute("INSERT INTO runs (drive_id, suite, suite_hash, standard, state, created_at, step_count) "
-                   "VALUES (1, 's', 'h', 1, 'exploded', 0, 1)")
+        db.execute(
+            "INSERT INTO runs (drive_id, suite, suite_hash, standard, state, created_at, step_count) "
+            "VALUES (1, 's', 'h', 1, 'exploded', 0, 1)"
+        )
     except sqlite3.IntegrityError:
         return
     raise AssertionError("an unknown run state was accepted")

@@ -6,68 +6,72 @@ from importlib import resources
 
 import pytest
 
-from ssdbench import plan, suites
 from ssdbench.errors import SsdbenchError
+from ssdbench.run import plan
+from ssdbench.suites import locked
 
 SMOKE = resources.files("ssdbench") / "suites" / "smoke.toml"
 
 
 def test_every_shipped_suite_matches_the_manifest():
-    for name, digest in suites.manifest().items():
-        s = suites.load(name)
+    for name, digest in locked.manifest().items():
+        s = locked.load(name)
         assert s.locked and s.sha256 == digest
 
 
 def test_layout_and_comments_do_not_change_the_hash(tmp_path):
     f = tmp_path / "smoke.toml"
     f.write_text("# a comment\n\n" + SMOKE.read_text().replace(" = ", "="))
-    assert suites.load(path=f).locked
+    assert locked.load(path=f).locked
 
 
 def test_tampered_suite_is_refused_unless_non_standard(tmp_path):
     f = tmp_path / "smoke.toml"
     f.write_text(SMOKE.read_text().replace("runtime = 2", "runtime = 1", 1))
     with pytest.raises(SsdbenchError, match="differs from the locked hash.*--non-standard"):
-        suites.load(path=f)
-    s = suites.load(path=f, allow_non_standard=True)
-    assert not s.locked and s.sha256 != suites.manifest()["smoke"]
+        locked.load(path=f)
+    s = locked.load(path=f, allow_non_standard=True)
+    assert not s.locked and s.sha256 != locked.manifest()["smoke"]
 
 
 def test_unknown_suite_name_lists_the_suites():
     with pytest.raises(SsdbenchError, match="no suite named 'nope'; the suites are: .*smoke"):
-        suites.load("nope")
+        locked.load("nope")
 
 
-@pytest.mark.parametrize("change, message", [
-    (lambda d: d["steps"][1].update(rw="sideways"), "rw must be one of"),
-    (lambda d: d["steps"][1].update(iodepth=0), "iodepth must be"),
-    (lambda d: d["steps"][4].update(data="incompressible"), "data must be 'n/a' exactly"),
-    (lambda d: d["steps"][7].update(axes={"colour": ["red"]}), "axes must be non-empty lists"),
-    (lambda d: d["steps"][7].update(curve="iodepth2"), "curve must name one of the axes"),
-    (lambda d: d["steps"][9].update(zones=1), "zones must be a whole number >= 2"),
-    (lambda d: d["steps"][13].update(baseline="sweep-recovered"), "baseline must name an earlier sweep"),
-    (lambda d: d["steps"][14].update(profile="heavy-2099"), "profile must be one of"),
-    (lambda d: d["steps"][15]["foreground"].pop("idle_s"), "foreground must have exactly the keys"),
-    (lambda d: d["steps"][8].update(steady={"from_s": 6}), "steady must be"),
-    (lambda d: d["steps"][1].update(bogus=1), "unknown keys"),
-    (lambda d: d.update(format=9), "format must be 1"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda d: d["steps"][1].update(rw="sideways"), "rw must be one of"),
+        (lambda d: d["steps"][1].update(iodepth=0), "iodepth must be"),
+        (lambda d: d["steps"][4].update(data="incompressible"), "data must be 'n/a' exactly"),
+        (lambda d: d["steps"][7].update(axes={"colour": ["red"]}), "axes must be non-empty lists"),
+        (lambda d: d["steps"][7].update(curve="iodepth2"), "curve must name one of the axes"),
+        (lambda d: d["steps"][9].update(zones=1), "zones must be a whole number >= 2"),
+        (lambda d: d["steps"][13].update(baseline="sweep-recovered"), "baseline must name an earlier sweep"),
+        (lambda d: d["steps"][14].update(profile="heavy-2099"), "profile must be one of"),
+        (lambda d: d["steps"][15]["foreground"].pop("idle_s"), "foreground must have exactly the keys"),
+        (lambda d: d["steps"][8].update(steady={"from_s": 6}), "steady must be"),
+        (lambda d: d["steps"][1].update(bogus=1), "unknown keys"),
+        (lambda d: d.update(format=9), "format must be 1"),
+    ],
+)
 def test_invalid_suites_are_refused(change, message):
     data = tomllib.loads(SMOKE.read_text())
     change(data)
     with pytest.raises(SsdbenchError, match=message):
-        suites.validate(data)
+        locked.validate(data)
 
 
 def test_sizes():
-    assert suites.parse_size("4k") == 4096
-    assert suites.parse_size("8GiB") == 8 * 1024**3
+    assert locked.parse_size("4k") == 4096
+    assert locked.parse_size("8GiB") == 8 * 1024**3
     with pytest.raises(SsdbenchError, match="not a size"):
-        suites.parse_size("12 parsecs")
+        locked.parse_size("12 parsecs")
 
 
 def test_plan_caps_spans_at_capacity_and_writes_runnable_job_files():
-    s = suites.load("smoke")
+    s = locked.load("smoke")
     small = plan.compile_plan(s, 100 * 1024**2)
     corner = next(st for st in small if st.id == "rand-read-4k")
     assert (corner.offset, corner.size) == (0, 64 * 1024**2)
@@ -77,38 +81,61 @@ def test_plan_caps_spans_at_capacity_and_writes_runnable_job_files():
     seq_read = next(st for st in big if st.id == "seq-read-128k")
     assert seq_read.size == 10 * 1024**3  # "100%"
     job = next(st for st in big if st.id == "rand-write-4k-qd3").job_file
-    for line in ("filename=${SSDBENCH_DUT}", "rw=randwrite", "bs=4k", "iodepth=3", "runtime=2", "time_based=1",
-                 "refill_buffers=1", "buffer_compress_percentage=0", "log_avg_msec=1000",
-                 "write_iops_log=rand-write-4k-qd3", s.sha256):
+    for line in (
+        "filename=${SSDBENCH_DUT}",
+        "rw=randwrite",
+        "bs=4k",
+        "iodepth=3",
+        "runtime=2",
+        "time_based=1",
+        "refill_buffers=1",
+        "buffer_compress_percentage=0",
+        "log_avg_msec=1000",
+        "write_iops_log=rand-write-4k-qd3",
+        s.sha256,
+    ):
         assert line in job
 
 
 def test_estimate_grows_with_capacity_for_size_based_steps():
-    s = suites.load("smoke")
-    assert plan.estimate_seconds(plan.compile_plan(s, 64 * 1024**2)) < \
-        plan.estimate_seconds(plan.compile_plan(s, 64 * 1024**3))
+    s = locked.load("smoke")
+    assert plan.estimate_seconds(plan.compile_plan(s, 64 * 1024**2)) < plan.estimate_seconds(
+        plan.compile_plan(s, 64 * 1024**3)
+    )
 
 
 def test_suites_show_json_lists_fio_parameters():
     from conftest import ssdbench
+
     shown = json.loads(ssdbench("suites", "show", "smoke", "--json", check=True).stdout)
-    assert shown["sha256"] == suites.manifest()["smoke"]
+    assert shown["sha256"] == locked.manifest()["smoke"]
     job = next(st for st in shown["steps"] if st["id"] == "rand-read-4k")["jobs"][0]
-    assert (job["rw"], job["bs"], job["iodepth"], job["numjobs"], job["runtime"], job["data"]) == \
-        ("randread", "4k", 3, 1, 2, "n/a")
+    assert (job["rw"], job["bs"], job["iodepth"], job["numjobs"], job["runtime"], job["data"]) == (
+        "randread",
+        "4k",
+        3,
+        1,
+        2,
+        "n/a",
+    )
     assert job["span"] == {"offset": "0", "size": "64MiB"}
 
 
 def steps_by_id(name):
-    return {s["id"]: s for s in suites.load(name).steps}
+    return {s["id"]: s for s in locked.load(name).steps}
 
 
 def test_standard_suite_has_the_methodologys_numbers():
     st = steps_by_id("standard")
     # 2: sequential fill, 128 KiB QD32, incompressible, whole span
     fill = st["seq-fill"]
-    assert (fill["rw"], fill["bs"], fill["iodepth"], fill["span"]["size"], fill["data"]) == \
-        ("write", "128k", 32, "100%", "incompressible")
+    assert (fill["rw"], fill["bs"], fill["iodepth"], fill["span"]["size"], fill["data"]) == (
+        "write",
+        "128k",
+        32,
+        "100%",
+        "incompressible",
+    )
     # 3: the four corners table
     corners = {
         "rand-write-4k-qd3-comp": ("randwrite", "4k", "8GiB", 3, 180, "compressible"),
@@ -124,7 +151,7 @@ def test_standard_suite_has_the_methodologys_numbers():
         assert (s["rw"], s["bs"], s["span"]["size"], s["iodepth"], s["runtime"], s["data"]) == row, key
     # 4: 512 B to 8 MiB, every power of two, QD1 and QD32, 8 GiB, 10 s
     x = st["xfer"]
-    assert [suites.parse_size(b) for b in x["axes"]["bs"]] == [512 * 2**i for i in range(15)]
+    assert [locked.parse_size(b) for b in x["axes"]["bs"]] == [512 * 2**i for i in range(15)]
     assert x["axes"]["iodepth"] == [1, 32] and x["span"]["size"] == "8GiB" and x["runtime"] == 10
     # 5: 2000 s at QD32 4K, steady from 1400 s on 60 s rounds; 25% spare area is a 75% span for fill and test
     for key, span in (("consistency", "100%"), ("consistency-spare", "75%")):
@@ -139,18 +166,37 @@ def test_standard_suite_has_the_methodologys_numbers():
         assert (st[key]["zones"], st[key]["zone_size"], st[key]["bs"]) == (200, "64MiB", "128k")
     t = st["torture-write"]
     assert (t["rw"], t["bs"], t["iodepth"], t["runtime"], t["span"]["size"]) == ("randwrite", "4k", 32, 1200, "100%")
-    order = [ids.index(k) for k in ("purge-torture", "sweep-clean", "fill-torture", "torture-write", "sweep-dirty",
-                                     "trim", "sweep-recovered")]
+    order = [
+        ids.index(k)
+        for k in (
+            "purge-torture",
+            "sweep-clean",
+            "fill-torture",
+            "torture-write",
+            "sweep-dirty",
+            "trim",
+            "sweep-recovered",
+        )
+    ]
     assert order == sorted(order) and st["trim"]["kind"] == "trim"
     # 8: Mixed Burst
     b = st["burst"]
     assert b["span"]["size"] == "8GiB"
     assert b["background"] == {"bs": "4k", "iodepth": 4, "burst": "40000000", "every_s": 2}
-    assert {k: b["foreground"][k] for k in ("bs", "iodepth", "burst", "bursts")} == \
-        {"bs": "64k", "iodepth": 2, "burst": "400000000", "bursts": 10}
+    assert {k: b["foreground"][k] for k in ("bs", "iodepth", "burst", "bursts")} == {
+        "bs": "64k",
+        "iodepth": 2,
+        "burst": "400000000",
+        "bursts": 10,
+    }
     pre = st["precondition-burst"]
-    assert (pre["rw"], pre["bs"], pre["iodepth"], pre["span"]["size"], "runtime" in pre) == \
-        ("randwrite", "4k", 32, "8GiB", False)
+    assert (pre["rw"], pre["bs"], pre["iodepth"], pre["span"]["size"], "runtime" in pre) == (
+        "randwrite",
+        "4k",
+        32,
+        "8GiB",
+        False,
+    )
     # 7: both synthetic profiles; the standard suite plays Heavy shortened, the full suite whole
     assert st["trace-heavy"]["profile"] == "heavy-2011" and st["trace-light"]["profile"] == "light-2011"
     assert steps_by_id("full")["trace-heavy"]["scale"] == 1.0
@@ -160,19 +206,20 @@ def test_full_suite_adds_section_9():
     full = steps_by_id("full")
     assert set(steps_by_id("standard")) < set(full)
     names = [j["name"] for j in full["cdm"]["jobs"]]
-    assert names == [f"{row}-{d}" for row in ("SEQ1M-Q8T1", "SEQ1M-Q1T1", "RND4K-Q32T1", "RND4K-Q1T1")
-                     for d in ("read", "write")]
+    assert names == [
+        f"{row}-{d}" for row in ("SEQ1M-Q8T1", "SEQ1M-Q1T1", "RND4K-Q32T1", "RND4K-Q1T1") for d in ("read", "write")
+    ]
     pts = full["pts"]
     assert pts["axes"]["rwmixread"] == [100, 65, 0]
-    assert [suites.parse_size(b) for b in pts["axes"]["bs"]] == [4096 * 2**i for i in range(6)] + [1024**2]
-    assert "99.99" in suites.load("full").data["fio"]["percentile_list"].split(":")
+    assert [locked.parse_size(b) for b in pts["axes"]["bs"]] == [4096 * 2**i for i in range(6)] + [1024**2]
+    assert "99.99" in locked.load("full").data["fio"]["percentile_list"].split(":")
     assert full["qd1-latency"]["iodepth"] == 1
     oltp = full["oltp"]
     assert (oltp["rw"], oltp["bs"], oltp["rwmixread"]) == ("randrw", "8k", 70)
 
 
 def test_quick_suite_is_the_cdm_rows_and_a_short_four_corners():
-    quick = suites.load("quick")
+    quick = locked.load("quick")
     est = plan.estimate_seconds(plan.compile_plan(quick, 4 * 1024**4))
     assert 5 * 60 < est < 15 * 60
     assert "cdm" in steps_by_id("quick")
@@ -180,8 +227,9 @@ def test_quick_suite_is_the_cdm_rows_and_a_short_four_corners():
 
 def test_suites_show_lists_every_fio_job_with_its_parameters():
     from conftest import ssdbench
+
     out = json.loads(ssdbench("suites", "show", "standard", "--json", check=True).stdout)
-    assert out["locked"] and out["sha256"] == suites.manifest()["standard"]
+    assert out["locked"] and out["sha256"] == locked.manifest()["standard"]
     for s in out["steps"]:
         if s["kind"] in ("purge", "trim"):
             continue
@@ -193,8 +241,13 @@ def test_suites_show_lists_every_fio_job_with_its_parameters():
 
 def test_plan_estimate_grows_with_capacity_where_fills_and_sweeps_do():
     from conftest import ssdbench
+
     for name in ("quick", "standard", "full"):
-        small, big = (json.loads(ssdbench("plan", "--suite", name, "--capacity", str(c), "--json",
-                                          check=True).stdout)["estimate_s"] for c in (256 * 1024**3, 2 * 1024**4))
+        small, big = (
+            json.loads(ssdbench("plan", "--suite", name, "--capacity", str(c), "--json", check=True).stdout)[
+                "estimate_s"
+            ]
+            for c in (256 * 1024**3, 2 * 1024**4)
+        )
         # quick fills only its 8 GiB span, so it takes the same time on any drive
         assert big == small if name == "quick" else big > small, name

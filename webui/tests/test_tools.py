@@ -4,16 +4,18 @@ import os
 import subprocess
 
 import pytest
-
 from conftest import ssdbench
-from ssdbench import tools
+
 from ssdbench.errors import SsdbenchError
+from ssdbench.system import tools
 
 
 @pytest.mark.parametrize("name, package", [("fio", "fio"), ("nvme", "nvme-cli"), ("smartctl", "smartmontools")])
 def test_missing_tool_names_its_package(monkeypatch, name, package):
     monkeypatch.setenv("PATH", "/nonexistent")
-    with pytest.raises(SsdbenchError, match=f"^{name} is not installed \\(not found in PATH\\); install the {package} package$"):
+    with pytest.raises(
+        SsdbenchError, match=f"^{name} is not installed \\(not found in PATH\\); install the {package} package$"
+    ):
         tools.require(name)
     assert tools.version(name) == "not installed"
 
@@ -25,9 +27,15 @@ def test_failing_tool_reports_its_last_line():
 
 def test_the_release_name_is_git_describe_and_a_valid_package_version():
     from packaging.version import Version
+
     from ssdbench import __version__, pep440
-    described = subprocess.run(["git", "describe", "--tags", "--always", "--dirty"], capture_output=True,
-                               text=True, cwd=os.path.dirname(__file__)).stdout.strip()
+
+    described = subprocess.run(
+        ["git", "describe", "--tags", "--always", "--dirty"],
+        capture_output=True,
+        text=True,
+        cwd=os.path.dirname(__file__),
+    ).stdout.strip()
     assert __version__ == described
     assert pep440("v1.2-3-gabc1234-dirty") == "1.2.post3+gabc1234.dirty"
     assert pep440("abc1234") == "0+gabc1234" and pep440("v0.2.0") == "0.2.0"

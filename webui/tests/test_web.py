@@ -6,11 +6,11 @@ import stat
 from urllib.parse import unquote
 
 import pytest
-
 from conftest import needs_root, ssdbench
-from ssdbench import store
-from ssdbench.web import openapi
 from webutil import PIN, XSS, add_run, login, make_app
+
+from ssdbench.results import store
+from ssdbench.web import PACKAGE_DIR, openapi
 
 
 @pytest.fixture
@@ -112,7 +112,7 @@ def test_firmware_strings_are_inert_text_in_every_page(client, data_dir, token):
         assert XSS.encode() not in body, page
     # The API hands the string over as it is; the report script puts it in as text.
     assert client.get("/api/runs/1").get_json()["drive"]["model"] == XSS
-    report = open(os.path.join(os.path.dirname(store.__file__), "static", "report.js")).read()
+    report = open(os.path.join(PACKAGE_DIR, "static", "report.js")).read()
     assert "innerHTML" not in report and "insertAdjacentHTML" not in report
 
 
@@ -120,10 +120,18 @@ def test_the_report_document_keeps_every_value_and_series(client, data_dir, toke
     add_run(data_dir, points=2000)
     doc = client.get("/api/runs/1").get_json()
     assert doc["state"] == "done" and [s["key"] for s in doc["steps"]] == [
-        "seq-fill", "rand-read-4k", "consistency", "sweep-clean"]
+        "seq-fill",
+        "rand-read-4k",
+        "consistency",
+        "sweep-clean",
+    ]
     fill = doc["steps"][0]["metrics"][0]
-    assert fill == {"name": "write.mb_s", "value": 1234.56789012345, "unit": "MB/s",
-                    "source": "/jobs/0/write/bw_bytes / 1e6"}
+    assert fill == {
+        "name": "write.mb_s",
+        "value": 1234.56789012345,
+        "unit": "MB/s",
+        "source": "/jobs/0/write/bw_bytes / 1e6",
+    }
     by_name = {(s["step_id"], s["name"]): s for s in doc["series"]}
     consistency = by_name[(doc["steps"][2]["id"], "write.iops")]
     assert len(consistency["x"]) == len(consistency["y"]) == 2000 and consistency["x"][:2] == [0, 1000]
@@ -276,7 +284,8 @@ def test_start_checks_the_confirmation_then_queues_once(loopdev, data_dir):
 
 
 def test_the_suites_api_lists_the_locked_suites_with_their_hashes(client, token):
-    from ssdbench import suites
+    from ssdbench.suites import locked
+
     body = client.get("/api/suites").get_json()
-    assert {s["name"]: s["sha256"] for s in body["suites"]} == suites.manifest()
+    assert {s["name"]: s["sha256"] for s in body["suites"]} == locked.manifest()
     assert body["problems"] == [] and all(s["locked"] for s in body["suites"])

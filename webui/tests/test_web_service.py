@@ -6,10 +6,10 @@ import sys
 import time
 
 import pytest
-
 from conftest import needs_root, ssdbench
-from ssdbench import store
 from webutil import add_run, login, make_app
+
+from ssdbench.results import store
 
 pytestmark = needs_root()
 
@@ -20,8 +20,12 @@ def runner_service():
     started = []
 
     def start(data_dir):
-        proc = subprocess.Popen([sys.executable, "-m", "ssdbench.cli", "runner", "--data-dir", str(data_dir)],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "ssdbench.cli", "runner", "--data-dir", str(data_dir)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         started.append(proc)
         return proc
 
@@ -52,6 +56,7 @@ def wait_for(data_dir, what, timeout=90):
 def state_is(run_id, state):
     def check(db):
         return store.run_state(db, run_id) == state
+
     check.__doc__ = f"run {run_id} to be {state}"
     return check
 
@@ -64,8 +69,9 @@ def test_service_takes_queued_runs_survives_a_failing_one_and_stops_on_cancel(lo
     headers = {"X-CSRF-Token": login(client)}
 
     def start(dev):
-        return client.post("/api/runs", json={"drive": dev, "suite": "smoke", "confirm": os.path.basename(dev)},
-                           headers=headers)
+        return client.post(
+            "/api/runs", json={"drive": dev, "suite": "smoke", "confirm": os.path.basename(dev)}, headers=headers
+        )
 
     assert start(bad).status_code == 201
     # Between queueing and starting, the drive loses its medium: the service must check again.
@@ -84,14 +90,16 @@ def test_service_takes_queued_runs_survives_a_failing_one_and_stops_on_cancel(lo
     # The service is still there: the next run is taken, and it holds the lock the console's run uses.
     assert start(good).status_code == 201
     wait_for(data_dir, state_is(3, "running"))
-    console = ssdbench("run", "--suite", "smoke", "--drive", good, "--confirm", os.path.basename(good),
-                       data_dir=data_dir)
+    console = ssdbench(
+        "run", "--suite", "smoke", "--drive", good, "--confirm", os.path.basename(good), data_dir=data_dir
+    )
     assert console.returncode == 2 and "another run is active (run 3" in console.stderr
     assert client.get("/api/runs/3/progress").get_json()["state"] == "running"
 
     def measuring(db):
         """run 3 to reach its third step"""
         return db.execute("SELECT step_index FROM runs WHERE id=3").fetchone()[0] >= 2
+
     wait_for(data_dir, measuring)
     assert client.post("/api/runs/3/cancel", headers=headers).status_code == 202
     wait_for(data_dir, state_is(3, "cancelled"), timeout=60)

@@ -31,8 +31,9 @@ STICK_OFFSET = 1024 * 1024  # partition 1, SSDBENCH (board/vm/build-image.sh)
 BOOT_TIMEOUT_S = 300
 RUN_TIMEOUT_S = 900
 
-pytestmark = pytest.mark.skipif(not os.path.exists(os.path.join(VM_DIR, "stick.img")),
-                                reason="no VM image: make vm-image")
+pytestmark = pytest.mark.skipif(
+    not os.path.exists(os.path.join(VM_DIR, "stick.img")), reason="no VM image: make vm-image"
+)
 
 
 def free_port():
@@ -50,18 +51,29 @@ class VM:
         env = {**os.environ, "SSDBENCH_PIN": PIN, "SSDBENCH_HOST_PORT": str(self.port), "SSDBENCH_APPEND": append}
         self.started = time.monotonic()
         # wait=on: QEMU waits for us to connect, so the console is read from its first byte.
-        self.proc = subprocess.Popen([QEMU_SH, VM_DIR, disks, "-serial", "chardev:ser",
-                                      "-chardev", f"socket,id=ser,path={sock},server=on,wait=on", *extra], env=env)
+        self.proc = subprocess.Popen(
+            [
+                QEMU_SH,
+                VM_DIR,
+                disks,
+                "-serial",
+                "chardev:ser",
+                "-chardev",
+                f"socket,id=ser,path={sock},server=on,wait=on",
+                *extra,
+            ],
+            env=env,
+        )
         deadline = time.monotonic() + 30
         while True:
             try:
                 self.serial = socket.socket(socket.AF_UNIX)
                 self.serial.connect(sock)
                 break
-            except OSError:
+            except OSError as exc:
                 self.serial.close()
                 if time.monotonic() > deadline or self.proc.poll() is not None:
-                    raise AssertionError("QEMU did not open its serial console socket")
+                    raise AssertionError("QEMU did not open its serial console socket") from exc
                 time.sleep(0.1)
         self.console = b""
         self.lock = threading.Lock()
@@ -95,9 +107,12 @@ class VM:
 
     def api(self, method, path, body=None):
         data = json.dumps(body).encode() if body is not None else None
-        request = urllib.request.Request(f"http://127.0.0.1:{self.port}{path}", data=data, method=method,
-                                         headers={"Content-Type": "application/json",
-                                                  **({"X-CSRF-Token": self.csrf} if self.csrf else {})})
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}{path}",
+            data=data,
+            method=method,
+            headers={"Content-Type": "application/json", **({"X-CSRF-Token": self.csrf} if self.csrf else {})},
+        )
         try:
             with self.http.open(request, timeout=120) as response:
                 return response.status, json.loads(response.read() or b"null")
@@ -138,8 +153,9 @@ class VM:
         self.login()
 
     def start_run(self, drive):
-        status, body = self.api("POST", "/api/runs", {"drive": drive["path"], "suite": "smoke",
-                                                      "confirm": drive["confirm_id"]})
+        status, body = self.api(
+            "POST", "/api/runs", {"drive": drive["path"], "suite": "smoke", "confirm": drive["confirm_id"]}
+        )
         assert status == 201, body
         return body["id"]
 
@@ -232,7 +248,7 @@ def test_boot_runs_export_and_verify(boot, disks, tmp_path):
 
     # The status screen on the serial console: the URL (QEMU's user network gives 10.0.2.15) and the drives.
     start = vm.wait_console("Web UI: http://10.0.2.15/")
-    screen = vm.console_text()[start:vm.wait_console("Press Enter for a shell.", after=start)]
+    screen = vm.console_text()[start : vm.wait_console("Press Enter for a shell.", after=start)]
     for text in (f"PIN:    {PIN}", "nvme0n1", NVME["serial"], SATA["serial"], "this is the ssdbench boot stick"):
         assert text in screen, text
 
@@ -258,8 +274,11 @@ def stick_bundles(stick_img, folder):
     """The bundles on the stick's FAT partition, copied out with mtools (no mount), each checked by verify."""
     fat = f"{stick_img}@@{STICK_OFFSET}"
     os.makedirs(folder)
-    subprocess.run(["mcopy", "-s", "-n", "-i", fat, "::/ssdbench-results", folder], check=True,
-                   env={**os.environ, "MTOOLS_SKIP_CHECK": "1"})
+    subprocess.run(
+        ["mcopy", "-s", "-n", "-i", fat, "::/ssdbench-results", folder],
+        check=True,
+        env={**os.environ, "MTOOLS_SKIP_CHECK": "1"},
+    )
     bundles = sorted(str(p) for p in pathlib.Path(folder).rglob("*.zip"))
     for path in bundles:
         proc = subprocess.run([sys.executable, "-m", "ssdbench.cli", "verify", path], capture_output=True, text=True)
@@ -269,8 +288,9 @@ def stick_bundles(stick_img, folder):
 
 
 def mtools(*argv):
-    return subprocess.run(argv, check=True, capture_output=True, text=True,
-                          env={**os.environ, "MTOOLS_SKIP_CHECK": "1"}).stdout
+    return subprocess.run(
+        argv, check=True, capture_output=True, text=True, env={**os.environ, "MTOOLS_SKIP_CHECK": "1"}
+    ).stdout
 
 
 def full_stick(folder, free=200_000):
@@ -282,8 +302,12 @@ def full_stick(folder, free=200_000):
     filler = os.path.join(folder, "filler")
     subprocess.run(["truncate", "-s", str(left - free), filler], check=True)
     mtools("mcopy", "-i", img, filler, "::filler")
-    return img, ["-drive", f"if=none,id=full,file={img},format=raw",
-                 "-device", "usb-storage,bus=xhci.0,drive=full,serial=SSDB-FULL-STICK"]
+    return img, [
+        "-drive",
+        f"if=none,id=full,file={img},format=raw",
+        "-device",
+        "usb-storage,bus=xhci.0,drive=full,serial=SSDB-FULL-STICK",
+    ]
 
 
 def test_power_cut_leaves_the_run_interrupted_with_its_steps(boot, disks):

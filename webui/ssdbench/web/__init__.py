@@ -11,7 +11,8 @@ import os
 
 from flask import Flask
 
-from .. import access, store
+from ..appliance import access
+from ..results import store
 from . import api, auth, pages
 from .db import close_db
 
@@ -34,7 +35,7 @@ def create_app(config):
         app.config["SECRET_KEY"] = access.secret_key(data_dir)
     store.connect(data_dir).close()  # create or migrate the schema once, before the first request
 
-    auth.init_app(app)
+    app.register_blueprint(auth.bp)
     app.register_blueprint(pages.bp)
     app.register_blueprint(api.bp)
     app.after_request(security_headers)
@@ -46,7 +47,8 @@ def security_headers(response):
     # Scripts and styles come only from our own static files: injected markup could not run.
     response.headers["Content-Security-Policy"] = (
         "default-src 'self'; img-src 'self' data:; object-src 'none'; base-uri 'none'; "
-        "form-action 'self'; frame-ancestors 'none'")
+        "form-action 'self'; frame-ancestors 'none'"
+    )
     response.headers["X-Content-Type-Options"] = "nosniff"
     response.headers["Referrer-Policy"] = "no-referrer"
     return response

@@ -3,37 +3,19 @@
 import os
 import tempfile
 
-from flask import Blueprint, current_app, jsonify, request, send_file, url_for
+from flask import Blueprint, current_app, jsonify, request, send_file
 
-from .. import bundle, document, service, store, usbexport
 from ..errors import SsdbenchError
-from ..suites import summary
+from ..results import bundle, document, store, usbexport
+from ..suites.locked import summary
 from . import data, openapi
 from .db import get_db
 
 bp = Blueprint("api", __name__, url_prefix="/api")
 
-MAX_COMPARE = 8
-
 
 def error(message, status):
     return jsonify(error=message), status
-
-
-def start_run(db, body):
-    """Queue a run from a request body: (JSON document, HTTP status). Shared by the API and the Start form."""
-    drive, suite, confirm = body.get("drive"), body.get("suite"), body.get("confirm")
-    if not (isinstance(drive, str) and isinstance(suite, str) and isinstance(confirm, str)):
-        return {"error": "give drive (a device path), suite (a suite name) and confirm (the drive's ID)"}, 400
-    destroy_data = body.get("destroy_data") in (True, "1", "on", "true")
-    try:
-        run_id = service.enqueue(db, suite, drive, confirm, destroy_data,
-                                 current_app.config["SSDBENCH_ALLOW_USB"])
-    except store.RunBusy as exc:
-        return {"error": f"a run is already active: {exc}"}, 409
-    except SsdbenchError as exc:
-        return {"error": str(exc)}, 400
-    return {"id": run_id, "url": url_for("pages.run", run_id=run_id)}, 201
 
 
 def json_body():
@@ -43,34 +25,6 @@ def json_body():
     return body if isinstance(body, dict) else {}
 
 
-def export_runs(db, body):
-    """Write bundles to a USB stick from a request body ({"runs": [ids], "device": path}; no runs means every
-    ended run): (JSON document, HTTP status). Shared by the API and the run page's Export button."""
-    runs, device = body.get("runs"), body.get("device") or None
-    if runs is not None and not (isinstance(runs, list) and all(isinstance(r, int) for r in runs)):
-        return {"error": "runs must be a list of run ids"}, 400
-    if device is not None and not isinstance(device, str):
-        return {"error": "device must be a device path"}, 400
-    data_dir = current_app.config["SSDBENCH_DATA_DIR"]
-    try:
-        stick = usbexport.find(device)
-        done = usbexport.export(db, data_dir, usbexport.ended_runs(db) if runs is None else runs, stick)
-    except SsdbenchError as exc:
-        return {"error": str(exc)}, 409
-    return {"device": stick["device"], "unmounted": not stick["mountpoint"], "exported": done}, 200
-
-
-def compare_ids(values):
-    """Run ids from ?run=1&run=2 (or run=1,2): (ids, error message)."""
-    try:
-        ids = list(dict.fromkeys(int(v) for value in values for v in value.split(",") if v.strip()))
-    except ValueError:
-        return None, "run ids are whole numbers"
-    if not 2 <= len(ids) <= MAX_COMPARE:
-        return None, f"pick 2 to {MAX_COMPARE} runs to compare"
-    return ids, None
-
-
 @bp.get("/openapi.json")
 def openapi_document():
     return jsonify(openapi.DOCUMENT)
@@ -78,8 +32,9 @@ def openapi_document():
 
 @bp.get("/drives")
 def drives():
-    found, problems = data.drive_list(current_app.config["SSDBENCH_EXTRA_DRIVES"],
-                                      current_app.config["SSDBENCH_ALLOW_USB"])
+    found, problems = data.drive_list(
+        current_app.config["SSDBENCH_EXTRA_DRIVES"], current_app.config["SSDBENCH_ALLOW_USB"]
+    )
     return jsonify(drives=found, problems=problems)
 
 
@@ -96,7 +51,7 @@ def runs():
 
 @bp.post("/runs")
 def create_run():
-    body, status = start_run(get_db(), json_body())
+    body, status = data.start_run(get_db(), json_body(), current_app.config["SSDBENCH_ALLOW_USB"])
     return jsonify(body), status
 
 
@@ -108,14 +63,8 @@ def run(run_id):
 
 @bp.delete("/runs/<int:run_id>")
 def delete_run(run_id):
-    db = get_db()
-    state = store.run_state(db, run_id)
-    if state is None:
-        return error(f"no run {run_id}", 404)
-    if not store.delete_run(db, run_id):
-        return error(f"run {run_id} is {state}: cancel it first", 409)
-    data.delete_run_files(current_app.config["SSDBENCH_DATA_DIR"], run_id)
-    return "", 204
+    body, status = data.delete_run(get_db(), current_app.config["SSDBENCH_DATA_DIR"], run_id)
+    return ("", 204) if status == 200 else (jsonify(body), status)
 
 
 @bp.get("/runs/<int:run_id>/bundle")
@@ -143,7 +92,7 @@ def sticks():
 
 @bp.post("/export")
 def export():
-    body, status = export_runs(get_db(), json_body())
+    body, status = data.export_runs(get_db(), current_app.config["SSDBENCH_DATA_DIR"], json_body())
     return jsonify(body), status
 
 
@@ -155,18 +104,13 @@ def progress(run_id):
 
 @bp.post("/runs/<int:run_id>/cancel")
 def cancel(run_id):
-    db = get_db()
-    state = store.run_state(db, run_id)
-    if state not in ("queued", "running"):
-        return error(f"run {run_id} is {state}: there is nothing to cancel" if state else f"no run {run_id}",
-                     409 if state else 404)
-    store.request_cancel(db, run_id)
-    return jsonify(id=run_id, cancel_requested=True), 202
+    body, status = data.cancel_run(get_db(), run_id)
+    return jsonify(body), status
 
 
 @bp.get("/compare")
 def compare():
-    ids, problem = compare_ids(request.args.getlist("run"))
+    ids, problem = data.compare_ids(request.args.getlist("run"))
     if problem:
         return error(problem, 400)
     try:

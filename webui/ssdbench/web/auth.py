@@ -5,9 +5,18 @@ import secrets
 import threading
 import time
 
-from flask import Blueprint, current_app, jsonify, redirect, render_template, request, session, url_for
+from flask import (
+    Blueprint,
+    current_app,
+    jsonify,
+    redirect,
+    render_template,
+    request,
+    session,
+    url_for,
+)
 
-from .. import access
+from ..appliance import access
 
 bp = Blueprint("auth", __name__)
 
@@ -36,10 +45,9 @@ class Throttle:
             self.failures.append(time.monotonic())
 
 
-def init_app(app):
-    app.extensions["ssdbench.throttle"] = Throttle()
-    app.register_blueprint(bp)
-    app.before_request(guard)
+@bp.record_once
+def add_throttle(state):
+    state.app.extensions["ssdbench.throttle"] = Throttle()
 
 
 @bp.app_context_processor
@@ -57,6 +65,7 @@ def is_api():
     return request.path.startswith("/api/")
 
 
+@bp.before_app_request
 def guard():
     """Before every request: log in first (except to log in), and a state change must carry the CSRF token."""
     if request.endpoint not in PUBLIC_ENDPOINTS and not session.get("user"):
@@ -67,8 +76,10 @@ def guard():
         sent = request.headers.get("X-CSRF-Token") or request.form.get("csrf_token") or ""
         expected = session.get("csrf")
         if not expected or not hmac.compare_digest(sent.encode(), expected.encode()):
-            message = ("missing or wrong CSRF token: send the session's token (GET /api/session) "
-                       "as the X-CSRF-Token header or the csrf_token form field")
+            message = (
+                "missing or wrong CSRF token: send the session's token (GET /api/session) "
+                "as the X-CSRF-Token header or the csrf_token form field"
+            )
             if is_api():
                 return jsonify(error=message), 403
             return render_template("error.html", message=message), 403

@@ -1,18 +1,24 @@
-"""What the pages and the API show, gathered from the engine and the store in one place for both."""
+"""What the pages and the API show and do, written once for both: lists of drives and suites, start,
+cancel, delete, export and compare. Each action answers (JSON document, HTTP status); the API sends it,
+a page turns it into a message."""
 
-import os
-import shutil
+from flask import url_for
 
-from .. import document, drives, health, plan, suites
+from ..drives import discovery, health
 from ..errors import SsdbenchError
+from ..results import store, usbexport
+from ..run import plan, queue
+from ..suites import locked
+
+MAX_COMPARE = 8
 
 
 def suite_list():
     """The locked suites that can run, and why any shipped suite cannot (its file no longer matches)."""
     found, problems = [], []
-    for name in suites.names():
+    for name in locked.names():
         try:
-            found.append(suites.load(name))
+            found.append(locked.load(name))
         except SsdbenchError as exc:
             problems.append(str(exc))
     return found, problems
@@ -25,7 +31,7 @@ def drive_list(extra, allow_usb):
     found = {}
     for named in [()] + [[path] for path in extra]:
         try:
-            for d in drives.discover(named=named, allow_usb=allow_usb):
+            for d in discovery.discover(named=named, allow_usb=allow_usb):
                 found[d["path"]] = d
         except SsdbenchError as exc:
             problems.append(str(exc))
@@ -57,10 +63,64 @@ def comparability(runs):
     return f"not comparable: these runs used different suites ({names})"
 
 
-def delete_run_files(data_dir, run_id):
-    """Remove runs/<id>; if that is a symbolic link, only the link goes, never what it points to."""
-    path = document.run_dir(data_dir, run_id)
-    if os.path.islink(path):
-        os.unlink(path)
-    elif os.path.isdir(path):
-        shutil.rmtree(path)
+def start_run(db, body, allow_usb):
+    """Queue a run from a request body: (JSON document, HTTP status). Shared by the API and the Start form."""
+    drive, suite, confirm = body.get("drive"), body.get("suite"), body.get("confirm")
+    if not (isinstance(drive, str) and isinstance(suite, str) and isinstance(confirm, str)):
+        return {"error": "give drive (a device path), suite (a suite name) and confirm (the drive's ID)"}, 400
+    destroy_data = body.get("destroy_data") in (True, "1", "on", "true")
+    try:
+        run_id = queue.enqueue(db, suite, drive, confirm, destroy_data, allow_usb)
+    except store.RunBusy as exc:
+        return {"error": f"a run is already active: {exc}"}, 409
+    except SsdbenchError as exc:
+        return {"error": str(exc)}, 400
+    return {"id": run_id, "url": url_for("pages.run", run_id=run_id)}, 201
+
+
+def export_runs(db, data_dir, body):
+    """Write bundles to a USB stick from a request body ({"runs": [ids], "device": path}; no runs means every
+    ended run): (JSON document, HTTP status). Shared by the API and the run page's Export button."""
+    runs, device = body.get("runs"), body.get("device") or None
+    if runs is not None and not (isinstance(runs, list) and all(isinstance(r, int) for r in runs)):
+        return {"error": "runs must be a list of run ids"}, 400
+    if device is not None and not isinstance(device, str):
+        return {"error": "device must be a device path"}, 400
+    try:
+        stick = usbexport.find(device)
+        done = usbexport.export(db, data_dir, usbexport.ended_runs(db) if runs is None else runs, stick)
+    except SsdbenchError as exc:
+        return {"error": str(exc)}, 409
+    return {"device": stick["device"], "unmounted": not stick["mountpoint"], "exported": done}, 200
+
+
+def compare_ids(values):
+    """Run ids from ?run=1&run=2 (or run=1,2): (ids, error message)."""
+    try:
+        ids = list(dict.fromkeys(int(v) for value in values for v in value.split(",") if v.strip()))
+    except ValueError:
+        return None, "run ids are whole numbers"
+    if not 2 <= len(ids) <= MAX_COMPARE:
+        return None, f"pick 2 to {MAX_COMPARE} runs to compare"
+    return ids, None
+
+
+def cancel_run(db, run_id):
+    """Ask the runner to stop a queued or running run; it stops fio cleanly and keeps the completed steps."""
+    state = store.run_state(db, run_id)
+    if state is None:
+        return {"error": f"no run {run_id}"}, 404
+    if state not in store.ACTIVE:
+        return {"error": f"run {run_id} is {state}: there is nothing to cancel"}, 409
+    store.request_cancel(db, run_id)
+    return {"id": run_id, "cancel_requested": True}, 202
+
+
+def delete_run(db, data_dir, run_id):
+    """Delete an ended run, with its files."""
+    state = store.run_state(db, run_id)
+    if state is None:
+        return {"error": f"no run {run_id}"}, 404
+    if not store.delete_run(db, data_dir, run_id):
+        return {"error": f"run {run_id} is {state}: cancel it before deleting it"}, 409
+    return {"id": run_id, "deleted": True}, 200

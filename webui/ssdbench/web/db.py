@@ -2,7 +2,7 @@
 
 from flask import current_app, g
 
-from .. import store
+from ..results import store
 
 
 def get_db():

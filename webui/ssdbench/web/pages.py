@@ -3,13 +3,22 @@
 Pages work with plain forms; scripts only draw the live view and the charts from the API.
 """
 
-from flask import (Blueprint, abort, current_app, flash, redirect, render_template, request,
-                   send_from_directory, url_for)
+from flask import (
+    Blueprint,
+    abort,
+    current_app,
+    flash,
+    redirect,
+    render_template,
+    request,
+    send_from_directory,
+    url_for,
+)
 
-from .. import document, store, usbexport
 from ..errors import SsdbenchError
 from ..human import clock, when
-from . import api, data
+from ..results import document, store, usbexport
+from . import data
 from .db import get_db
 
 bp = Blueprint("pages", __name__)
@@ -23,10 +32,17 @@ def gigabytes(nbytes):
 
 
 def drives_page(message=None, status=200):
-    found, problems = data.drive_list(current_app.config["SSDBENCH_EXTRA_DRIVES"],
-                                      current_app.config["SSDBENCH_ALLOW_USB"])
-    return render_template("drives.html", drives=found, problems=problems, suites=data.suite_list()[0],
-                           busy=store.busy_run(get_db()), message=message), status
+    found, problems = data.drive_list(
+        current_app.config["SSDBENCH_EXTRA_DRIVES"], current_app.config["SSDBENCH_ALLOW_USB"]
+    )
+    return render_template(
+        "drives.html",
+        drives=found,
+        problems=problems,
+        suites=data.suite_list()[0],
+        busy=store.busy_run(get_db()),
+        message=message,
+    ), status
 
 
 @bp.get("/")
@@ -36,7 +52,7 @@ def drives():
 
 @bp.post("/start")
 def start():
-    body, status = api.start_run(get_db(), request.form)
+    body, status = data.start_run(get_db(), request.form, current_app.config["SSDBENCH_ALLOW_USB"])
     if status != 201:
         return drives_page(body["error"], status)
     return redirect(body["url"])
@@ -47,45 +63,55 @@ def run(run_id):
     doc = store.get_run(get_db(), run_id)
     if doc is None:
         abort(404)
-    files = document.run_files(current_app.config["SSDBENCH_DATA_DIR"], run_id)
+    files = store.run_files(current_app.config["SSDBENCH_DATA_DIR"], run_id)
     try:
         sticks = usbexport.sticks()
     except SsdbenchError:
         sticks = []  # no lsblk: the page still shows the report, and the download
-    return render_template("run.html", run=doc, warnings=document.run_warnings(doc), files=files, sticks=sticks,
-                           live=doc["state"] in ("queued", "running"))
+    return render_template(
+        "run.html",
+        run=doc,
+        warnings=document.run_warnings(doc),
+        files=files,
+        sticks=sticks,
+        live=doc["state"] in store.ACTIVE,
+    )
 
 
 @bp.post("/runs/<int:run_id>/cancel")
 def cancel(run_id):
-    if store.run_state(get_db(), run_id) in ("queued", "running"):
-        store.request_cancel(get_db(), run_id)
+    body, status = data.cancel_run(get_db(), run_id)
+    if status == 404:
+        abort(404)
+    if status == 202:
         flash("Cancel requested: the runner stops fio cleanly and keeps the completed steps.")
     return redirect(url_for("pages.run", run_id=run_id))
 
 
 @bp.post("/runs/<int:run_id>/export")
 def export(run_id):
-    body, status = api.export_runs(get_db(), {"runs": [run_id], "device": request.form.get("device")})
+    body, status = data.export_runs(
+        get_db(), current_app.config["SSDBENCH_DATA_DIR"], {"runs": [run_id], "device": request.form.get("device")}
+    )
     if status != 200:
         flash(f"Not exported: {body['error']}")
     else:
         item = body["exported"][0]
-        flash(f"Exported to {body['device']}: {item['file']}, {item['state']}."
-              + (" The stick is unmounted: you can pull it out." if body["unmounted"] else ""))
+        flash(
+            f"Exported to {body['device']}: {item['file']}, {item['state']}."
+            + (" The stick is unmounted: you can pull it out." if body["unmounted"] else "")
+        )
     return redirect(url_for("pages.run", run_id=run_id))
 
 
 @bp.post("/runs/<int:run_id>/delete")
 def delete(run_id):
-    db = get_db()
-    state = store.run_state(db, run_id)
-    if state is None:
+    body, status = data.delete_run(get_db(), current_app.config["SSDBENCH_DATA_DIR"], run_id)
+    if status == 404:
         abort(404)
-    if not store.delete_run(db, run_id):
-        flash(f"Run {run_id} is {state}: cancel it before deleting it.")
+    if status != 200:
+        flash(f"{body['error'][0].upper()}{body['error'][1:]}.")
         return redirect(url_for("pages.run", run_id=run_id))
-    data.delete_run_files(current_app.config["SSDBENCH_DATA_DIR"], run_id)
     flash(f"Run {run_id} deleted, with its files.")
     return redirect(url_for("pages.history"))
 
@@ -93,8 +119,11 @@ def delete(run_id):
 @bp.get("/runs/<int:run_id>/files/<path:name>")
 def run_file(run_id, name):
     # send_from_directory refuses any path that leaves the run's folder.
-    return send_from_directory(document.run_dir(current_app.config["SSDBENCH_DATA_DIR"], run_id), name,
-                               mimetype="text/plain" if not name.endswith(".json") else None)
+    return send_from_directory(
+        store.run_dir(current_app.config["SSDBENCH_DATA_DIR"], run_id),
+        name,
+        mimetype="text/plain" if not name.endswith(".json") else None,
+    )
 
 
 @bp.get("/history")
@@ -104,7 +133,7 @@ def history():
 
 @bp.get("/compare")
 def compare():
-    ids, problem = api.compare_ids(request.args.getlist("run"))
+    ids, problem = data.compare_ids(request.args.getlist("run"))
     if problem:
         flash(problem)
         return redirect(url_for("pages.history"))

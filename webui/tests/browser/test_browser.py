@@ -11,7 +11,6 @@ import urllib.request
 import zipfile
 
 import pytest
-
 from conftest import needs_root, ssdbench
 
 sync_api = pytest.importorskip("playwright.sync_api")
@@ -49,11 +48,14 @@ def appliance(loopdev, tmp_path):
     port = free_port()
     cli = [sys.executable, "-m", "ssdbench.cli"]
     procs = []
-    for name, args in (("web", ["web", "--host", "127.0.0.1", "--port", str(port), "--drive", dev]),
-                       ("runner", ["runner"])):
+    for name, args in (
+        ("web", ["web", "--host", "127.0.0.1", "--port", str(port), "--drive", dev]),
+        ("runner", ["runner"]),
+    ):
         with open(tmp_path / f"{name}.log", "w") as log:
-            procs.append(subprocess.Popen([*cli, *args, "--data-dir", str(data_dir)], stdout=log,
-                                          stderr=subprocess.STDOUT))
+            procs.append(
+                subprocess.Popen([*cli, *args, "--data-dir", str(data_dir)], stdout=log, stderr=subprocess.STDOUT)
+            )
     try:
         base = f"http://127.0.0.1:{port}"
         wait_until_serving(f"{base}/login", procs[0])
@@ -125,8 +127,13 @@ def offline_report(browser, bundle_zip, folder):
         zf.extract("report.html", folder)
     context = browser.new_context(offline=True, viewport={"width": 1280, "height": 900})
     asked = []
-    context.route("**/*", lambda route: (asked.append(route.request.url), route.continue_()
-                                         if route.request.url.startswith("file://") else route.abort()))
+    context.route(
+        "**/*",
+        lambda route: (
+            asked.append(route.request.url),
+            route.continue_() if route.request.url.startswith("file://") else route.abort(),
+        ),
+    )
     page = context.new_page()
     errors = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))

@@ -11,8 +11,11 @@ import os
 import signal
 import time
 
-from . import derive, drives, durable, environment, fio, health, parse, plan, playback, purge, quiet, store, tools
-from .errors import SsdbenchError
+from ..drives import discovery, health, purge
+from ..errors import SsdbenchError
+from ..results import store
+from ..system import durable, tools
+from . import derive, environment, fio, fio_output, plan, playback, quiet
 
 LOCK_NAME = "run.lock"
 STOPPED = "stopped by cancel"
@@ -32,9 +35,11 @@ class RunLock:
         except BlockingIOError:
             os.close(self.fd)
             holder = read_lock(os.path.dirname(self.path))
-            raise SsdbenchError(f"another run is active (run {holder.get('run_id', '?')} on "
-                                f"{holder.get('device', '?')}, pid {holder.get('pid', '?')}); "
-                                "wait for it to end or cancel it with `ssdbench cancel`") from None
+            raise SsdbenchError(
+                f"another run is active (run {holder.get('run_id', '?')} on "
+                f"{holder.get('device', '?')}, pid {holder.get('pid', '?')}); "
+                "wait for it to end or cancel it with `ssdbench cancel`"
+            ) from None
         return self
 
     def record(self, **info):
@@ -59,9 +64,11 @@ def check_target(drive, confirm, destroy_data):
     if not drive["eligible"]:
         raise SsdbenchError(f"{drive['path']} is not a valid target: {drive['reason']}")
     if confirm != drive["confirm_id"]:
-        raise SsdbenchError(f"confirmation does not name the drive: running a suite destroys all data on "
-                            f"{drive['path']} ({drive.get('model') or drive['transport']}); to go on, pass "
-                            f"--confirm {drive['confirm_id']}")
+        raise SsdbenchError(
+            f"confirmation does not name the drive: running a suite destroys all data on "
+            f"{drive['path']} ({drive.get('model') or drive['transport']}); to go on, pass "
+            f"--confirm {drive['confirm_id']}"
+        )
     if drive["needs_wipe_confirmation"] and not destroy_data:
         raise SsdbenchError(f"{drive['path']} {drive['reason']}")
 
@@ -103,7 +110,7 @@ class Run:
         self.hot_series = None
         self.last_temp = 0.0
         self.last_cancel_check = 0.0
-        self.run_dir = os.path.join(data_dir, "runs", str(run_id))
+        self.run_dir = store.run_dir(data_dir, run_id)
         os.makedirs(self.run_dir, exist_ok=True)
 
     def should_stop(self, now=False):
@@ -130,8 +137,15 @@ class Run:
         if warning is not None and value > warning:
             # Each second above the drive's own warning temperature is marked in a series of its own.
             if self.hot_series is None:
-                self.hot_series = store.add_series(self.db, self.run_id, None, "temperature.above_warning", "°C",
-                                                   f"{self.temp_source}, seconds above {warning} °C", [])
+                self.hot_series = store.add_series(
+                    self.db,
+                    self.run_id,
+                    None,
+                    "temperature.above_warning",
+                    "°C",
+                    f"{self.temp_source}, seconds above {warning} °C",
+                    [],
+                )
             store.append_points(self.db, self.hot_series, [(t_ms, value)])
 
     def progress(self, idx, fraction, iops=None, bw=None):
@@ -150,12 +164,12 @@ class Run:
             job = doc["jobs"][0]
             if step.runtime:
                 return min(1.0, job["elapsed"] / step.runtime)
-            done = sum(job[d]["io_bytes"] for d in parse.DIRECTIONS)
+            done = sum(job[d]["io_bytes"] for d in fio_output.DIRECTIONS)
             return min(1.0, done / max(1, step.size * step.spec["numjobs"]))
         return min(0.99, (time.monotonic() - started) / max(1.0, step.estimate_s))
 
     def run_step(self, step):
-        out_rel = os.path.join("runs", str(self.run_id), f"{step.index:02d}-{step.id}")
+        out_rel = store.step_folder(self.run_id, step.index, step.id)
         out_dir = os.path.join(self.data_dir, out_rel)
         sid = store.start_step(self.db, self.run_id, step.index, out_rel)
         self.progress(step.index, 0.0)
@@ -166,8 +180,15 @@ class Run:
                 state, error = self.failed_or_cancelled(str(exc))
                 store.finish_step(self.db, sid, state, error=error)
                 return state, error
-            metrics = [] if step.kind == "purge" else [derive.Metric(
-                "trim.seconds", detail["seconds"], "s", f"wall time of `{' '.join(detail['command'])}`")]
+            metrics = (
+                []
+                if step.kind == "purge"
+                else [
+                    derive.Metric(
+                        "trim.seconds", detail["seconds"], "s", f"wall time of `{' '.join(detail['command'])}`"
+                    )
+                ]
+            )
             store.finish_step(self.db, sid, "done", detail=detail, metrics=metrics)
             return "done", None
         detail = {"cool_down": quiet.cool_down(self.drive, self.idle_c, self.should_stop)}
@@ -184,21 +205,23 @@ class Run:
             self.progress(step.index, self.fraction(step, doc, started), iops, bw)
 
         outcome = fio.run(job_text, step.id, out_dir, self.drive["path"], tick, self.should_stop, self.cpus)
-        if outcome.state == "failed" and drives.capacity(self.drive["path"]) == 0:
+        if outcome.state == "failed" and discovery.capacity(self.drive["path"]) == 0:
             outcome.error = f"the drive {self.drive['path']} vanished during the step; fio said: {outcome.error}"
         metrics, series = [], []
         if outcome.doc is not None:
             try:
-                metrics, series = derive.step_results(step, out_dir, outcome.doc, outcome.state == "done",
-                                                      self.baseline(step))
+                metrics, series = derive.step_results(
+                    step, out_dir, outcome.doc, outcome.state == "done", self.baseline(step)
+                )
             except SsdbenchError as exc:
                 outcome.state, outcome.error = "failed", f"step {step.id}: {exc}"
         if outcome.state == "failed":
             outcome.state, outcome.error = self.failed_or_cancelled(outcome.error)
         # fio's files reach the disk before their step is recorded as done: a power cut cannot split them.
         durable.sync_folder(out_dir)
-        store.finish_step(self.db, sid, outcome.state, error=outcome.error, detail=detail, metrics=metrics,
-                          series=series)
+        store.finish_step(
+            self.db, sid, outcome.state, error=outcome.error, detail=detail, metrics=metrics, series=series
+        )
         return outcome.state, outcome.error
 
     def failed_or_cancelled(self, error):
@@ -211,10 +234,9 @@ class Run:
         key = step.spec.get("baseline") if step.kind == "sweep" else None
         return store.step_metric(self.db, self.run_id, key, "write.avg_mb_s") if key else None
 
-    def execute(self):
+    def walk_steps(self):
         if self.temp_source:
-            self.temp_series = store.add_series(self.db, self.run_id, None, "temperature", "°C",
-                                                self.temp_source, [])
+            self.temp_series = store.add_series(self.db, self.run_id, None, "temperature", "°C", self.temp_source, [])
         self.write_json("health-before.json", health.snapshot(self.drive))
         state, error = "done", None
         for step in self.steps:
@@ -256,14 +278,14 @@ def check_host():
 
 def prepare(suite, device, confirm, destroy_data=False, allow_usb=False):
     """The drive, checked as a target against the tester's confirmation, and the suite's plan on it."""
-    drive = drives.find(device, allow_usb=allow_usb)
+    drive = discovery.find(device, allow_usb=allow_usb)
     check_target(drive, confirm, destroy_data)
     if drive["transport"] == "nvme":
         tools.require("nvme")
     return drive, plan.compile_plan(suite, drive["capacity_bytes"])
 
 
-def execute(data_dir, suite, device, confirm, destroy_data=False, allow_usb=False, on_progress=None):
+def run_in_foreground(data_dir, suite, device, confirm, destroy_data=False, allow_usb=False, on_progress=None):
     """Run `suite` on `device`, in the foreground. Returns (run id, final state, error).
     SIGTERM and SIGINT cancel it, from the moment the lock is asked for."""
     check_host()
@@ -276,12 +298,12 @@ def execute(data_dir, suite, device, confirm, destroy_data=False, allow_usb=Fals
             if signals.received:
                 raise SsdbenchError("cancelled before the run started; nothing was written to the drive")
             run_id = store.create_run(db, store.upsert_drive(db, drive), suite, steps)
-            return (run_id, *perform(db, data_dir, lock, run_id, suite, drive, steps, signals, on_progress))
+            return (run_id, *run_under_lock(db, data_dir, lock, run_id, suite, drive, steps, signals, on_progress))
         finally:
             lock.release()
 
 
-def perform(db, data_dir, lock, run_id, suite, drive, steps, signals, on_progress=None):
+def run_under_lock(db, data_dir, lock, run_id, suite, drive, steps, signals, on_progress=None):
     """Execute a run that the store holds as running, under the held lock, with the caller's
     StopSignals installed: quiet the OS, record the environment, walk the steps. Returns (final state,
     error)."""
@@ -293,7 +315,7 @@ def perform(db, data_dir, lock, run_id, suite, drive, steps, signals, on_progres
         store.set_environment(db, run_id, env)
         run = Run(db, data_dir, run_id, drive, suite, steps, signals, on_progress, controls.cpus)
         run.write_json("environment.json", env)
-        return run.execute()
+        return run.walk_steps()
     finally:
         controls.release()
 

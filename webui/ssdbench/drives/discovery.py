@@ -9,12 +9,15 @@ import json
 import os
 import re
 
-from . import parse, sysfs, tools
-from .errors import SsdbenchError
+from ..errors import SsdbenchError
+from ..system import sysfs, tools
+from . import tool_output
 
 SYS = "/sys"
-LSBLK_COLUMNS = ("NAME,KNAME,PATH,TYPE,SIZE,MODEL,SERIAL,REV,TRAN,LOG-SEC,PHY-SEC,ROTA,DISC-MAX,"
-                 "MOUNTPOINTS,FSTYPE,PTTYPE,LABEL,HOTPLUG,RM,RO,PKNAME")
+LSBLK_COLUMNS = (
+    "NAME,KNAME,PATH,TYPE,SIZE,MODEL,SERIAL,REV,TRAN,LOG-SEC,PHY-SEC,ROTA,DISC-MAX,"
+    "MOUNTPOINTS,FSTYPE,PTTYPE,LABEL,HOTPLUG,RM,RO,PKNAME"
+)
 # Partition labels that mark the appliance's own stick (board/ssdbench/genimage.cfg).
 BOOT_LABELS = ("SSDBENCH", "SSDB-DATA")
 BOOT_DISK_FILE = "/run/ssdbench/boot-disk"
@@ -23,7 +26,7 @@ SATA_GEN = {"1.5": 1, "3.0": 2, "6.0": 3}
 
 
 def _lsblk(paths=()):
-    return parse.lsblk(tools.run(["lsblk", "-J", "-b", "-o", LSBLK_COLUMNS, *paths]))
+    return tool_output.lsblk(tools.run(["lsblk", "-J", "-b", "-o", LSBLK_COLUMNS, *paths]))
 
 
 def _mounts(node):
@@ -62,8 +65,10 @@ def _transport(node):
 
 def _hwmon_for(name):
     """hwmon temperature input whose device is this drive or its controller (nvme, drivetemp)."""
-    candidates = {os.path.realpath(f"{SYS}/class/block/{name}/device"),
-                  os.path.realpath(f"{SYS}/class/block/{name}/device/device")}
+    candidates = {
+        os.path.realpath(f"{SYS}/class/block/{name}/device"),
+        os.path.realpath(f"{SYS}/class/block/{name}/device/device"),
+    }
     for hwmon in sorted(glob.glob(f"{SYS}/class/hwmon/hwmon*")):
         if os.path.realpath(f"{hwmon}/device") in candidates and os.path.exists(f"{hwmon}/temp1_input"):
             return f"{hwmon}/temp1_input"
@@ -77,9 +82,14 @@ def _pcie_link(name):
         return None
     m = re.match(r"([\d.]+) GT/s", speed)
     gen = PCIE_GEN.get(m.group(1)) if m else None
-    return {"kind": "pcie", "speed": speed, "width": f"x{width}" if width else None,
-            "generation": f"PCIe Gen{gen}" if gen else None,
-            "max_speed": sysfs.read(f"{pci}/max_link_speed"), "max_width": sysfs.read(f"{pci}/max_link_width")}
+    return {
+        "kind": "pcie",
+        "speed": speed,
+        "width": f"x{width}" if width else None,
+        "generation": f"PCIe Gen{gen}" if gen else None,
+        "max_speed": sysfs.read(f"{pci}/max_link_speed"),
+        "max_width": sysfs.read(f"{pci}/max_link_width"),
+    }
 
 
 def _sata_link(name):
@@ -117,14 +127,18 @@ def _enrich_nvme(drive, notes):
         notes.append("nvme-cli is not installed: identity comes from sysfs only")
         return
     try:
-        ids = parse.nvme_id_ctrl(tools.run(["nvme", "id-ctrl", f"/dev/{ctrl}", "-o", "json"]))
+        ids = tool_output.nvme_id_ctrl(tools.run(["nvme", "id-ctrl", f"/dev/{ctrl}", "-o", "json"]))
     except SsdbenchError as exc:
         notes.append(str(exc))
         return
     drive.update({k: ids[k] or drive.get(k) for k in ("model", "serial", "firmware")})
-    drive["erase"] = {"format": ids["format_supported"], "sanitize": ids["sanitize_supported"],
-                      "sanitize_block_erase": ids["sanitize_block_erase"],
-                      "crypto_erase": ids["crypto_erase_supported"], "ata_security": None}
+    drive["erase"] = {
+        "format": ids["format_supported"],
+        "sanitize": ids["sanitize_supported"],
+        "sanitize_block_erase": ids["sanitize_block_erase"],
+        "crypto_erase": ids["crypto_erase_supported"],
+        "ata_security": None,
+    }
     drive["apst_supported"] = ids["apst_supported"]
     drive["warning_temp_c"] = ids["warning_temp_k"] - 273 if ids["warning_temp_k"] else None
     drive["trim_supported"] = ids["dataset_management"]
@@ -134,13 +148,17 @@ def _enrich_nvme(drive, notes):
 def _enrich_ata(drive, notes):
     if tools.which("smartctl"):
         try:
-            smart = parse.smartctl(tools.run(["smartctl", "-j", "-a", drive["path"]], ok=None))
+            smart = tool_output.smartctl(tools.run(["smartctl", "-j", "-a", drive["path"]], ok=None))
             for key in ("model", "serial", "firmware"):
                 drive[key] = drive.get(key) or smart[key]
             if drive["link"] is None or drive["link"].get("speed") is None and smart["link_current"]:
                 g = SATA_GEN.get((smart["link_current"] or "").split()[0] if smart["link_current"] else "")
-                drive["link"] = {"kind": "sata", "speed": smart["link_current"],
-                                 "generation": f"SATA Gen{g}" if g else None, "max": smart["link_max"]}
+                drive["link"] = {
+                    "kind": "sata",
+                    "speed": smart["link_current"],
+                    "generation": f"SATA Gen{g}" if g else None,
+                    "max": smart["link_max"],
+                }
             if smart["trim_supported"] is not None:
                 drive["trim_supported"] = smart["trim_supported"]
         except SsdbenchError as exc:
@@ -151,15 +169,25 @@ def _enrich_ata(drive, notes):
         notes.append("hdparm is not installed: ATA security state unknown")
         return
     try:
-        ident = parse.hdparm_identify(tools.run(["hdparm", "-I", drive["path"]]))
+        ident = tool_output.hdparm_identify(tools.run(["hdparm", "-I", drive["path"]]))
     except SsdbenchError as exc:
         notes.append(str(exc))
         return
-    security = ("not supported" if not ident["security_supported"] else
-                "frozen" if ident["security_frozen"] else
-                "enabled" if ident["security_enabled"] else "supported")
-    drive["erase"] = {"format": False, "sanitize": False, "ata_security": security,
-                      "ata_erase_minutes": ident["security_erase_minutes"]}
+    security = (
+        "not supported"
+        if not ident["security_supported"]
+        else "frozen"
+        if ident["security_frozen"]
+        else "enabled"
+        if ident["security_enabled"]
+        else "supported"
+    )
+    drive["erase"] = {
+        "format": False,
+        "sanitize": False,
+        "ata_security": security,
+        "ata_erase_minutes": ident["security_erase_minutes"],
+    }
     drive["trim_supported"] = ident["trim_supported"] or drive.get("trim_supported")
 
 
@@ -169,12 +197,16 @@ def describe(node, named=False, allow_usb=False, root_disks=(), boot_disk=None):
     notes = []
     transport = _transport(node)
     drive = {
-        "name": name, "path": node["path"], "transport": transport,
+        "name": name,
+        "path": node["path"],
+        "transport": transport,
         "model": (node.get("model") or "").strip() or None,
         "serial": (node.get("serial") or "").strip() or None,
         "firmware": (node.get("rev") or "").strip() or sysfs.read(f"{SYS}/class/block/{name}/device/firmware_rev"),
-        "capacity_bytes": node["size"], "logical_block_size": node["log-sec"],
-        "physical_block_size": node["phy-sec"], "rotational": node["rota"],
+        "capacity_bytes": node["size"],
+        "logical_block_size": node["log-sec"],
+        "physical_block_size": node["phy-sec"],
+        "rotational": node["rota"],
         "link": _pcie_link(name) if transport == "nvme" else _sata_link(name) if transport == "sata" else None,
         "trim_supported": bool(node.get("disc-max")),
         "erase": {"format": False, "sanitize": False, "ata_security": None},
@@ -226,11 +258,17 @@ def verdict(drive, node, named, allow_usb, root_disks, boot_disk):
         return no(f"not a SATA or NVMe drive (transport {transport})")
     existing = [f"partition {p}" for p in drive["partitions"]] + [f"{s} signature" for s in drive["signatures"]]
     if existing:
-        return {"eligible": True, "needs_wipe_confirmation": True,
-                "reason": f"holds data ({', '.join(existing)}): testing destroys it, so it needs --destroy-data"}
+        return {
+            "eligible": True,
+            "needs_wipe_confirmation": True,
+            "reason": f"holds data ({', '.join(existing)}): testing destroys it, so it needs --destroy-data",
+        }
     if transport == "loop":
-        return {"eligible": True, "needs_wipe_confirmation": False,
-                "reason": "loop device: a development target, results are not comparable with drives"}
+        return {
+            "eligible": True,
+            "needs_wipe_confirmation": False,
+            "reason": "loop device: a development target, results are not comparable with drives",
+        }
     return {"eligible": True, "needs_wipe_confirmation": False, "reason": f"empty {transport.upper()} drive"}
 
 

@@ -14,9 +14,12 @@ import struct
 import sys
 import time
 
-from . import __version__, access, drives, store
-from .human import clock, size
-from .errors import SsdbenchError
+from .. import __version__
+from ..drives import discovery
+from ..errors import SsdbenchError
+from ..human import clock, size
+from ..results import store
+from . import access
 
 WIDTH = 80
 SIOCGIFADDR = 0x8915
@@ -57,8 +60,10 @@ def drive_lines(found):
         return ["  no SATA, NVMe or USB drive found"]
     lines = []
     for d in found:
-        lines.append(f"  {d['name']:<8} {d['transport']:<5} {(d.get('model') or '-')[:26]:<26} "
-                     f"{(d.get('serial') or '-')[:20]:<20} {size(d['capacity_bytes']):>9}")
+        lines.append(
+            f"  {d['name']:<8} {d['transport']:<5} {(d.get('model') or '-')[:26]:<26} "
+            f"{(d.get('serial') or '-')[:20]:<20} {size(d['capacity_bytes']):>9}"
+        )
         verdict = "ELIGIBLE" if d["eligible"] else "not eligible"
         lines.append(f"           {verdict}: {d['reason']}")
     return lines
@@ -69,7 +74,7 @@ def run_lines(db):
     runs = store.list_runs(db)
     if not runs:
         return ["Run:    none yet"]
-    busy = [r for r in runs if r["state"] in ("queued", "running")]
+    busy = [r for r in runs if r["state"] in store.ACTIVE]
     run = busy[0] if busy else runs[-1]
     head = f"{'Run' if busy else 'Last run'} {run['id']}: {run['suite']} on {run['path']}: {run['state']}"
     progress = store.run_progress(db, run["id"])
@@ -77,8 +82,11 @@ def run_lines(db):
         return [head]
     index = min(progress["step_index"] or 0, progress["step_count"] - 1)
     step = progress["steps"][index]["key"] if index < len(progress["steps"]) else ""
-    lines = [head, f"  step {index + 1}/{progress['step_count']} {step}  "
-                   f"{progress['percent'] or 0:5.1f}%  ETA {clock(progress['eta_s'])}"]
+    lines = [
+        head,
+        f"  step {index + 1}/{progress['step_count']} {step}  "
+        f"{progress['percent'] or 0:5.1f}%  ETA {clock(progress['eta_s'])}",
+    ]
     rate = []
     if progress["cur_iops"] is not None:
         rate.append(f"{progress['cur_iops']:,.0f} IOPS  {(progress['cur_bw'] or 0) / 1e6:,.1f} MB/s")
@@ -98,8 +106,12 @@ def render(data_dir, port, drives_text, db):
     else:
         lines.append("Web UI: no network address yet (DHCP on every wired port)")
     busy = store.busy_run(db) is not None
-    lines += [f"PIN:    {access.pin(data_dir)}", f"Data:   {storage(data_dir)}", "",
-              "Drives (as found before the run):" if busy else "Drives:"]
+    lines += [
+        f"PIN:    {access.pin(data_dir)}",
+        f"Data:   {storage(data_dir)}",
+        "",
+        "Drives (as found before the run):" if busy else "Drives:",
+    ]
     lines += drives_text
     lines += [""] + run_lines(db)
     return [line[:WIDTH] for line in lines]
@@ -119,7 +131,7 @@ class Screen:
         stale = time.monotonic() - self.drives_at >= DRIVES_EVERY_S
         if self.drives_text is None or (stale and store.busy_run(self.db) is None):
             try:
-                self.drives_text = drive_lines(drives.discover())
+                self.drives_text = drive_lines(discovery.discover())
             except SsdbenchError as exc:
                 self.drives_text = [f"  cannot list the drives: {exc}"]
             self.drives_at = time.monotonic()

@@ -9,8 +9,9 @@ run time; here it only gets its estimate.
 import math
 from dataclasses import dataclass, field
 
-from . import __version__, suites, traces
-from .suites import parse_size
+from .. import __version__
+from ..suites import locked, trace_profiles
+from ..suites.locked import parse_size
 
 ALIGN = 1024 * 1024
 DUT_VAR = "SSDBENCH_DUT"
@@ -43,9 +44,14 @@ class PlanStep:
 
     def to_dict(self):
         return {
-            "index": self.index, "id": self.id, "kind": self.kind, "title": self.title,
-            "estimate_s": self.estimate_s, "span": {"offset": self.offset, "size": self.size},
-            "jobs": [{"name": n, **o} for n, o in self.jobs], "job_file": self.job_file,
+            "index": self.index,
+            "id": self.id,
+            "kind": self.kind,
+            "title": self.title,
+            "estimate_s": self.estimate_s,
+            "span": {"offset": self.offset, "size": self.size},
+            "jobs": [{"name": n, **o} for n, o in self.jobs],
+            "job_file": self.job_file,
         }
 
 
@@ -65,8 +71,14 @@ def span(spec, capacity):
 
 def fio_options(job, offset, size, logs=None):
     """The fio options of one job, in job-file order; `logs` names its per-second logs."""
-    opts = {"rw": job["rw"], "bs": job["bs"], "iodepth": job["iodepth"], "numjobs": job["numjobs"],
-            "offset": offset, "size": size}
+    opts = {
+        "rw": job["rw"],
+        "bs": job["bs"],
+        "iodepth": job["iodepth"],
+        "numjobs": job["numjobs"],
+        "offset": offset,
+        "size": size,
+    }
     if "rwmixread" in job:
         opts["rwmixread"] = job["rwmixread"]
     if "runtime" in job:
@@ -107,24 +119,35 @@ class Rates:
     def job_seconds(self, job, size):
         if "runtime" in job:
             return float(job["runtime"])
-        return size * job["numjobs"] / (self.read if suites.reads_only(job["rw"]) else self.write)
+        return size * job["numjobs"] / (self.read if locked.reads_only(job["rw"]) else self.write)
 
 
 def _fio(suite, i, step, capacity, rates):
     offset, size = span(step["span"], capacity)
     jobs = [(step["id"], fio_options(step, offset, size, logs=step["id"]))]
-    return PlanStep(i, step["id"], "fio", step["title"], rates.job_seconds(step, size), step, offset, size,
-                    job_file(suite, step, jobs), jobs)
+    return PlanStep(
+        i,
+        step["id"],
+        "fio",
+        step["title"],
+        rates.job_seconds(step, size),
+        step,
+        offset,
+        size,
+        job_file(suite, step, jobs),
+        jobs,
+    )
 
 
 def _matrix(suite, i, step, capacity, rates):
     jobs, estimate = [], 0.0
-    for name, job in suites.matrix_jobs(step):
+    for name, job in locked.matrix_jobs(step):
         offset, size = span(job["span"], capacity)
         jobs.append((name, {**fio_options(job, offset, size), "stonewall": 1}))
         estimate += rates.job_seconds(job, size)
-    return PlanStep(i, step["id"], "matrix", step["title"], estimate, step, 0, capacity,
-                    job_file(suite, step, jobs), jobs)
+    return PlanStep(
+        i, step["id"], "matrix", step["title"], estimate, step, 0, capacity, job_file(suite, step, jobs), jobs
+    )
 
 
 def zone_offsets(zones, zone_size, capacity):
@@ -141,8 +164,9 @@ def _sweep(suite, i, step, capacity, rates):
             job = {"rw": rw, "bs": step["bs"], "iodepth": 1, "numjobs": 1, "data": data}
             jobs.append((f"zone{k:03d}-{rw}", {**fio_options(job, offset, zone), "stonewall": 1}))
     estimate = step["zones"] * zone * (1 / rates.write + 1 / rates.read)
-    return PlanStep(i, step["id"], "sweep", step["title"], estimate, step, 0, capacity,
-                    job_file(suite, step, jobs), jobs)
+    return PlanStep(
+        i, step["id"], "sweep", step["title"], estimate, step, 0, capacity, job_file(suite, step, jobs), jobs
+    )
 
 
 def burst_blocks(part):
@@ -163,32 +187,68 @@ def _burst(suite, i, step, capacity, rates):
     estimate = fg_bytes / rates.read + fg["bursts"] * fg["idle_s"]
     # The background runs until the foreground's last burst ends (exitall); its runtime is only a bound.
     bound = int(10 * estimate) + 600
-    background = {"rw": "randwrite", "bs": bg["bs"], "iodepth": bg["iodepth"], "offset": offset, "size": size,
-                  "time_based": 1, "runtime": bound, "thinktime": _microseconds(bg["every_s"]),
-                  "thinktime_blocks": burst_blocks(bg), **DATA_OPTIONS["incompressible"],
-                  "write_iolog": "background.iolog", "write_lat_log": "background", **PER_IO_LOGS}
-    foreground = {"rw": "read", "bs": fg["bs"], "iodepth": fg["iodepth"], "offset": offset + size,
-                  "size": capacity - offset - size, "io_size": fg_bytes, "thinktime": _microseconds(fg["idle_s"]),
-                  "thinktime_blocks": fg_blocks, "write_iolog": "foreground.iolog",
-                  "write_lat_log": "foreground", **PER_IO_LOGS}
+    background = {
+        "rw": "randwrite",
+        "bs": bg["bs"],
+        "iodepth": bg["iodepth"],
+        "offset": offset,
+        "size": size,
+        "time_based": 1,
+        "runtime": bound,
+        "thinktime": _microseconds(bg["every_s"]),
+        "thinktime_blocks": burst_blocks(bg),
+        **DATA_OPTIONS["incompressible"],
+        "write_iolog": "background.iolog",
+        "write_lat_log": "background",
+        **PER_IO_LOGS,
+    }
+    foreground = {
+        "rw": "read",
+        "bs": fg["bs"],
+        "iodepth": fg["iodepth"],
+        "offset": offset + size,
+        "size": capacity - offset - size,
+        "io_size": fg_bytes,
+        "thinktime": _microseconds(fg["idle_s"]),
+        "thinktime_blocks": fg_blocks,
+        "write_iolog": "foreground.iolog",
+        "write_lat_log": "foreground",
+        **PER_IO_LOGS,
+    }
     jobs = [("background", background), ("foreground", foreground)]
-    return PlanStep(i, step["id"], "burst", step["title"], estimate, step, offset, size,
-                    job_file(suite, step, jobs, {"exitall": 1}), jobs)
+    return PlanStep(
+        i,
+        step["id"],
+        "burst",
+        step["title"],
+        estimate,
+        step,
+        offset,
+        size,
+        job_file(suite, step, jobs, {"exitall": 1}),
+        jobs,
+    )
 
 
 def _trace(suite, i, step, capacity, rates):
-    profile = traces.PROFILES[step["profile"]]
-    reads, writes = traces.scaled_bytes(profile, step["scale"])
-    return PlanStep(i, step["id"], "trace", step["title"], reads / rates.read + writes / rates.write, step,
-                    0, capacity)
+    profile = trace_profiles.PROFILES[step["profile"]]
+    reads, writes = trace_profiles.scaled_bytes(profile, step["scale"])
+    return PlanStep(i, step["id"], "trace", step["title"], reads / rates.read + writes / rates.write, step, 0, capacity)
 
 
 def _device_step(suite, i, step, capacity, rates):
     return PlanStep(i, step["id"], step["kind"], step["title"], rates.purge_s, step, 0, capacity)
 
 
-BUILDERS = {"purge": _device_step, "trim": _device_step, "fio": _fio, "matrix": _matrix, "sweep": _sweep,
-            "burst": _burst, "trace": _trace}
+BUILDERS = {
+    "purge": _device_step,
+    "trim": _device_step,
+    "fio": _fio,
+    "matrix": _matrix,
+    "sweep": _sweep,
+    "burst": _burst,
+    "trace": _trace,
+}
 
 
 PARAMS = ("rw", "bs", "iodepth", "numjobs", "span", "runtime", "data")
@@ -200,28 +260,75 @@ def declared_jobs(step):
     if kind == "fio":
         return [{"name": step["id"], **{k: step.get(k) for k in PARAMS}, "rwmixread": step.get("rwmixread")}]
     if kind == "matrix":
-        return [{"name": name, **{k: job.get(k) for k in PARAMS}, "rwmixread": job.get("rwmixread")}
-                for name, job in suites.matrix_jobs(step)]
+        return [
+            {"name": name, **{k: job.get(k) for k in PARAMS}, "rwmixread": job.get("rwmixread")}
+            for name, job in locked.matrix_jobs(step)
+        ]
     if kind == "sweep":
         zone = {"offset": f"each of {step['zones']} zones spread evenly over the drive", "size": step["zone_size"]}
-        return [{"name": f"zone-{rw}", "rw": rw, "bs": step["bs"], "iodepth": 1, "numjobs": 1, "span": zone,
-                 "runtime": None, "data": data} for rw, data in (("write", "incompressible"), ("read", "n/a"))]
+        return [
+            {
+                "name": f"zone-{rw}",
+                "rw": rw,
+                "bs": step["bs"],
+                "iodepth": 1,
+                "numjobs": 1,
+                "span": zone,
+                "runtime": None,
+                "data": data,
+            }
+            for rw, data in (("write", "incompressible"), ("read", "n/a"))
+        ]
     if kind == "burst":
         bg, fg = step["background"], step["foreground"]
         rest = {"offset": step["span"]["size"], "size": "the rest of the drive"}
-        return [{"name": "background", "rw": "randwrite", "bs": bg["bs"], "iodepth": bg["iodepth"], "numjobs": 1,
-                 "span": step["span"], "runtime": "until the last foreground burst ends", "data": "incompressible",
-                 "burst_bytes": int(bg["burst"]), "every_s": bg["every_s"]},
-                {"name": "foreground", "rw": "read", "bs": fg["bs"], "iodepth": fg["iodepth"], "numjobs": 1,
-                 "span": rest, "runtime": None, "data": "n/a", "burst_bytes": int(fg["burst"]),
-                 "bursts": fg["bursts"], "idle_s": fg["idle_s"]}]
+        return [
+            {
+                "name": "background",
+                "rw": "randwrite",
+                "bs": bg["bs"],
+                "iodepth": bg["iodepth"],
+                "numjobs": 1,
+                "span": step["span"],
+                "runtime": "until the last foreground burst ends",
+                "data": "incompressible",
+                "burst_bytes": int(bg["burst"]),
+                "every_s": bg["every_s"],
+            },
+            {
+                "name": "foreground",
+                "rw": "read",
+                "bs": fg["bs"],
+                "iodepth": fg["iodepth"],
+                "numjobs": 1,
+                "span": rest,
+                "runtime": None,
+                "data": "n/a",
+                "burst_bytes": int(fg["burst"]),
+                "bursts": fg["bursts"],
+                "idle_s": fg["idle_s"],
+            },
+        ]
     if kind == "trace":
-        profile = traces.PROFILES[step["profile"]]
-        return [{"name": "replay", "rw": "trace (read_iolog, replay_no_stall)", "bs": "as the trace",
-                 "iodepth": "as each segment of the trace", "numjobs": 1,
-                 "span": {"offset": "0", "size": "the trace's footprint, mapped onto the drive if larger"},
-                 "runtime": None, "data": "incompressible", "trace": {"profile": step["profile"],
-                 "label": profile["label"], "seed": step["seed"], "scale": step["scale"]}}]
+        profile = trace_profiles.PROFILES[step["profile"]]
+        return [
+            {
+                "name": "replay",
+                "rw": "trace (read_iolog, replay_no_stall)",
+                "bs": "as the trace",
+                "iodepth": "as each segment of the trace",
+                "numjobs": 1,
+                "span": {"offset": "0", "size": "the trace's footprint, mapped onto the drive if larger"},
+                "runtime": None,
+                "data": "incompressible",
+                "trace": {
+                    "profile": step["profile"],
+                    "label": profile["label"],
+                    "seed": step["seed"],
+                    "scale": step["scale"],
+                },
+            }
+        ]
     return []
 
 

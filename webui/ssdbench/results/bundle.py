@@ -26,8 +26,10 @@ import socket
 import zipfile
 import zlib
 
-from . import __version__, document, durable, offline_report, store
-from .errors import SsdbenchError
+from .. import __version__
+from ..errors import SsdbenchError
+from ..system import durable
+from . import document, offline_report, store
 
 FORMAT = "ssdbench-bundle"
 FORMAT_VERSION = 1
@@ -37,10 +39,12 @@ RESULT = "result.json"
 DAMAGED = (zipfile.BadZipFile, zlib.error, EOFError, OSError)
 # Fields of the run document that describe this machine's queue, not the result.
 LOCAL_FIELDS = ("pid", "cancel_requested", "request", "step_index", "eta_s", "cur_iops", "cur_bw", "progress_at")
-UNFINISHED = ("queued", "running")
 # The run folder's own files, and their names in a bundle; everything else in the folder goes under raw/.
-RUN_FILES = {"environment.json": "environment.json", "health-before.json": "drive/health-before.json",
-             "health-after.json": "drive/health-after.json"}
+RUN_FILES = {
+    "environment.json": "environment.json",
+    "health-before.json": "drive/health-before.json",
+    "health-after.json": "drive/health-after.json",
+}
 BLOCK = 1 << 20
 
 
@@ -55,7 +59,7 @@ def fat_safe(text, limit=40):
 
 def bundle_name(run):
     drive = run["drive"]
-    when = datetime.datetime.fromtimestamp(run["started_at"] or run["created_at"], datetime.timezone.utc)
+    when = datetime.datetime.fromtimestamp(run["started_at"] or run["created_at"], datetime.UTC)
     serial = drive.get("serial") or os.path.basename(drive.get("path") or "")
     parts = (drive.get("model"), serial, run["suite"], when.strftime("%Y%m%dT%H%M%SZ"))
     return "_".join(fat_safe(p) for p in parts) + ".zip"
@@ -88,7 +92,7 @@ def rerun_script(doc):
         "# Outputs go to rerun-<UTC time>/NN-step/ beside jobs/.",
         "set -eu",
         '[ $# -ge 1 ] || { echo "usage: sh $0 /dev/DEVICE [NN-step ...]" >&2; exit 2; }',
-        'dev=$1',
+        "dev=$1",
         "shift",
         'top=$(cd "$(dirname "$0")/.." && pwd)',
         'if [ "${SSDBENCH_CONFIRM:-}" != "$dev" ]; then',
@@ -98,7 +102,7 @@ def rerun_script(doc):
         "fi",
         'out="$top/rerun-$(date -u +%Y%m%dT%H%M%SZ)"',
         "wanted() {",
-        '\t[ $# -eq 0 ] && return 0',
+        "\t[ $# -eq 0 ] && return 0",
         '\tfor s in "$@"; do [ "$s" = "$step" ] && return 0; done',
         "\treturn 1",
         "}",
@@ -115,16 +119,20 @@ def rerun_script(doc):
         if step["job_file"]:
             lines.append(f'step={folder}; if wanted "$@"; then job; fi')
         else:
-            lines.append(f'step={folder}; if wanted "$@"; then echo "== $step: {step["kind"]}, not a fio job: skipped"; fi')
+            lines.append(
+                f'step={folder}; if wanted "$@"; then echo "== $step: {step["kind"]}, not a fio job: skipped"; fi'
+            )
     lines.append('echo "fio outputs: $out"')
     return ("\n".join(lines) + "\n").encode()
 
 
 def _raw_files(data_dir, doc):
     """(name in the bundle, path on disk) for the run folder's files."""
-    top = document.run_dir(data_dir, doc["id"])
-    return [(RUN_FILES.get(f["path"], "raw/" + f["path"].replace(os.sep, "/")), os.path.join(top, f["path"]))
-            for f in document.run_files(data_dir, doc["id"])]
+    top = store.run_dir(data_dir, doc["id"])
+    return [
+        (RUN_FILES.get(f["path"], "raw/" + f["path"].replace(os.sep, "/")), os.path.join(top, f["path"]))
+        for f in store.run_files(data_dir, doc["id"])
+    ]
 
 
 def members(db, data_dir, run_id):
@@ -132,25 +140,39 @@ def members(db, data_dir, run_id):
     doc = document.run_document(db, run_id)
     if doc is None:
         raise SsdbenchError(f"no run {run_id}")
-    if doc["state"] in UNFINISHED:
+    if doc["state"] in store.ACTIVE:
         raise SsdbenchError(f"run {run_id} is {doc['state']}: bundle it when it has ended")
     for key in LOCAL_FIELDS:
         doc.pop(key, None)
-    out = [(RESULT, _json(doc)), ("drive/identity.json", _json(doc["drive"])),
-           ("report.html", offline_report.render(doc)), ("jobs/rerun.sh", rerun_script(doc)),
-           ("README.txt", (__doc__.split("\n\n")[1] + "\n").encode())]
+    out = [
+        (RESULT, _json(doc)),
+        ("drive/identity.json", _json(doc["drive"])),
+        ("report.html", offline_report.render(doc)),
+        ("jobs/rerun.sh", rerun_script(doc)),
+        ("README.txt", (__doc__.split("\n\n")[1] + "\n").encode()),
+    ]
     folders = {s["id"]: step_folder(s) for s in doc["steps"]}
     for step in doc["steps"]:
         if step["job_file"]:
             out.append((f"jobs/{folders[step['id']]}.fio", step["job_file"].encode()))
         if step["metrics"]:
-            out.append((f"metrics/{folders[step['id']]}.csv", _csv(
-                ("metric", "value", "unit", "source"),
-                ((m["name"], repr(m["value"]), m["unit"], m["source"]) for m in step["metrics"]))))
+            out.append(
+                (
+                    f"metrics/{folders[step['id']]}.csv",
+                    _csv(
+                        ("metric", "value", "unit", "source"),
+                        ((m["name"], repr(m["value"]), m["unit"], m["source"]) for m in step["metrics"]),
+                    ),
+                )
+            )
     for s in doc["series"]:
         folder = folders.get(s["step_id"], "run")
-        out.append((f"series/{folder}/{fat_safe(s['name'], 80)}.csv", _csv(
-            (f"x ({s['x_unit']})", f"{s['name']} ({s['unit']})"), zip(s["x"], map(repr, s["y"])))))
+        out.append(
+            (
+                f"series/{folder}/{fat_safe(s['name'], 80)}.csv",
+                _csv((f"x ({s['x_unit']})", f"{s['name']} ({s['unit']})"), zip(s["x"], map(repr, s["y"]))),
+            )
+        )
     return out + _raw_files(data_dir, doc), doc
 
 
@@ -180,8 +202,10 @@ def write(db, data_dir, run_id, out_dir):
     files, doc = members(db, data_dir, run_id)
     # The manifest goes in last, so that each file is read once: hashed as it is added.
     manifest = {
-        "format": FORMAT, "format_version": FORMAT_VERSION, "ssdbench_version": __version__,
-        "created_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "ssdbench_version": __version__,
+        "created_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "suite": {"name": doc["suite"], "sha256": doc["suite_hash"], "standard": bool(doc["standard"])},
         "run": {"id": doc["id"], "state": doc["state"], "origin": doc["origin"], "host": socket.gethostname()},
         "drive": {k: doc["drive"].get(k) for k in ("model", "serial", "firmware", "capacity_bytes", "transport")},
@@ -202,8 +226,10 @@ def write(db, data_dir, run_id, out_dir):
             os.unlink(tmp)
         except OSError:
             pass
-        raise SsdbenchError(f"could not write {os.path.basename(final)} in {out_dir}: "
-                            f"{exc.strerror or exc}; nothing was left under that name") from exc
+        raise SsdbenchError(
+            f"could not write {os.path.basename(final)} in {out_dir}: "
+            f"{exc.strerror or exc}; nothing was left under that name"
+        ) from exc
     return final
 
 
@@ -230,8 +256,10 @@ def verify(path):
         except (ValueError, KeyError, TypeError, *DAMAGED) as exc:
             raise BundleError(f"{path}: {MANIFEST} is damaged ({exc})") from exc
         if manifest.get("format") != FORMAT or manifest.get("format_version") != FORMAT_VERSION:
-            problems.append(f"{MANIFEST}: format {manifest.get('format')} {manifest.get('format_version')}, "
-                            f"this ssdbench reads {FORMAT} {FORMAT_VERSION}")
+            problems.append(
+                f"{MANIFEST}: format {manifest.get('format')} {manifest.get('format_version')}, "
+                f"this ssdbench reads {FORMAT} {FORMAT_VERSION}"
+            )
         present = set(names) - {MANIFEST}
         problems += [f"{n}: listed in the manifest but missing" for n in sorted(set(listed) - present)]
         problems += [f"{n}: not listed in the manifest (added)" for n in sorted(present - set(listed))]
@@ -254,7 +282,9 @@ def origin(manifest):
     run = manifest["run"]
     if run.get("origin", "local") != "local":
         return run["origin"]  # a run already imported once keeps its first origin
-    return f"imported: run {run['id']} on {run.get('host') or 'an unnamed host'}, result {manifest['files'][RESULT][:16]}"
+    return (
+        f"imported: run {run['id']} on {run.get('host') or 'an unnamed host'}, result {manifest['files'][RESULT][:16]}"
+    )
 
 
 def import_bundle(db, data_dir, path):
@@ -263,9 +293,9 @@ def import_bundle(db, data_dir, path):
     manifest = verify(path)
     with zipfile.ZipFile(path) as zf:
         doc = json.loads(zf.read(RESULT))
-        if doc.get("state") in UNFINISHED:
+        if doc.get("state") in store.ACTIVE:
             raise BundleError(f"{path}: the run in it is {doc['state']}, not a result")
-        staging = os.path.join(data_dir, "runs", ".import")
+        staging = os.path.join(data_dir, store.RUNS_DIR, ".import")
         shutil.rmtree(staging, ignore_errors=True)
         os.makedirs(staging)
         try:
@@ -273,7 +303,7 @@ def import_bundle(db, data_dir, path):
             for name in zf.namelist():
                 target = own.get(name)
                 if target is None and name.startswith("raw/"):
-                    target = name[len("raw/"):]
+                    target = name[len("raw/") :]
                 if target:
                     os.makedirs(os.path.dirname(os.path.join(staging, target)), exist_ok=True)
                     with zf.open(name) as src, open(os.path.join(staging, target), "wb") as dst:
@@ -282,5 +312,5 @@ def import_bundle(db, data_dir, path):
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
-    os.replace(staging, document.run_dir(data_dir, run_id))
+    os.replace(staging, store.run_dir(data_dir, run_id))
     return run_id

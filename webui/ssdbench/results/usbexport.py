@@ -12,9 +12,11 @@ import stat
 import subprocess
 from contextlib import contextmanager
 
-from . import bundle, drives, durable, parse, store, tools
-from .errors import SsdbenchError
-from .human import size
+from ..drives import discovery, tool_output
+from ..errors import SsdbenchError
+from ..human import size
+from ..system import durable, tools
+from . import bundle, store
 
 RESULTS_DIR = "ssdbench-results"
 MOUNT_ROOT = "/run/ssdbench/export"
@@ -22,7 +24,6 @@ FILE_SYSTEMS = ("vfat", "exfat")
 # Used when the running kernel has no driver for the stick's file system (a host with a trimmed kernel).
 FUSE_DRIVERS = {"exfat": "exfat-fuse"}
 COLUMNS = "NAME,PATH,TYPE,TRAN,SIZE,MOUNTPOINTS,MODEL,SERIAL,PKNAME"
-ENDED = ("done", "failed", "cancelled", "interrupted")
 
 
 def sticks(named=()):
@@ -31,12 +32,12 @@ def sticks(named=()):
     for path in named:
         if not (os.path.exists(path) and stat.S_ISBLK(os.stat(path).st_mode)):
             raise SsdbenchError(f"{path} is not a block device: name the stick's partition, e.g. /dev/sdb1")
-    boot = drives.boot_disk()
+    boot = discovery.boot_disk()
     found = {}
     for paths, only_usb in (((), True), (tuple(named), False)):
         if not paths and not only_usb:
             continue
-        for disk in parse.lsblk(tools.run(["lsblk", "-J", "-b", "-o", COLUMNS, *paths])):
+        for disk in tool_output.lsblk(tools.run(["lsblk", "-J", "-b", "-o", COLUMNS, *paths])):
             if only_usb and disk.get("tran") != "usb":
                 continue
             name = disk.get("pkname") or disk["name"]  # a partition named on its own knows its disk
@@ -44,11 +45,15 @@ def sticks(named=()):
                 probe = file_system(node["path"])
                 if probe.get("TYPE") in FILE_SYSTEMS:
                     found[node["path"]] = {
-                        "device": node["path"], "disk": name, "fstype": probe["TYPE"],
-                        "label": probe.get("LABEL"), "size": node.get("size"), "model": disk.get("model"),
+                        "device": node["path"],
+                        "disk": name,
+                        "fstype": probe["TYPE"],
+                        "label": probe.get("LABEL"),
+                        "size": node.get("size"),
+                        "model": disk.get("model"),
                         "serial": disk.get("serial"),
                         "mountpoint": next((m for m in node.get("mountpoints") or [] if m), None),
-                        "boot": name == boot or probe.get("LABEL") in drives.BOOT_LABELS,
+                        "boot": name == boot or probe.get("LABEL") in discovery.BOOT_LABELS,
                     }
     return list(found.values())
 
@@ -56,7 +61,7 @@ def sticks(named=()):
 def file_system(path):
     """The file system on a device, probed from the device itself: lsblk's FSTYPE needs udev, which the
     appliance does not run."""
-    return parse.blkid(tools.run(["blkid", "-p", "-o", "export", path], ok=(0, 2)))
+    return tool_output.blkid(tools.run(["blkid", "-p", "-o", "export", path], ok=(0, 2)))
 
 
 def choose(found, device=None):
@@ -70,8 +75,7 @@ def choose(found, device=None):
         raise SsdbenchError(f"{device} holds no FAT32 or exFAT file system (ssdbench never formats a stick)")
     others = [s for s in found if not s["boot"]]
     if len(others) > 1:
-        raise SsdbenchError("several USB sticks: choose one (--to DEVICE): "
-                            + ", ".join(s["device"] for s in others))
+        raise SsdbenchError("several USB sticks: choose one (--to DEVICE): " + ", ".join(s["device"] for s in others))
     if others or found:
         return (others or found)[0]
     raise SsdbenchError("no USB stick with a FAT32 or exFAT file system was found")
@@ -109,8 +113,7 @@ def mounted(stick):
     finally:
         proc = subprocess.run(["umount", point], capture_output=True, text=True)
         if proc.returncode != 0:
-            raise SsdbenchError(f"could not unmount {stick['device']} ({proc.stderr.strip()}): "
-                                "do not pull it out yet")
+            raise SsdbenchError(f"could not unmount {stick['device']} ({proc.stderr.strip()}): do not pull it out yet")
         os.rmdir(point)
 
 
@@ -145,7 +148,7 @@ def _already_there(path):
 
 
 def ended_runs(db):
-    return [r["id"] for r in store.list_runs(db) if r["state"] in ENDED]
+    return [r["id"] for r in store.list_runs(db) if r["state"] in store.ENDED]
 
 
 def export(db, data_dir, run_ids, stick, on_progress=None):
@@ -164,22 +167,37 @@ def export(db, data_dir, run_ids, stick, on_progress=None):
                 raise SsdbenchError(f"no run {run_id}")
             final = os.path.join(folder, bundle.bundle_name(run))
             if _already_there(final):
-                out.append({"run": run_id, "file": f"{RESULTS_DIR}/{os.path.basename(final)}",
-                            "bytes": os.path.getsize(final), "state": "already on the stick"})
+                out.append(
+                    {
+                        "run": run_id,
+                        "file": f"{RESULTS_DIR}/{os.path.basename(final)}",
+                        "bytes": os.path.getsize(final),
+                        "state": "already on the stick",
+                    }
+                )
                 continue
             if on_progress:
                 on_progress(run_id, final)
             try:
                 path = bundle.write(db, data_dir, run_id, folder)
             except SsdbenchError as exc:
-                raise SsdbenchError(f"export to {stick['device']} failed: {exc} "
-                                    f"({size(shutil.disk_usage(folder).free)} free there)") from exc
+                raise SsdbenchError(
+                    f"export to {stick['device']} failed: {exc} ({size(shutil.disk_usage(folder).free)} free there)"
+                ) from exc
             try:
                 _read_back(path)
             except bundle.BundleError as exc:
                 os.unlink(path)
-                raise SsdbenchError(f"{stick['device']}: the bundle read back differs, so it was removed: {exc}") from exc
-            out.append({"run": run_id, "file": f"{RESULTS_DIR}/{os.path.basename(path)}",
-                        "bytes": os.path.getsize(path), "state": "written and verified"})
+                raise SsdbenchError(
+                    f"{stick['device']}: the bundle read back differs, so it was removed: {exc}"
+                ) from exc
+            out.append(
+                {
+                    "run": run_id,
+                    "file": f"{RESULTS_DIR}/{os.path.basename(path)}",
+                    "bytes": os.path.getsize(path),
+                    "state": "written and verified",
+                }
+            )
         durable.sync_dir(folder)
     return out

@@ -11,10 +11,10 @@ import re
 import statistics
 from collections import defaultdict, deque
 
-from . import parse, playback, steady
-from .errors import SsdbenchError
-from .parse import Metric
-from .suites import job_label, parse_size, reads_only
+from ..errors import SsdbenchError
+from ..suites.locked import job_label, parse_size, reads_only
+from . import fio_output, playback, steady
+from .fio_output import Metric
 
 # fio log names: <prefix>_<kind>.<job>.log; kind "clat_hist" holds histograms and is kept raw.
 LOG_RE = re.compile(r"_(iops|bw|lat|clat|slat)\.(\d+)\.log$")
@@ -30,9 +30,9 @@ def per_second_series(out_dir):
             continue
         kind, job = m.group(1), int(m.group(2))
         with open(path) as f:
-            samples = parse.fio_log(f.read())
+            samples = fio_output.fio_log(f.read())
         for direction in sorted({s.direction for s in samples}):
-            name = f"{parse.DIRECTIONS[direction]}.{kind}" + (f".job{job}" if job > 1 else "")
+            name = f"{fio_output.DIRECTIONS[direction]}.{kind}" + (f".job{job}" if job > 1 else "")
             points = [(s.t_ms, s.value) for s in samples if s.direction == direction]
             series.append((name, LOG_UNITS[kind], f"{os.path.basename(path)}:direction={direction}", points))
     return series
@@ -48,15 +48,29 @@ def steady_state(points, from_s, round_s, name):
     metrics = [
         Metric("steady.avg_iops", statistics.fmean(tail), "IOPS", f"mean of {source} for t >= {from_s} s"),
         Metric("steady.min_iops", min(tail), "IOPS", f"minimum of {source} for t >= {from_s} s"),
-        Metric("steady.stddev_iops", statistics.pstdev(tail), "IOPS", f"population standard deviation of {source} "
-               f"for t >= {from_s} s"),
-        Metric("steady.reached", float(found.reached), "yes/no",
-               f"SNIA PTS rule on {round_s} s rounds of {source}: window of {steady.WINDOW} rounds, range "
-               f"<= {steady.MAX_RANGE:.0%} and slope excursion <= {steady.MAX_SLOPE_EXCURSION:.0%} of the average"),
+        Metric(
+            "steady.stddev_iops",
+            statistics.pstdev(tail),
+            "IOPS",
+            f"population standard deviation of {source} for t >= {from_s} s",
+        ),
+        Metric(
+            "steady.reached",
+            float(found.reached),
+            "yes/no",
+            f"SNIA PTS rule on {round_s} s rounds of {source}: window of {steady.WINDOW} rounds, range "
+            f"<= {steady.MAX_RANGE:.0%} and slope excursion <= {steady.MAX_SLOPE_EXCURSION:.0%} of the average",
+        ),
     ]
     if found.reached:
-        metrics.append(Metric("steady.reached_s", float(found.t_s), "s",
-                              f"end of round {found.round} of {round_s} s, the first steady window's last"))
+        metrics.append(
+            Metric(
+                "steady.reached_s",
+                float(found.t_s),
+                "s",
+                f"end of round {found.round} of {round_s} s, the first steady window's last",
+            )
+        )
     return metrics
 
 
@@ -79,8 +93,10 @@ def matrix_curves(doc, step_spec, jobs):
         value, pointer = job_mb_s(doc, index[name], direction)
         curves[key].append((parse_size(opts[axis]), value, pointer))
     unit = "bytes" if axis == "bs" else axis
-    return [(f"{key}.mb_s", "MB/s", "fio.json " + ", ".join(p for _, _, p in pts), [(x, v) for x, v, _ in pts],
-             unit) for key, pts in curves.items()]
+    return [
+        (f"{key}.mb_s", "MB/s", "fio.json " + ", ".join(p for _, _, p in pts), [(x, v) for x, v, _ in pts], unit)
+        for key, pts in curves.items()
+    ]
 
 
 def sweep(doc, jobs, baseline_avg=None):
@@ -88,7 +104,7 @@ def sweep(doc, jobs, baseline_avg=None):
     metrics, series = [], []
     for direction in ("write", "read"):
         points, pointers = [], []
-        for i, (name, opts) in enumerate(jobs):
+        for i, (_name, opts) in enumerate(jobs):
             if opts["rw"] == direction:
                 value, pointer = job_mb_s(doc, i, direction)
                 points.append((opts["offset"], value))
@@ -96,14 +112,22 @@ def sweep(doc, jobs, baseline_avg=None):
         values = [v for _, v in points]
         source = f"fio.json {pointers[0]} ... {pointers[-1]}, one job per zone"
         series.append((f"{direction}.mb_s", "MB/s", source, points, "offset"))
-        metrics += [Metric(f"{direction}.avg_mb_s", statistics.fmean(values), "MB/s", f"mean over {len(values)} zones of "
-                           + source),
-                    Metric(f"{direction}.min_mb_s", min(values), "MB/s", f"minimum over zones of {source}")]
+        metrics += [
+            Metric(
+                f"{direction}.avg_mb_s", statistics.fmean(values), "MB/s", f"mean over {len(values)} zones of " + source
+            ),
+            Metric(f"{direction}.min_mb_s", min(values), "MB/s", f"minimum over zones of {source}"),
+        ]
     if baseline_avg:
         avg = metrics[0].value
-        metrics.append(Metric("recovered_percent", 100 * avg / baseline_avg, "%",
-                              f"write.avg_mb_s of this sweep / write.avg_mb_s of the clean sweep "
-                              f"({baseline_avg} MB/s) x 100"))
+        metrics.append(
+            Metric(
+                "recovered_percent",
+                100 * avg / baseline_avg,
+                "%",
+                f"write.avg_mb_s of this sweep / write.avg_mb_s of the clean sweep ({baseline_avg} MB/s) x 100",
+            )
+        )
     return metrics, series
 
 
@@ -114,14 +138,14 @@ def io_intervals(out_dir, prefix):
     latency from its per-IO lat log (ns). IOs are matched by direction and offset, in order.
     """
     with open(os.path.join(out_dir, f"{prefix}.iolog")) as f:
-        issues = parse.fio_iolog(f.read())
+        issues = fio_output.fio_iolog(f.read())
     log_name, completions = per_io_log(out_dir, prefix)
     pending = defaultdict(deque)
     for io in issues:
         pending[(io.op, io.offset)].append(io.t_us)
     intervals = []
     for c in completions:
-        op = parse.DIRECTIONS[c.direction]
+        op = fio_output.DIRECTIONS[c.direction]
         queue = pending.get((op, c.offset))
         if not queue:
             raise SsdbenchError(f"{log_name}: a {op} at offset {c.offset} that {prefix}.iolog never issued")
@@ -136,7 +160,7 @@ def per_io_log(out_dir, prefix):
     if len(logs) != 1:
         raise SsdbenchError(f"expected one per-IO latency log for {prefix}, found {len(logs)}")
     with open(logs[0]) as f:
-        return os.path.basename(logs[0]), parse.fio_log(f.read())
+        return os.path.basename(logs[0]), fio_output.fio_log(f.read())
 
 
 def replayed_intervals(out_dir, name, qd):
@@ -165,7 +189,7 @@ def replayed_intervals(out_dir, name, qd):
         issue(0.0)
     intervals = []
     for c in completions:
-        key = (parse.DIRECTIONS[c.direction], c.offset)
+        key = (fio_output.DIRECTIONS[c.direction], c.offset)
         if not outstanding[key]:
             raise SsdbenchError(f"{log_name}: a completion at offset {c.offset} that the replay never issued")
         pos = outstanding[key].popleft()
@@ -201,13 +225,22 @@ def busy_time(intervals_by_job):
             nbytes += sum(b for _, _, op, b in intervals if kind in ("all", op))
             ios += len(chosen)
         source = "fio write_iolog issue times (µs) + per-IO lat logs (ns)"
-        metrics += [Metric(f"{kind}.busy_s", busy, "s", f"union of the {kind} IOs' [issue, completion] intervals "
-                           f"from {source}"),
-                    Metric(f"{kind}.bytes", float(nbytes), "B", f"sum of the {kind} IOs' sizes in the lat logs"),
-                    Metric(f"{kind}.ios", float(ios), "IOs", f"count of the {kind} IOs in the lat logs")]
+        metrics += [
+            Metric(
+                f"{kind}.busy_s", busy, "s", f"union of the {kind} IOs' [issue, completion] intervals from {source}"
+            ),
+            Metric(f"{kind}.bytes", float(nbytes), "B", f"sum of the {kind} IOs' sizes in the lat logs"),
+            Metric(f"{kind}.ios", float(ios), "IOs", f"count of the {kind} IOs in the lat logs"),
+        ]
         if busy > 0:
-            metrics.append(Metric(f"{kind}.mb_s", nbytes / busy / 1e6, "MB/s",
-                                  f"{kind}.bytes / {kind}.busy_s / 1e6 (idle time left out)"))
+            metrics.append(
+                Metric(
+                    f"{kind}.mb_s",
+                    nbytes / busy / 1e6,
+                    "MB/s",
+                    f"{kind}.bytes / {kind}.busy_s / 1e6 (idle time left out)",
+                )
+            )
     return metrics
 
 
@@ -234,11 +267,21 @@ def burst_metrics(out_dir, spec):
         seconds = sum(e - s for s, e, _ in windows) / 1e6
         nbytes = sum(b for _, _, b in windows)
         source = f"{part}.iolog issue times + {part}_lat log, bursts split at pauses of {gap} s or more"
-        metrics += [Metric(f"burst.{direction}.mb_s", nbytes / seconds / 1e6, "MB/s",
-                           f"bytes / time inside the {len(windows)} bursts (idle left out), from {source}"),
-                    Metric(f"burst.{direction}.service_s", seconds, "s",
-                           f"sum of the {len(windows)} bursts' [first issue, last completion], from {source}"),
-                    Metric(f"burst.{direction}.bursts", float(len(windows)), "bursts", source)]
+        metrics += [
+            Metric(
+                f"burst.{direction}.mb_s",
+                nbytes / seconds / 1e6,
+                "MB/s",
+                f"bytes / time inside the {len(windows)} bursts (idle left out), from {source}",
+            ),
+            Metric(
+                f"burst.{direction}.service_s",
+                seconds,
+                "s",
+                f"sum of the {len(windows)} bursts' [first issue, last completion], from {source}",
+            ),
+            Metric(f"burst.{direction}.bursts", float(len(windows)), "bursts", source),
+        ]
     return metrics
 
 
@@ -253,7 +296,7 @@ def io_totals(doc):
 
 
 def _fio(step, out_dir, doc, complete, baseline):
-    metrics, series = parse.fio_metrics(doc), per_second_series(out_dir)
+    metrics, series = fio_output.fio_metrics(doc), per_second_series(out_dir)
     if complete and "steady" in step.spec:
         name = "read.iops" if reads_only(step.spec["rw"]) else "write.iops"
         points = next(p for n, _, _, p in series if n == name)
@@ -262,7 +305,7 @@ def _fio(step, out_dir, doc, complete, baseline):
 
 
 def _matrix(step, out_dir, doc, complete, baseline):
-    return parse.fio_metrics(doc), matrix_curves(doc, step.spec, step.jobs) if complete else []
+    return fio_output.fio_metrics(doc), matrix_curves(doc, step.spec, step.jobs) if complete else []
 
 
 def _sweep(step, out_dir, doc, complete, baseline):
@@ -276,7 +319,7 @@ def _trace(step, out_dir, doc, complete, baseline):
 
 
 def _burst(step, out_dir, doc, complete, baseline):
-    return parse.fio_metrics(doc) + (burst_metrics(out_dir, step.spec) if complete else []), []
+    return fio_output.fio_metrics(doc) + (burst_metrics(out_dir, step.spec) if complete else []), []
 
 
 RESULTS = {"fio": _fio, "matrix": _matrix, "sweep": _sweep, "trace": _trace, "burst": _burst}

@@ -2,8 +2,9 @@
 
 import json
 
-from . import parse, tools
-from .errors import SsdbenchError
+from ..errors import SsdbenchError
+from ..system import tools
+from . import tool_output
 
 
 def read_temperature(source):
@@ -17,11 +18,13 @@ def read_temperature(source):
             with open(target) as f:
                 return int(f.read().strip()) / 1000.0
         if kind == "nvme-smart-log":
-            return parse.nvme_smart_log(tools.run(["nvme", "smart-log", target, "-o", "json"], timeout=5))[
-                "temperature_c"]
+            return tool_output.nvme_smart_log(tools.run(["nvme", "smart-log", target, "-o", "json"], timeout=5))[
+                "temperature_c"
+            ]
         if kind == "smartctl":
-            return parse.smartctl(tools.run(["smartctl", "-j", "-A", target], timeout=5, ok=None))[
-                "temperature_c"]
+            return tool_output.smartctl(tools.run(["smartctl", "-j", "-A", target], timeout=5, ok=None))[
+                "temperature_c"
+            ]
     except (OSError, ValueError, SsdbenchError):
         return None
     return None
@@ -32,16 +35,21 @@ def snapshot(drive):
     try:
         if drive["transport"] == "nvme":
             text = tools.run(["nvme", "smart-log", drive.get("controller", drive["path"]), "-o", "json"], timeout=30)
-            return {"tool": "nvme smart-log", "log": json.loads(text),
-                    "host_bytes_written": parse.nvme_smart_log(text)["host_bytes_written"]}
+            return {
+                "tool": "nvme smart-log",
+                "log": json.loads(text),
+                "host_bytes_written": tool_output.nvme_smart_log(text)["host_bytes_written"],
+            }
         if drive["transport"] in ("sata", "usb"):
             text = tools.run(["smartctl", "-j", "-x", drive["path"]], timeout=60, ok=None)
-            return {"tool": "smartctl -x", "log": json.loads(text),
-                    "host_bytes_written": parse.smartctl(text)["host_bytes_written"]}
+            return {
+                "tool": "smartctl -x",
+                "log": json.loads(text),
+                "host_bytes_written": tool_output.smartctl(text)["host_bytes_written"],
+            }
     except (SsdbenchError, ValueError) as exc:
         return {"tool": None, "unavailable": str(exc)}
     return {"tool": None, "unavailable": f"a {drive['transport']} device has no health log"}
-
 
 
 def written_between(before, after):

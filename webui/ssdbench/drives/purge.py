@@ -9,8 +9,9 @@ method tried is recorded with why it was not used, so the result says what happe
 import json
 import time
 
-from . import parse, tools
-from .errors import SsdbenchError
+from ..errors import SsdbenchError
+from ..system import tools
+from . import tool_output
 
 PURGE_TIMEOUT_S = 6 * 3600
 SANITIZE_POLL_S = 5
@@ -49,12 +50,14 @@ def _nvme_sanitize(drive):
 
 
 def _ata_security_erase(drive):
-    ident = parse.hdparm_identify(tools.run(["hdparm", "-I", drive["path"]], timeout=30))
+    ident = tool_output.hdparm_identify(tools.run(["hdparm", "-I", drive["path"]], timeout=30))
     if not ident["security_supported"]:
         return None, "the drive does not support the ATA security feature set"
     if ident["security_frozen"]:
-        return None, ("the drive is frozen (the BIOS froze its security state at boot); "
-                      "suspend and resume the testbed, or hot-plug the drive, to unfreeze it")
+        return None, (
+            "the drive is frozen (the BIOS froze its security state at boot); "
+            "suspend and resume the testbed, or hot-plug the drive, to unfreeze it"
+        )
     if ident["security_enabled"]:
         return None, "a user password is already set on the drive; ssdbench will not guess or override it"
     minutes = ident["security_erase_minutes"] or 60
@@ -79,11 +82,12 @@ def _zero_fill(drive):
 
 
 METHODS = {
-    "nvme": [("NVMe Format NVM, user data erase", _nvme_format),
-             ("NVMe Sanitize, block erase", _nvme_sanitize),
-             ("NVMe deallocate (whole namespace)", _discard)],
-    "sata": [("ATA Security Erase", _ata_security_erase),
-             ("ATA TRIM (whole device)", _discard)],
+    "nvme": [
+        ("NVMe Format NVM, user data erase", _nvme_format),
+        ("NVMe Sanitize, block erase", _nvme_sanitize),
+        ("NVMe deallocate (whole namespace)", _discard),
+    ],
+    "sata": [("ATA Security Erase", _ata_security_erase), ("ATA TRIM (whole device)", _discard)],
 }
 OTHER = [("discard (whole device)", _discard), ("zero-fill (the device cannot discard)", _zero_fill)]
 

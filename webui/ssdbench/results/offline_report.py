@@ -5,10 +5,10 @@ import html
 import json
 import os
 
-from .errors import SsdbenchError
-from .human import when
+from ..errors import SsdbenchError
+from ..human import when
 
-STATIC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "static")
+STATIC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "static")
 ASSETS = {"css": ("vendor/uPlot.min.css", "style.css"), "js": ("vendor/uPlot.iife.min.js", "report.js")}
 
 
@@ -28,8 +28,11 @@ def _script_safe(text):
 def render(doc):
     drive, e = doc["drive"], html.escape
     rows = [
-        ("Drive", f"{drive.get('model') or '–'} · serial {drive.get('serial') or '–'} · firmware "
-                  f"{drive.get('firmware') or '–'}"),
+        (
+            "Drive",
+            f"{drive.get('model') or '–'} · serial {drive.get('serial') or '–'} · firmware "
+            f"{drive.get('firmware') or '–'}",
+        ),
         ("Device", f"{drive.get('path')} ({drive.get('transport')}, {drive.get('capacity_bytes')} bytes)"),
         ("Suite", f"{doc['suite']}, sha256 {doc['suite_hash']}" + ("" if doc["standard"] else " (non-standard)")),
         ("Times (UTC)", f"started {when(doc['started_at'])}, ended {when(doc['finished_at'])}"),
@@ -42,10 +45,11 @@ def render(doc):
     page = f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>ssdbench run {doc['id']}: {e(doc['suite'])} on {e(drive.get('model') or drive.get('path') or '')}</title>
+<title>ssdbench run {doc["id"]}: {e(doc["suite"])} on {e(drive.get("model") or drive.get("path") or "")}</title>
 <style>{css}</style>
 </head><body><main>
-<h1>ssdbench run {doc['id']}: {e(doc['suite'])} <span class="badge state-{e(doc['state'])}">{e(doc['state'])}</span></h1>
+<h1>ssdbench run {doc["id"]}: {e(doc["suite"])}
+<span class="badge state-{e(doc["state"])}">{e(doc["state"])}</span></h1>
 <table class="identity">{table}</table>
 {f'<p class="error">{e(doc["error"])}</p>' if doc.get("error") else ""}
 {f'<ul class="warnings">{warnings}</ul>' if warnings else ""}

@@ -8,17 +8,19 @@ drive holding partitions or file systems is skipped, since nobody is there to ag
 
 import time
 
-from . import drives, service, store, suites
-from .errors import SsdbenchError
+from ..drives import discovery
+from ..errors import SsdbenchError
+from ..results import store
+from ..run import queue
+from ..suites import locked
 
 POLL_S = 2
-ACTIVE = ("queued", "running")
 
 
 def run_all(data_dir, suite_name, say=print):
     """Queue the suite on each empty drive and wait for each run to end. Returns [(run id, state)]."""
-    suites.load(suite_name)  # an unknown suite fails before anything is queued
-    found = drives.discover()
+    locked.load(suite_name)  # an unknown suite fails before anything is queued
+    found = discovery.discover()
     targets = [d for d in found if d["eligible"] and not d["needs_wipe_confirmation"]]
     for d in found:
         if d not in targets:
@@ -30,9 +32,9 @@ def run_all(data_dir, suite_name, say=print):
     for d in targets:
         while store.busy_run(db) is not None:  # a run started from the web UI goes first
             time.sleep(POLL_S)
-        run_id = service.enqueue(db, suite_name, d["path"], d["confirm_id"])
+        run_id = queue.enqueue(db, suite_name, d["path"], d["confirm_id"])
         say(f"run {run_id}: {suite_name} on {d['path']} ({d.get('model') or d['name']}) queued")
-        while (state := store.run_state(db, run_id)) in ACTIVE:
+        while (state := store.run_state(db, run_id)) in store.ACTIVE:
             time.sleep(POLL_S)
         say(f"run {run_id}: {state}")
         ended.append((run_id, state))

@@ -10,8 +10,9 @@ import os
 import struct
 import time
 
-from . import health, sysfs, tools
-from .errors import SsdbenchError
+from ..drives import health
+from ..errors import SsdbenchError
+from ..system import sysfs, tools
 
 COOL_DOWN_MAX_WAIT_S = 300
 COOL_DOWN_MARGIN_C = 3.0
@@ -88,20 +89,22 @@ class Quiet:
             port = (self.drive.get("link") or {}).get("port")
             if not port:
                 return _unavailable("SATA link power management: the ATA port was not found")
-            hosts = glob.glob(f"/sys/class/ata_port/{port}/device/host*/scsi_host/host*/"
-                              "link_power_management_policy")
+            hosts = glob.glob(f"/sys/class/ata_port/{port}/device/host*/scsi_host/host*/link_power_management_policy")
             if not hosts:
                 return _unavailable(f"SATA link power management: no policy file for {port}")
             return _set_sysfs(hosts[0], "max_performance", "SATA link power management")
         return _unavailable(f"link power management: not applicable to a {transport} device")
 
     def numa_cpus(self, name):
-        found = [sysfs.read(f"/sys/block/{name}/device/numa_node"),
-                 sysfs.read(f"/sys/block/{name}/device/device/numa_node")]
+        found = [
+            sysfs.read(f"/sys/block/{name}/device/numa_node"),
+            sysfs.read(f"/sys/block/{name}/device/device/numa_node"),
+        ]
         node = next((int(n) for n in found if n and n.lstrip("-").isdigit()), -1)
         if node < 0:
-            return _unavailable("the drive reports no NUMA node (single-node system or virtual device): fio may "
-                                "use every CPU")
+            return _unavailable(
+                "the drive reports no NUMA node (single-node system or virtual device): fio may use every CPU"
+            )
         cpulist = sysfs.read(f"/sys/devices/system/node/node{node}/cpulist")
         if not cpulist:
             return _unavailable(f"NUMA node {node} lists no CPUs: fio may use every CPU")

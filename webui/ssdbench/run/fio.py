@@ -12,7 +12,8 @@ import subprocess
 import time
 from dataclasses import dataclass
 
-from . import parse, tools
+from ..system import tools
+from . import fio_output
 from .plan import DUT_VAR
 
 TICK_S = 0.5
@@ -33,6 +34,7 @@ def _child_setup(cpus):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         if cpus:
             os.sched_setaffinity(0, cpus)
+
     return setup
 
 
@@ -41,12 +43,24 @@ def start(job_file_text, step_key, out_dir, device, cpus=None):
     job_path = os.path.join(out_dir, f"{step_key}.fio")
     with open(job_path, "w") as f:
         f.write(job_file_text)
-    argv = [tools.require("fio"), "--output-format=json", "--output=fio.json", "--status-interval=1",
-            os.path.basename(job_path)]
+    argv = [
+        tools.require("fio"),
+        "--output-format=json",
+        "--output=fio.json",
+        "--status-interval=1",
+        os.path.basename(job_path),
+    ]
     env = dict(os.environ, **{DUT_VAR: device})
     with open(os.path.join(out_dir, "fio.stderr"), "w") as err:
-        return subprocess.Popen(argv, cwd=out_dir, env=env, stdout=subprocess.DEVNULL, stderr=err,
-                                preexec_fn=_child_setup(cpus), start_new_session=True)
+        return subprocess.Popen(
+            argv,
+            cwd=out_dir,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            preexec_fn=_child_setup(cpus),
+            start_new_session=True,
+        )
 
 
 class StatusReader:
@@ -67,7 +81,7 @@ class StatusReader:
         except FileNotFoundError:
             return []
         self.pending += chunk
-        docs, used = parse.fio_stream(self.pending)
+        docs, used = fio_output.fio_stream(self.pending)
         self.pending = self.pending[used:]
         return docs
 
@@ -82,7 +96,7 @@ def run(job_file_text, step_key, out_dir, device, on_tick, should_stop, cpus=Non
         rc = proc.poll()
         for doc in reader.poll():
             if latest is not None:
-                iops, bw = parse.progress_between(latest, doc)
+                iops, bw = fio_output.progress_between(latest, doc)
             latest = doc
         on_tick(latest, iops, bw)
         if rc is not None:
@@ -115,14 +129,15 @@ def collect(out_dir, rc, cancelled=False):
             text = f.read()
     except FileNotFoundError:  # fio stopped, or failed, before it opened its output
         text = ""
-    docs = parse.fio_documents(text)
+    docs = fio_output.fio_documents(text)
     message = stderr_message(out_dir)
     if not docs:
-        return Outcome("cancelled" if cancelled else "failed",
-                       message or f"fio exited with status {rc} and wrote no result")
+        return Outcome(
+            "cancelled" if cancelled else "failed", message or f"fio exited with status {rc} and wrote no result"
+        )
     doc = docs[-1]
     outcome = Outcome("done", doc=doc)
-    job_error = parse.fio_job_error(doc)
+    job_error = fio_output.fio_job_error(doc)
     if cancelled:
         outcome.state, outcome.error = "cancelled", "stopped by cancel"
     elif rc != 0 or job_error:

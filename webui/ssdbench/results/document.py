@@ -1,18 +1,17 @@
 """A run as one JSON document (what the report is drawn from, in the web UI and in a bundle),
 and its folder of raw files (job files, fio's JSON and logs) beside the database."""
 
-import os
-
-from . import store, suites
-from .errors import SsdbenchError
+from ..errors import SsdbenchError
+from ..suites import locked
+from . import store
 
 
 def shipped_suite(run):
     """The shipped suite a run used, if this image still has it with the same hash."""
-    if run["suite"] not in suites.names():
+    if run["suite"] not in locked.names():
         return None
     try:
-        suite = suites.load(run["suite"], allow_non_standard=True)
+        suite = locked.load(run["suite"], allow_non_standard=True)
     except SsdbenchError:
         return None
     return suite if suite.sha256 == run["suite_hash"] else None
@@ -51,19 +50,3 @@ def run_document(db, run_id):
         s["x"], s["y"] = store.series_columns(db, s["id"])
     run["warnings"] = run_warnings(run)
     return run
-
-
-def run_dir(data_dir, run_id):
-    return os.path.join(data_dir, "runs", str(int(run_id)))
-
-
-def run_files(data_dir, run_id):
-    """The raw files of a run (job files, fio's JSON and logs), as paths relative to its folder."""
-    top = run_dir(data_dir, run_id)
-    out = []
-    for folder, dirs, files in os.walk(top):
-        dirs.sort()
-        for name in sorted(files):
-            path = os.path.join(folder, name)
-            out.append({"path": os.path.relpath(path, top), "bytes": os.path.getsize(path)})
-    return out

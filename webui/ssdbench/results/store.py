@@ -1,17 +1,23 @@
 """The results store: SQLite in WAL mode, plain SQL, schema versioned with PRAGMA user_version.
 
 This is the only module that writes SQL. The raw fio outputs live beside the
-database, under runs/<run id>/, and each step row names its folder.
+database, under runs/<run id>/, and each step row names its folder. The store owns
+both the run states and those folders: everything else asks it for them.
 """
 
 import json
 import os
+import shutil
 import sqlite3
 import time
 
-from .errors import SsdbenchError
+from ..errors import SsdbenchError
 
 DB_NAME = "ssdbench.db"
+RUNS_DIR = "runs"
+STATES = ("queued", "running", "done", "failed", "cancelled", "interrupted")
+ACTIVE = STATES[:2]  # waiting for the drive, or using it: at most one run at a time
+ENDED = STATES[2:]
 
 # Each entry moves the schema up one version; never edit one that has shipped.
 MIGRATIONS = [
@@ -112,6 +118,36 @@ def db_path(data_dir):
     return os.path.join(data_dir, DB_NAME)
 
 
+def run_folder(run_id):
+    """A run's folder, relative to the data folder: runs/<id>."""
+    return os.path.join(RUNS_DIR, str(int(run_id)))
+
+
+def step_folder(run_id, index, key):
+    """A step's folder, relative to the data folder, as its step row names it: runs/<id>/<nn>-<key>."""
+    return os.path.join(run_folder(run_id), f"{index:02d}-{key}")
+
+
+def run_dir(data_dir, run_id):
+    return os.path.join(data_dir, run_folder(run_id))
+
+
+def run_files(data_dir, run_id):
+    """The raw files of a run (job files, fio's JSON and logs), as paths relative to its folder."""
+    top = run_dir(data_dir, run_id)
+    out = []
+    for folder, dirs, files in os.walk(top):
+        dirs.sort()
+        for name in sorted(files):
+            path = os.path.join(folder, name)
+            out.append({"path": os.path.relpath(path, top), "bytes": os.path.getsize(path)})
+    return out
+
+
+def _in(states):
+    return f"({', '.join(repr(s) for s in states)})"
+
+
 def connect(data_dir):
     os.makedirs(data_dir, exist_ok=True)
     db = sqlite3.connect(db_path(data_dir), timeout=30, isolation_level=None)
@@ -181,8 +217,16 @@ def upsert_drive(db, identity):
            ON CONFLICT (identity_key) DO UPDATE SET path=excluded.path, firmware=excluded.firmware,
              capacity_bytes=excluded.capacity_bytes, transport=excluded.transport,
              identity_json=excluded.identity_json""",
-        (key, identity["path"], identity.get("model"), identity.get("serial"), identity.get("firmware"),
-         identity.get("capacity_bytes"), identity.get("transport"), json.dumps(identity)),
+        (
+            key,
+            identity["path"],
+            identity.get("model"),
+            identity.get("serial"),
+            identity.get("firmware"),
+            identity.get("capacity_bytes"),
+            identity.get("transport"),
+            json.dumps(identity),
+        ),
     )
     return db.execute("SELECT id FROM drives WHERE identity_key=?", (key,)).fetchone()[0]
 
@@ -192,7 +236,7 @@ class RunBusy(SsdbenchError):
 
 
 def busy_run(db):
-    return db.execute("SELECT * FROM runs WHERE state IN ('queued','running') ORDER BY id LIMIT 1").fetchone()
+    return db.execute(f"SELECT * FROM runs WHERE state IN {_in(ACTIVE)} ORDER BY id LIMIT 1").fetchone()
 
 
 def check_idle(db):
@@ -212,9 +256,18 @@ def create_run(db, drive_id, suite, plan, state="running", request=None):
             """INSERT INTO runs (drive_id, suite, suite_hash, standard, state, created_at, started_at, pid,
                                  step_count, request_json)
                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-            (drive_id, suite.name, suite.sha256, int(suite.locked), state, now,
-             now if state == "running" else None, os.getpid() if state == "running" else None, len(plan),
-             json.dumps(request) if request is not None else None),
+            (
+                drive_id,
+                suite.name,
+                suite.sha256,
+                int(suite.locked),
+                state,
+                now,
+                now if state == "running" else None,
+                os.getpid() if state == "running" else None,
+                len(plan),
+                json.dumps(request) if request is not None else None,
+            ),
         )
         run_id = cur.lastrowid
         db.executemany(
@@ -230,8 +283,9 @@ def set_environment(db, run_id, environment):
 
 def finish_run(db, run_id, state, error=None):
     with transaction(db):
-        db.execute("UPDATE runs SET state=?, error=?, finished_at=?, pid=NULL WHERE id=?",
-                   (state, error, time.time(), run_id))
+        db.execute(
+            "UPDATE runs SET state=?, error=?, finished_at=?, pid=NULL WHERE id=?", (state, error, time.time(), run_id)
+        )
         db.execute("UPDATE steps SET state=? WHERE run_id=? AND state='running'", (state, run_id))
         db.execute("UPDATE steps SET state='skipped' WHERE run_id=? AND state='pending'", (run_id,))
 
@@ -241,19 +295,25 @@ def step_id(db, run_id, idx):
 
 
 def start_step(db, run_id, idx, out_dir):
-    db.execute("UPDATE steps SET state='running', started_at=?, out_dir=? WHERE run_id=? AND idx=?",
-               (time.time(), out_dir, run_id, idx))
+    db.execute(
+        "UPDATE steps SET state='running', started_at=?, out_dir=? WHERE run_id=? AND idx=?",
+        (time.time(), out_dir, run_id, idx),
+    )
     return step_id(db, run_id, idx)
 
 
 def finish_step(db, sid, state, error=None, detail=None, metrics=(), series=()):
     """Close a step with its metrics and time series in one transaction, so a step is whole or absent."""
     with transaction(db):
-        db.execute("UPDATE steps SET state=?, error=?, finished_at=?, detail_json=? WHERE id=?",
-                   (state, error, time.time(), json.dumps(detail) if detail is not None else None, sid))
+        db.execute(
+            "UPDATE steps SET state=?, error=?, finished_at=?, detail_json=? WHERE id=?",
+            (state, error, time.time(), json.dumps(detail) if detail is not None else None, sid),
+        )
         run_id = db.execute("SELECT run_id FROM steps WHERE id=?", (sid,)).fetchone()[0]
-        db.executemany("INSERT INTO metrics (step_id, name, value, unit, source) VALUES (?, ?, ?, ?, ?)",
-                       [(sid, m.name, m.value, m.unit, m.source) for m in metrics])
+        db.executemany(
+            "INSERT INTO metrics (step_id, name, value, unit, source) VALUES (?, ?, ?, ?, ?)",
+            [(sid, m.name, m.value, m.unit, m.source) for m in metrics],
+        )
         for name, unit, source, points, *x_unit in series:
             add_series(db, run_id, sid, name, unit, source, points, *x_unit)
 
@@ -263,8 +323,11 @@ def set_job_file(db, sid, text):
 
 
 def step_metric(db, run_id, key, name):
-    row = db.execute("""SELECT metrics.value FROM metrics JOIN steps ON steps.id = metrics.step_id
-                        WHERE steps.run_id=? AND steps.key=? AND metrics.name=?""", (run_id, key, name)).fetchone()
+    row = db.execute(
+        """SELECT metrics.value FROM metrics JOIN steps ON steps.id = metrics.step_id
+                        WHERE steps.run_id=? AND steps.key=? AND metrics.name=?""",
+        (run_id, key, name),
+    ).fetchone()
     return row[0] if row else None
 
 
@@ -272,19 +335,24 @@ def add_series(db, run_id, sid, name, unit, source, points, x_unit="ms"):
     """A curve: `points` are (x, value) with x in `x_unit` (ms since the step's start, unless stated)."""
     series_id = db.execute(
         "INSERT INTO series (run_id, step_id, name, unit, source, x_unit) VALUES (?, ?, ?, ?, ?, ?)",
-        (run_id, sid, name, unit, source, x_unit)).lastrowid
+        (run_id, sid, name, unit, source, x_unit),
+    ).lastrowid
     append_points(db, series_id, points)
     return series_id
 
 
 def append_points(db, series_id, points):
-    db.executemany("INSERT INTO points (series_id, t_ms, value) VALUES (?, ?, ?)",
-                   ((series_id, t, v) for t, v in points))
+    db.executemany(
+        "INSERT INTO points (series_id, t_ms, value) VALUES (?, ?, ?)", ((series_id, t, v) for t, v in points)
+    )
 
 
 def update_progress(db, run_id, step_index, percent, eta_s, cur_iops, cur_bw):
-    db.execute("""UPDATE runs SET step_index=?, percent=?, eta_s=?, cur_iops=?, cur_bw=?, progress_at=?
-                  WHERE id=?""", (step_index, percent, eta_s, cur_iops, cur_bw, time.time(), run_id))
+    db.execute(
+        """UPDATE runs SET step_index=?, percent=?, eta_s=?, cur_iops=?, cur_bw=?, progress_at=?
+                  WHERE id=?""",
+        (step_index, percent, eta_s, cur_iops, cur_bw, time.time(), run_id),
+    )
 
 
 def request_cancel(db, run_id):
@@ -306,9 +374,12 @@ def mark_interrupted(db):
         for run_id in ids:
             db.execute("UPDATE steps SET state='interrupted' WHERE run_id=? AND state='running'", (run_id,))
             db.execute("UPDATE steps SET state='skipped' WHERE run_id=? AND state='pending'", (run_id,))
-            db.execute("""UPDATE runs SET state='interrupted', pid=NULL, finished_at=?,
+            db.execute(
+                """UPDATE runs SET state='interrupted', pid=NULL, finished_at=?,
                           error='the run was cut off (crash or power loss); completed steps are kept'
-                          WHERE id=?""", (time.time(), run_id))
+                          WHERE id=?""",
+                (time.time(), run_id),
+            )
     return ids
 
 
@@ -321,7 +392,8 @@ def list_runs(db):
         """SELECT runs.id, runs.suite, runs.suite_hash, runs.standard, runs.state, runs.origin,
                   runs.created_at, runs.finished_at, runs.percent, runs.error,
                   drives.path, drives.model, drives.serial
-           FROM runs JOIN drives ON drives.id = runs.drive_id ORDER BY runs.id""")
+           FROM runs JOIN drives ON drives.id = runs.drive_id ORDER BY runs.id"""
+    )
     return [dict(r) for r in rows]
 
 
@@ -338,11 +410,19 @@ def get_run(db, run_id):
     for step in db.execute("SELECT * FROM steps WHERE run_id=? ORDER BY idx", (run_id,)):
         s = dict(step)
         s["detail"] = json.loads(s.pop("detail_json") or "null")
-        s["metrics"] = [dict(m) for m in db.execute(
-            "SELECT name, value, unit, source FROM metrics WHERE step_id=? ORDER BY id", (step["id"],))]
+        s["metrics"] = [
+            dict(m)
+            for m in db.execute(
+                "SELECT name, value, unit, source FROM metrics WHERE step_id=? ORDER BY id", (step["id"],)
+            )
+        ]
         out["steps"].append(s)
-    out["series"] = [dict(r) for r in db.execute(
-        "SELECT id, step_id, name, unit, source, x_unit FROM series WHERE run_id=? ORDER BY id", (run_id,))]
+    out["series"] = [
+        dict(r)
+        for r in db.execute(
+            "SELECT id, step_id, name, unit, source, x_unit FROM series WHERE run_id=? ORDER BY id", (run_id,)
+        )
+    ]
     return out
 
 
@@ -358,31 +438,67 @@ def import_run(db, doc, origin):
             """INSERT INTO runs (drive_id, suite, suite_hash, standard, state, origin, created_at, started_at,
                                  finished_at, error, environment_json, step_count, percent)
                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-            (drive_id, doc["suite"], doc["suite_hash"], doc["standard"], doc["state"], origin, doc["created_at"],
-             doc["started_at"], doc["finished_at"], doc["error"], json.dumps(doc["environment"]),
-             doc["step_count"], doc["percent"])).lastrowid
+            (
+                drive_id,
+                doc["suite"],
+                doc["suite_hash"],
+                doc["standard"],
+                doc["state"],
+                origin,
+                doc["created_at"],
+                doc["started_at"],
+                doc["finished_at"],
+                doc["error"],
+                json.dumps(doc["environment"]),
+                doc["step_count"],
+                doc["percent"],
+            ),
+        ).lastrowid
         new_step = {}
         for step in doc["steps"]:
-            out_dir = step["out_dir"] and os.path.join("runs", str(run_id), os.path.basename(step["out_dir"]))
+            out_dir = step["out_dir"] and os.path.join(run_folder(run_id), os.path.basename(step["out_dir"]))
             new_step[step["id"]] = db.execute(
                 """INSERT INTO steps (run_id, idx, key, kind, title, state, estimate_s, started_at, finished_at,
                                       error, job_file, out_dir, detail_json)
                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-                (run_id, step["idx"], step["key"], step["kind"], step["title"], step["state"], step["estimate_s"],
-                 step["started_at"], step["finished_at"], step["error"], step["job_file"], out_dir,
-                 json.dumps(step["detail"]) if step["detail"] is not None else None)).lastrowid
-            db.executemany("INSERT INTO metrics (step_id, name, value, unit, source) VALUES (?, ?, ?, ?, ?)",
-                           [(new_step[step["id"]], m["name"], m["value"], m["unit"], m["source"])
-                            for m in step["metrics"]])
+                (
+                    run_id,
+                    step["idx"],
+                    step["key"],
+                    step["kind"],
+                    step["title"],
+                    step["state"],
+                    step["estimate_s"],
+                    step["started_at"],
+                    step["finished_at"],
+                    step["error"],
+                    step["job_file"],
+                    out_dir,
+                    json.dumps(step["detail"]) if step["detail"] is not None else None,
+                ),
+            ).lastrowid
+            db.executemany(
+                "INSERT INTO metrics (step_id, name, value, unit, source) VALUES (?, ?, ?, ?, ?)",
+                [(new_step[step["id"]], m["name"], m["value"], m["unit"], m["source"]) for m in step["metrics"]],
+            )
         for s in doc["series"]:
-            add_series(db, run_id, new_step.get(s["step_id"]), s["name"], s["unit"], s["source"],
-                       zip(s["x"], s["y"]), s["x_unit"])
+            add_series(
+                db,
+                run_id,
+                new_step.get(s["step_id"]),
+                s["name"],
+                s["unit"],
+                s["source"],
+                zip(s["x"], s["y"]),
+                s["x_unit"],
+            )
     return run_id
 
 
 def series_points(db, series_id):
-    return [(r[0], r[1]) for r in db.execute(
-        "SELECT t_ms, value FROM points WHERE series_id=? ORDER BY t_ms", (series_id,))]
+    return [
+        (r[0], r[1]) for r in db.execute("SELECT t_ms, value FROM points WHERE series_id=? ORDER BY t_ms", (series_id,))
+    ]
 
 
 def next_queued_run(db):
@@ -391,8 +507,10 @@ def next_queued_run(db):
 
 def claim_run(db, run_id):
     """A queued run becomes this process's running run; False if it is no longer queued."""
-    cur = db.execute("UPDATE runs SET state='running', started_at=?, pid=? WHERE id=? AND state='queued'",
-                     (time.time(), os.getpid(), run_id))
+    cur = db.execute(
+        "UPDATE runs SET state='running', started_at=?, pid=? WHERE id=? AND state='queued'",
+        (time.time(), os.getpid(), run_id),
+    )
     return cur.rowcount == 1
 
 
@@ -401,26 +519,44 @@ def run_state(db, run_id):
     return row[0] if row else None
 
 
-def delete_run(db, run_id):
-    """Delete a run with its steps, metrics and series; False if there is none or it is queued or running."""
+def delete_run(db, data_dir, run_id):
+    """Delete a run with its steps, metrics and series, then its folder; False if there is none or it is
+    queued or running. If the folder is a symbolic link, only the link goes, never what it points to."""
     with transaction(db):
-        cur = db.execute("DELETE FROM runs WHERE id=? AND state NOT IN ('queued','running')", (run_id,))
-    return cur.rowcount == 1
+        cur = db.execute(f"DELETE FROM runs WHERE id=? AND state NOT IN {_in(ACTIVE)}", (run_id,))
+    if cur.rowcount != 1:
+        return False
+    path = run_dir(data_dir, run_id)
+    if os.path.islink(path):
+        os.unlink(path)
+    elif os.path.isdir(path):
+        shutil.rmtree(path)
+    return True
 
 
 def run_progress(db, run_id):
     """What a live view needs, and nothing more: the run's progress, its steps' states, the latest temperature."""
-    run = db.execute("""SELECT id, state, step_index, step_count, percent, eta_s, cur_iops, cur_bw, progress_at,
+    run = db.execute(
+        """SELECT id, state, step_index, step_count, percent, eta_s, cur_iops, cur_bw, progress_at,
                                started_at, finished_at, cancel_requested, error
-                        FROM runs WHERE id=?""", (run_id,)).fetchone()
+                        FROM runs WHERE id=?""",
+        (run_id,),
+    ).fetchone()
     if run is None:
         return None
     out = dict(run)
-    out["steps"] = [dict(r) for r in db.execute(
-        "SELECT idx, key, kind, title, state, estimate_s FROM steps WHERE run_id=? ORDER BY idx", (run_id,))]
-    temp = db.execute("""SELECT t_ms, value FROM points WHERE series_id = (
+    out["steps"] = [
+        dict(r)
+        for r in db.execute(
+            "SELECT idx, key, kind, title, state, estimate_s FROM steps WHERE run_id=? ORDER BY idx", (run_id,)
+        )
+    ]
+    temp = db.execute(
+        """SELECT t_ms, value FROM points WHERE series_id = (
                            SELECT id FROM series WHERE run_id=? AND step_id IS NULL AND name='temperature')
-                         ORDER BY t_ms DESC LIMIT 1""", (run_id,)).fetchone()
+                         ORDER BY t_ms DESC LIMIT 1""",
+        (run_id,),
+    ).fetchone()
     out["temperature"] = {"t_ms": temp[0], "value": temp[1]} if temp else None
     return out
 

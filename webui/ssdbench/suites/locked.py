@@ -11,7 +11,8 @@ import tomllib
 from dataclasses import dataclass
 from importlib import resources
 
-from .errors import SsdbenchError
+from ..errors import SsdbenchError
+from . import trace_profiles
 
 FORMAT = 1
 RW_MODES = ("read", "write", "randread", "randwrite", "rw", "randrw", "trim", "randtrim")
@@ -21,20 +22,31 @@ COMMON_KEYS = {"id", "kind", "title", "note"}
 JOB_KEYS = {"rw", "bs", "iodepth", "numjobs", "span", "runtime", "data", "rwmixread"}
 # The keys each kind of step takes besides COMMON_KEYS; see the methodology section in each comment.
 STEP_KEYS = {
-    "purge": set(),                                         # 1: strongest method the drive supports
-    "trim": set(),                                          # 6.4: timed whole-drive TRIM
-    "fio": JOB_KEYS | {"steady"},                           # 2, 3, 5, 9: one fio job
-    "matrix": JOB_KEYS | {"jobs", "axes", "curve"},         # 4, 9: several fio jobs, one after another
-    "sweep": {"zones", "zone_size", "bs", "baseline"},      # 6.1: HDTach-style zone sweep
-    "trace": {"profile", "seed", "scale"},                  # 7: Storage Bench playback
-    "burst": {"span", "background", "foreground"},          # 8: Mixed Burst
+    "purge": set(),  # 1: strongest method the drive supports
+    "trim": set(),  # 6.4: timed whole-drive TRIM
+    "fio": JOB_KEYS | {"steady"},  # 2, 3, 5, 9: one fio job
+    "matrix": JOB_KEYS | {"jobs", "axes", "curve"},  # 4, 9: several fio jobs, one after another
+    "sweep": {"zones", "zone_size", "bs", "baseline"},  # 6.1: HDTach-style zone sweep
+    "trace": {"profile", "seed", "scale"},  # 7: Storage Bench playback
+    "burst": {"span", "background", "foreground"},  # 8: Mixed Burst
 }
 STEP_KINDS = tuple(STEP_KEYS)
-BURST_KEYS = {"background": {"bs", "iodepth", "burst", "every_s"},
-              "foreground": {"bs", "iodepth", "burst", "bursts", "idle_s"}}
+BURST_KEYS = {
+    "background": {"bs", "iodepth", "burst", "every_s"},
+    "foreground": {"bs", "iodepth", "burst", "bursts", "idle_s"},
+}
 
-_UNITS = {"": 1, "k": 1024, "kib": 1024, "m": 1024**2, "mib": 1024**2, "g": 1024**3, "gib": 1024**3,
-          "t": 1024**4, "tib": 1024**4}
+_UNITS = {
+    "": 1,
+    "k": 1024,
+    "kib": 1024,
+    "m": 1024**2,
+    "mib": 1024**2,
+    "g": 1024**3,
+    "gib": 1024**3,
+    "t": 1024**4,
+    "tib": 1024**4,
+}
 
 
 @dataclass(frozen=True)
@@ -51,8 +63,15 @@ class Suite:
 
 def summary(s):
     """A suite's name, version, title, hash, lock state, comparability and step count."""
-    return {"name": s.name, "version": s.data["version"], "title": s.data["title"], "sha256": s.sha256,
-            "locked": s.locked, "comparable": s.data.get("comparable", True), "steps": len(s.steps)}
+    return {
+        "name": s.name,
+        "version": s.data["version"],
+        "title": s.data["title"],
+        "sha256": s.sha256,
+        "locked": s.locked,
+        "comparable": s.data.get("comparable", True),
+        "steps": len(s.steps),
+    }
 
 
 def canonical(data):
@@ -113,10 +132,14 @@ def load(name=None, path=None, allow_non_standard=False):
         if expected is None:
             why = f"{data['name']!r} is not one of the locked suites ({', '.join(names())})"
         else:
-            why = (f"its hash {digest[:16]}... differs from the locked hash {expected[:16]}... "
-                   f"of suite {data['name']!r}: the file was changed")
-        raise SsdbenchError(f"suite {origin} refused: {why}. Results from it would not be comparable; "
-                            "pass --non-standard to run it anyway, marked non-standard.")
+            why = (
+                f"its hash {digest[:16]}... differs from the locked hash {expected[:16]}... "
+                f"of suite {data['name']!r}: the file was changed"
+            )
+        raise SsdbenchError(
+            f"suite {origin} refused: {why}. Results from it would not be comparable; "
+            "pass --non-standard to run it anyway, marked non-standard."
+        )
     return Suite(data["name"], data, digest, locked)
 
 
@@ -212,8 +235,15 @@ def matrix_jobs(step):
     return jobs
 
 
-AXIS_LABELS = {"rw": "{}", "bs": "bs{}", "iodepth": "qd{}", "numjobs": "t{}", "rwmixread": "mix{}",
-               "runtime": "{}s", "data": "{}"}
+AXIS_LABELS = {
+    "rw": "{}",
+    "bs": "bs{}",
+    "iodepth": "qd{}",
+    "numjobs": "t{}",
+    "rwmixread": "mix{}",
+    "runtime": "{}s",
+    "data": "{}",
+}
 
 
 def job_label(values, axes):
@@ -259,15 +289,13 @@ def _check_sweep(step, ids):
     _whole(step, "zones", 2)
     _size(step.get("zone_size", ""))
     _size(step.get("bs", ""))
-    if "baseline" in step and step["baseline"] not in ids[:ids.index(step["id"])]:
+    if "baseline" in step and step["baseline"] not in ids[: ids.index(step["id"])]:
         raise ValueError("baseline must name an earlier sweep step")
 
 
 def _check_trace(step, ids):
-    from . import traces  # the trace profiles live with their generator
-
-    if step.get("profile") not in traces.PROFILES:
-        raise ValueError(f"profile must be one of {sorted(traces.PROFILES)}")
+    if step.get("profile") not in trace_profiles.PROFILES:
+        raise ValueError(f"profile must be one of {sorted(trace_profiles.PROFILES)}")
     _whole(step, "seed", 0)
     if not isinstance(step.get("scale"), (int, float)) or not 0 < step["scale"] <= 1:
         raise ValueError("scale must be a number in (0, 1]")
@@ -289,5 +317,10 @@ def _check_burst(step, ids):
             raise ValueError(f"{part}.{key} must be seconds >= 0")
 
 
-_CHECKS = {"fio": _check_fio, "matrix": _check_matrix, "sweep": _check_sweep, "trace": _check_trace,
-           "burst": _check_burst}
+_CHECKS = {
+    "fio": _check_fio,
+    "matrix": _check_matrix,
+    "sweep": _check_sweep,
+    "trace": _check_trace,
+    "burst": _check_burst,
+}

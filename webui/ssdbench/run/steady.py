@@ -25,7 +25,7 @@ class SteadyState:
 
 def rounds(values, round_s=ROUND_S):
     """Averages of whole rounds of a once-a-second series; a partial last round is left out."""
-    return [sum(values[i:i + round_s]) / round_s for i in range(0, len(values) - round_s + 1, round_s)]
+    return [sum(values[i : i + round_s]) / round_s for i in range(0, len(values) - round_s + 1, round_s)]
 
 
 def slope(ys):
@@ -38,14 +38,15 @@ def window_is_steady(window):
     avg = sum(window) / len(window)
     if avg <= 0:
         return False
-    return (max(window) - min(window)) <= MAX_RANGE * avg and \
-        abs(slope(window) * (len(window) - 1)) <= MAX_SLOPE_EXCURSION * avg
+    return (max(window) - min(window)) <= MAX_RANGE * avg and abs(
+        slope(window) * (len(window) - 1)
+    ) <= MAX_SLOPE_EXCURSION * avg
 
 
 def detect(values, round_s=ROUND_S):
     avgs = rounds(values, round_s)
     for end in range(WINDOW, len(avgs) + 1):
-        window = avgs[end - WINDOW:end]
+        window = avgs[end - WINDOW : end]
         if window_is_steady(window):
             return SteadyState(True, end, end * round_s, sum(window) / WINDOW)
     return SteadyState(False, None, None, None)

@@ -4,11 +4,18 @@ import os
 import shutil
 import subprocess
 
-from .errors import SsdbenchError
+from ..errors import SsdbenchError
 
 # What to install when a tool is missing, by the name of its command.
-PACKAGES = {"fio": "fio", "nvme": "nvme-cli", "smartctl": "smartmontools", "hdparm": "hdparm",
-            "lsblk": "util-linux", "blkdiscard": "util-linux", "wipefs": "util-linux"}
+PACKAGES = {
+    "fio": "fio",
+    "nvme": "nvme-cli",
+    "smartctl": "smartmontools",
+    "hdparm": "hdparm",
+    "lsblk": "util-linux",
+    "blkdiscard": "util-linux",
+    "wipefs": "util-linux",
+}
 
 
 def which(name):
@@ -18,8 +25,9 @@ def which(name):
 def require(name):
     path = which(name)
     if path is None:
-        raise SsdbenchError(f"{name} is not installed (not found in PATH); install the "
-                            f"{PACKAGES.get(name, name)} package")
+        raise SsdbenchError(
+            f"{name} is not installed (not found in PATH); install the {PACKAGES.get(name, name)} package"
+        )
     return path
 
 
@@ -32,8 +40,9 @@ def run(argv, timeout=60, ok=(0,)):
         raise SsdbenchError(f"{os.path.basename(argv[0])} did not finish within {timeout} s") from exc
     if ok is not None and proc.returncode not in ok:
         msg = (proc.stderr or proc.stdout).strip().splitlines()
-        raise SsdbenchError(f"{' '.join(argv[:1] + argv[1:4])} failed (exit {proc.returncode}): "
-                            f"{msg[-1] if msg else 'no message'}")
+        raise SsdbenchError(
+            f"{' '.join(argv[:1] + argv[1:4])} failed (exit {proc.returncode}): {msg[-1] if msg else 'no message'}"
+        )
     return proc.stdout
 
 

@@ -8,7 +8,8 @@ those logs into busy time.
 
 import os
 
-from . import plan, traces
+from ..suites import trace_file, trace_generator
+from . import plan
 
 DEVICE_NAME = "dut"  # the file name inside the replay iologs; replay_redirect points it at the drive
 OPS = {"R": "read", "W": "write"}
@@ -26,20 +27,41 @@ def prepare(step, out_dir, capacity, suite):
     """Generate the step's trace into its folder, and the fio job file that replays it."""
     os.makedirs(out_dir, exist_ok=True)
     spec = step.spec
-    trace = traces.generate(spec["profile"], seed=spec["seed"], scale=spec["scale"])
+    trace = trace_generator.generate(spec["profile"], seed=spec["seed"], scale=spec["scale"])
     trace_path = os.path.join(out_dir, "trace.txt")
-    traces.write(trace, trace_path)
-    mapped, was_mapped = traces.map_to_capacity(trace, capacity)
+    trace_file.write(trace, trace_path)
+    mapped, was_mapped = trace_file.map_to_capacity(trace, capacity)
     jobs = []
-    for k, (qd, ios) in enumerate(traces.segments(mapped)):
+    for k, (qd, ios) in enumerate(trace_file.segments(mapped)):
         name = f"seg{k:04d}"
         _write_replay(os.path.join(out_dir, f"{name}.replay"), ios)
-        jobs.append((name, {"read_iolog": f"{name}.replay", "replay_no_stall": 1,
-                            "replay_redirect": f"${{{plan.DUT_VAR}}}", "iodepth": qd, "stonewall": 1,
-                            **plan.DATA_OPTIONS["incompressible"], "write_lat_log": name, **plan.PER_IO_LOGS}))
-    info = {"profile": spec["profile"], "label": trace.label, "synthetic": trace.synthetic, "seed": spec["seed"],
-            "scale": spec["scale"], "file": "trace.txt", "sha256": traces.sha256(trace_path),
-            "stats": traces.stats(trace), "segments": len(jobs), "mapped_to_capacity": was_mapped}
+        jobs.append(
+            (
+                name,
+                {
+                    "read_iolog": f"{name}.replay",
+                    "replay_no_stall": 1,
+                    "replay_redirect": f"${{{plan.DUT_VAR}}}",
+                    "iodepth": qd,
+                    "stonewall": 1,
+                    **plan.DATA_OPTIONS["incompressible"],
+                    "write_lat_log": name,
+                    **plan.PER_IO_LOGS,
+                },
+            )
+        )
+    info = {
+        "profile": spec["profile"],
+        "label": trace.label,
+        "synthetic": trace.synthetic,
+        "seed": spec["seed"],
+        "scale": spec["scale"],
+        "file": "trace.txt",
+        "sha256": trace_file.sha256(trace_path),
+        "stats": trace_file.stats(trace),
+        "segments": len(jobs),
+        "mapped_to_capacity": was_mapped,
+    }
     return plan.job_file(suite, spec, jobs), info
 
 

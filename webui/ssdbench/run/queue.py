@@ -11,8 +11,10 @@ import sys
 import time
 import traceback
 
-from . import runner, store, suites, usbexport
-from .errors import SsdbenchError
+from ..errors import SsdbenchError
+from ..results import store, usbexport
+from ..suites import locked
+from . import runner
 
 POLL_S = 0.5
 
@@ -24,10 +26,15 @@ def enqueue(db, suite_name, device, confirm, destroy_data=False, allow_usb=False
     target is refused. The service checks the drive again when it takes the run: it may have changed.
     """
     store.check_idle(db)
-    suite = suites.load(suite_name)
+    suite = locked.load(suite_name)
     drive, steps = runner.prepare(suite, device, confirm, destroy_data, allow_usb)
-    request = {"device": drive["path"], "confirm": confirm, "destroy_data": destroy_data, "allow_usb": allow_usb,
-               "capacity_bytes": drive["capacity_bytes"]}
+    request = {
+        "device": drive["path"],
+        "confirm": confirm,
+        "destroy_data": destroy_data,
+        "allow_usb": allow_usb,
+        "capacity_bytes": drive["capacity_bytes"],
+    }
     return store.create_run(db, store.upsert_drive(db, drive), suite, steps, state="queued", request=request)
 
 
@@ -107,6 +114,7 @@ def take_next(db, data_dir, signals):
 
 def start_claimed(db, data_dir, lock, row, signals):
     """Check a claimed run's request again, as the drive may have changed since it was queued, then run it."""
+
     def cancelled():
         return signals.received or store.cancel_requested(db, row["id"])
 
@@ -115,17 +123,20 @@ def start_claimed(db, data_dir, lock, row, signals):
         return "cancelled", None
     request = json.loads(row["request_json"])
     try:
-        suite = suites.load(row["suite"])
+        suite = locked.load(row["suite"])
         if suite.sha256 != row["suite_hash"]:
             raise SsdbenchError(f"the suite {row['suite']} changed since the run was queued")
-        drive, steps = runner.prepare(suite, request["device"], request["confirm"], request["destroy_data"],
-                                      request["allow_usb"])
+        drive, steps = runner.prepare(
+            suite, request["device"], request["confirm"], request["destroy_data"], request["allow_usb"]
+        )
         if drive["capacity_bytes"] != request["capacity_bytes"]:
-            raise SsdbenchError(f"{drive['path']} now holds {drive['capacity_bytes']} bytes, not the "
-                                f"{request['capacity_bytes']} it held when the run was queued")
+            raise SsdbenchError(
+                f"{drive['path']} now holds {drive['capacity_bytes']} bytes, not the "
+                f"{request['capacity_bytes']} it held when the run was queued"
+            )
     except SsdbenchError as exc:
         state, error = ("cancelled", "cancelled before it started") if cancelled() else ("failed", str(exc))
         store.finish_run(db, row["id"], state, error)
         return state, error
     store.upsert_drive(db, drive)
-    return runner.perform(db, data_dir, lock, row["id"], suite, drive, steps, signals)
+    return runner.run_under_lock(db, data_dir, lock, row["id"], suite, drive, steps, signals)

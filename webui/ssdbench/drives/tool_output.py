@@ -1,0 +1,148 @@
+"""Turn the text that nvme-cli, smartctl, hdparm, lsblk and blkid print into plain values.
+
+Nothing here starts a process or touches a device, so every function is tested on outputs captured
+from the real tools (tests/data/).
+"""
+
+import json
+import re
+
+from ..errors import SsdbenchError
+
+
+def _load_json(text, tool):
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SsdbenchError(f"{tool} did not print valid JSON: {exc}") from exc
+
+
+def lsblk(text):
+    """The block device tree from `lsblk -J -b -o ...`."""
+    return _load_json(text, "lsblk").get("blockdevices", [])
+
+
+def blkid(text):
+    """What `blkid -p -o export DEV` found on a device (TYPE, LABEL, ...); empty when it found nothing."""
+    return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+
+
+def nvme_list(text):
+    """Devices from `nvme list -o json`, flattened to one dict per namespace."""
+    return _load_json(text, "nvme list").get("Devices", [])
+
+
+def nvme_id_ctrl(text):
+    doc = _load_json(text, "nvme id-ctrl")
+    oacs = int(doc.get("oacs", 0))
+    sanicap = int(doc.get("sanicap", 0))
+    return {
+        "model": str(doc.get("mn", "")).strip(),
+        "serial": str(doc.get("sn", "")).strip(),
+        "firmware": str(doc.get("fr", "")).strip(),
+        "format_supported": bool(oacs & 0x2),
+        # FNA bit 2: cryptographic erase; Format with SES=1 (user data erase) is always allowed when Format is.
+        "crypto_erase_supported": bool(int(doc.get("fna", 0)) & 0x4),
+        "sanitize_supported": bool(sanicap & 0x7),
+        "sanitize_block_erase": bool(sanicap & 0x2),
+        "sanitize_crypto_erase": bool(sanicap & 0x1),
+        "sanitize_overwrite": bool(sanicap & 0x4),
+        "apst_supported": bool(int(doc.get("apsta", 0)) & 0x1),
+        "warning_temp_k": int(doc.get("wctemp", 0)) or None,
+        "critical_temp_k": int(doc.get("cctemp", 0)) or None,
+        "dataset_management": bool(int(doc.get("oncs", 0)) & 0x4),
+    }
+
+
+def nvme_smart_log(text):
+    doc = _load_json(text, "nvme smart-log")
+    return {
+        "temperature_c": int(doc["temperature"]) - 273 if "temperature" in doc else None,
+        "data_units_written": int(doc.get("data_units_written", 0)),
+        "host_bytes_written": int(doc.get("data_units_written", 0)) * 512000,
+        "percent_used": doc.get("percent_used"),
+        "raw": doc,
+    }
+
+
+def smartctl(text):
+    """The fields of `smartctl -j -a` that identity and health need.
+
+    smartctl's exit status is a bit mask that is often non-zero on healthy drives,
+    so the JSON, not the status, says whether it worked.
+    """
+    doc = _load_json(text, "smartctl")
+    messages = [m.get("string", "") for m in doc.get("smartctl", {}).get("messages", [])]
+    speed = doc.get("interface_speed", {})
+    return {
+        "model": doc.get("model_name"),
+        "serial": doc.get("serial_number"),
+        "firmware": doc.get("firmware_version"),
+        "capacity_bytes": doc.get("user_capacity", {}).get("bytes"),
+        "logical_block_size": doc.get("logical_block_size"),
+        "physical_block_size": doc.get("physical_block_size"),
+        "protocol": doc.get("device", {}).get("protocol"),
+        "link_current": speed.get("current", {}).get("string"),
+        "link_max": speed.get("max", {}).get("string"),
+        "sata_version": doc.get("sata_version", {}).get("string"),
+        "trim_supported": doc.get("trim", {}).get("supported"),
+        "temperature_c": doc.get("temperature", {}).get("current"),
+        "host_bytes_written": _smartctl_host_bytes_written(doc),
+        "messages": messages,
+        "raw": doc,
+    }
+
+
+def _smartctl_host_bytes_written(doc):
+    nvme = doc.get("nvme_smart_health_information_log")
+    if nvme and "data_units_written" in nvme:
+        return nvme["data_units_written"] * 512000
+    for attr in doc.get("ata_smart_attributes", {}).get("table", []):
+        if attr.get("id") == 241:  # Total_LBAs_Written, in logical blocks on most drives
+            return attr["raw"]["value"] * (doc.get("logical_block_size") or 512)
+    return None
+
+
+_HDPARM_FIELDS = {
+    "model": re.compile(r"^\s*Model Number:\s*(.*?)\s*$", re.M),
+    "serial": re.compile(r"^\s*Serial Number:\s*(.*?)\s*$", re.M),
+    "firmware": re.compile(r"^\s*Firmware Revision:\s*(.*?)\s*$", re.M),
+    "logical_block_size": re.compile(r"^\s*Logical\s+Sector size:\s*(\d+) bytes", re.M),
+    "physical_block_size": re.compile(r"^\s*Physical Sector size:\s*(\d+) bytes", re.M),
+}
+
+
+def hdparm_identify(text):
+    """The identity, TRIM, link and ATA security state from `hdparm -I`."""
+    out = {}
+    for key in ("model", "serial", "firmware"):
+        m = _HDPARM_FIELDS[key].search(text)
+        out[key] = m.group(1) if m else None
+    for key in ("logical_block_size", "physical_block_size"):
+        m = _HDPARM_FIELDS[key].search(text)
+        out[key] = int(m.group(1)) if m else None
+    m = re.search(r"^\s*LBA48\s+user addressable sectors:\s*(\d+)", text, re.M) or re.search(
+        r"^\s*LBA\s+user addressable sectors:\s*(\d+)", text, re.M
+    )
+    out["sectors"] = int(m.group(1)) if m else None
+    out["trim_supported"] = bool(re.search(r"Data Set Management TRIM supported", text))
+    gens = re.findall(r"Gen(\d) signaling speed \(([\d.]+Gb/s)\)", text)
+    out["sata_generations"] = [f"SATA Gen{g} ({s})" for g, s in gens]
+    security = text.split("Security:", 1)[1] if "Security:" in text else ""
+    security = security.split("Logical Unit WWN", 1)[0].split("Checksum:", 1)[0]
+
+    def flag(word):
+        # hdparm prints "\tnot\tfrozen" or "\t\tfrozen": the word "not" comes before it.
+        m = re.search(rf"^\s*(not)?\s*{word}\s*$", security, re.M)
+        return None if m is None else m.group(1) is None
+
+    out["security_supported"] = flag("supported")
+    out["security_enabled"] = flag("enabled")
+    out["security_frozen"] = flag("frozen")
+    out["security_erase_minutes"] = _erase_minutes(security)
+    return out
+
+
+def _erase_minutes(security):
+    m = re.search(r"(\d+)min for SECURITY ERASE UNIT", security)
+    return int(m.group(1)) if m else None
