@@ -194,7 +194,7 @@ def cmd_web(args):
 
 
 def cmd_runner(args):
-    queue.serve(data_dir(args), auto_export=args.auto_export)
+    queue.serve(data_dir(args), after_run=usbexport.export_ended_run if args.auto_export else None)
 
 
 def cmd_bundle(args):

@@ -2,8 +2,7 @@
 
 import os
 
-from conftest import needs_root, ssdbench
-from webutil import add_run
+from conftest import add_run, needs_root, ssdbench
 
 from ssdbench.appliance import access, console
 from ssdbench.drives import discovery

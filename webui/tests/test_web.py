@@ -6,31 +6,10 @@ import stat
 from urllib.parse import unquote
 
 import pytest
-from conftest import needs_root, ssdbench
-from webutil import PIN, XSS, add_run, login, make_app
+from conftest import PIN, XSS, add_run, login, make_app, needs_root, ssdbench
 
 from ssdbench.results import store
 from ssdbench.web import PACKAGE_DIR, openapi
-
-
-@pytest.fixture
-def data_dir(tmp_path):
-    return tmp_path / "data"
-
-
-@pytest.fixture
-def app(data_dir):
-    return make_app(data_dir)
-
-
-@pytest.fixture
-def client(app):
-    return app.test_client()
-
-
-@pytest.fixture
-def token(client):
-    return login(client)
 
 
 def test_without_login_pages_redirect_and_api_says_401(client, data_dir):

@@ -201,3 +201,13 @@ def export(db, data_dir, run_ids, stick, on_progress=None):
             )
         durable.sync_dir(folder)
     return out
+
+
+def export_ended_run(db, data_dir, run_id, log):
+    """Best effort, for the runner service: no stick, or a full one, is logged, and the service goes on."""
+    try:
+        stick = find()
+        for item in export(db, data_dir, [run_id], stick):
+            log(f"run {run_id}: {item['file']} on {stick['device']}, {item['state']}")
+    except SsdbenchError as exc:
+        log(f"run {run_id}: not exported: {exc}")

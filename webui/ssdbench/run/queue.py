@@ -12,7 +12,7 @@ import time
 import traceback
 
 from ..errors import SsdbenchError
-from ..results import store, usbexport
+from ..results import store
 from ..suites import locked
 from . import runner
 
@@ -42,8 +42,9 @@ def log(message):
     print(f"ssdbench runner: {message}", file=sys.stderr, flush=True)
 
 
-def serve(data_dir, poll_s=POLL_S, auto_export=False):
-    """Take queued runs one at a time, forever; with auto_export, each run that ends goes to the USB stick."""
+def serve(data_dir, poll_s=POLL_S, after_run=None):
+    """Take queued runs one at a time, until a signal comes while idle. after_run(db, data_dir, run_id, log),
+    if given, is called as each run ends (the appliance exports it to the USB stick)."""
     runner.check_host()
     db = store.connect(data_dir)
     lock = try_lock(data_dir)
@@ -55,20 +56,10 @@ def serve(data_dir, poll_s=POLL_S, auto_export=False):
         while not signals.received:
             if store.next_queued_run(db) is not None:
                 run_id = take_next(db, data_dir, signals)
-                if run_id is not None and auto_export:
-                    export_run(db, data_dir, run_id)
+                if run_id is not None and after_run:
+                    after_run(db, data_dir, run_id, log)
             time.sleep(poll_s)
     log("stopped by a signal")
-
-
-def export_run(db, data_dir, run_id):
-    """Best effort: no stick, or a full one, is logged and the service goes on."""
-    try:
-        stick = usbexport.find()
-        for item in usbexport.export(db, data_dir, [run_id], stick):
-            log(f"run {run_id}: {item['file']} on {stick['device']}, {item['state']}")
-    except SsdbenchError as exc:
-        log(f"run {run_id}: not exported: {exc}")
 
 
 def try_lock(data_dir):

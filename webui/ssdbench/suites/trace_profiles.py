@@ -33,48 +33,42 @@ _QDS = {1: 0.59, 4: 0.10, 8: 0.08, 16: 0.05}
 
 # Each profile: op counts and bytes written; `sizes` fixes shares of IOs by length and
 # `size_balance` takes the rest, split to hit bytes_written; likewise `qd`, `qd_balance`, `avg_qd`.
+# What the three profiles share: the 2011 Heavy workload's shape, by the articles and our stated choices.
+_SHAPE_2011 = {
+    "seed": 2011,
+    "size_balance": (8 * KiB, 128 * KiB),
+    "sequential": 0.42,
+    "qd": _QDS,
+    "qd_balance": (2, 32),
+    "avg_qd": 4.625,
+}
 PROFILES = {
     "heavy-2011": {
+        **_SHAPE_2011,
         "label": "synthetic, modelled on the AnandTech Storage Bench 2011 Heavy workload (not the original trace)",
-        "seed": 2011,
         "reads": 2_168_893,
         "writes": 1_783_447,
         "bytes_written": 106_320_000_000,
         "sizes": _HEAVY_SIZES,
-        "size_balance": (8 * KiB, 128 * KiB),
-        "sequential": 0.42,
-        "qd": _QDS,
-        "qd_balance": (2, 32),
-        "avg_qd": 4.625,
         "footprint": 64 * GiB,
     },
     "light-2011": {
+        **_SHAPE_2011,
         "label": "synthetic, modelled on the AnandTech Storage Bench 2011 Light workload (not the original trace; "
         "our own figures)",
-        "seed": 2011,
         "reads": 1_600_000,
         "writes": 400_000,
         "bytes_written": 12_000_000_000,
         "sizes": {**_PUBLISHED_SIZES, 512: 0.04, 256 * KiB: 0.01, 512 * KiB: 0.005},
-        "size_balance": (8 * KiB, 128 * KiB),
-        "sequential": 0.42,
-        "qd": _QDS,
-        "qd_balance": (2, 32),
-        "avg_qd": 4.625,
         "footprint": 32 * GiB,
     },
     "smoke": {
+        **_SHAPE_2011,
         "label": "synthetic smoke-test trace: Heavy 2011 shape at 1/1000 size; not comparable",
-        "seed": 2011,
         "reads": 2_169,
         "writes": 1_783,
         "bytes_written": 106_320_000,
         "sizes": _HEAVY_SIZES,
-        "size_balance": (8 * KiB, 128 * KiB),
-        "sequential": 0.42,
-        "qd": _QDS,
-        "qd_balance": (2, 32),
-        "avg_qd": 4.625,
         "footprint": 32 * MiB,
     },
 }

@@ -18,6 +18,16 @@ def error(message, status):
     return jsonify(error=message), status
 
 
+def run_or_404(doc, run_id):
+    return jsonify(doc) if doc else error(f"no run {run_id}", 404)
+
+
+def answer(result):
+    """A web/data action's (document, status) as a JSON response."""
+    body, status = result
+    return jsonify(body), status
+
+
 def json_body():
     """The request's JSON object; anything else (no body, a list, bad JSON) is an empty one, which the
     handlers then refuse field by field."""
@@ -51,14 +61,12 @@ def runs():
 
 @bp.post("/runs")
 def create_run():
-    body, status = data.start_run(get_db(), json_body(), current_app.config["SSDBENCH_ALLOW_USB"])
-    return jsonify(body), status
+    return answer(data.start_run(get_db(), json_body(), current_app.config["SSDBENCH_ALLOW_USB"]))
 
 
 @bp.get("/runs/<int:run_id>")
 def run(run_id):
-    doc = document.run_document(get_db(), run_id)
-    return jsonify(doc) if doc else error(f"no run {run_id}", 404)
+    return run_or_404(document.run_document(get_db(), run_id), run_id)
 
 
 @bp.delete("/runs/<int:run_id>")
@@ -92,20 +100,17 @@ def sticks():
 
 @bp.post("/export")
 def export():
-    body, status = data.export_runs(get_db(), current_app.config["SSDBENCH_DATA_DIR"], json_body())
-    return jsonify(body), status
+    return answer(data.export_runs(get_db(), current_app.config["SSDBENCH_DATA_DIR"], json_body()))
 
 
 @bp.get("/runs/<int:run_id>/progress")
 def progress(run_id):
-    doc = store.run_progress(get_db(), run_id)
-    return jsonify(doc) if doc else error(f"no run {run_id}", 404)
+    return run_or_404(store.run_progress(get_db(), run_id), run_id)
 
 
 @bp.post("/runs/<int:run_id>/cancel")
 def cancel(run_id):
-    body, status = data.cancel_run(get_db(), run_id)
-    return jsonify(body), status
+    return answer(data.cancel_run(get_db(), run_id))
 
 
 @bp.get("/compare")

@@ -8,6 +8,14 @@ def _json(description, schema=None):
     return {"description": description, "content": {"application/json": {"schema": schema or {"type": "object"}}}}
 
 
+def _body(properties, required=()):
+    """A JSON request body: an object with these properties."""
+    schema = {"type": "object", "properties": properties}
+    if required:
+        schema["required"] = list(required)
+    return {"content": {"application/json": {"schema": schema}}}
+
+
 ERROR = {"type": "object", "properties": {"error": {"type": "string"}}, "required": ["error"]}
 RUN_ID = {"name": "run_id", "in": "path", "required": True, "schema": {"type": "integer"}}
 UNAUTHORIZED = _json("not logged in", ERROR)
@@ -119,13 +127,7 @@ DOCUMENT = {
             "post": {
                 "summary": "Log in with the PIN",
                 "security": [{"csrf": []}],
-                "requestBody": {
-                    "content": {
-                        "application/json": {
-                            "schema": {"type": "object", "properties": {"pin": {"type": "string"}}, "required": ["pin"]}
-                        }
-                    }
-                },
+                "requestBody": _body({"pin": {"type": "string"}}, ["pin"]),
                 "responses": {
                     "200": _json("logged in; the new session's CSRF token"),
                     "401": _json("wrong PIN", ERROR),
@@ -171,29 +173,21 @@ DOCUMENT = {
             "post": {
                 "summary": "Queue a suite on a drive (destroys its data); the runner service executes it",
                 "security": [{"session": [], "csrf": []}],
-                "requestBody": {
-                    "content": {
-                        "application/json": {
-                            "schema": {
-                                "type": "object",
-                                "properties": {
-                                    "drive": {"type": "string", "examples": ["/dev/nvme0n1"]},
-                                    "suite": {"type": "string", "examples": ["standard"]},
-                                    "confirm": {
-                                        "type": "string",
-                                        "description": "the drive's confirm_id: its serial, or its "
-                                        "kernel name when it has none",
-                                    },
-                                    "destroy_data": {
-                                        "type": "boolean",
-                                        "description": "needed when the drive holds partitions or file systems",
-                                    },
-                                },
-                                "required": ["drive", "suite", "confirm"],
-                            }
-                        }
-                    }
-                },
+                "requestBody": _body(
+                    {
+                        "drive": {"type": "string", "examples": ["/dev/nvme0n1"]},
+                        "suite": {"type": "string", "examples": ["standard"]},
+                        "confirm": {
+                            "type": "string",
+                            "description": "the drive's confirm_id: its serial, or its kernel name when it has none",
+                        },
+                        "destroy_data": {
+                            "type": "boolean",
+                            "description": "needed when the drive holds partitions or file systems",
+                        },
+                    },
+                    ["drive", "suite", "confirm"],
+                ),
                 "responses": {
                     "201": _json(
                         "queued",
@@ -247,26 +241,19 @@ DOCUMENT = {
             "post": {
                 "summary": "Write bundles to a USB stick (in ssdbench-results/), read them back, verify, unmount",
                 "security": [{"session": [], "csrf": []}],
-                "requestBody": {
-                    "content": {
-                        "application/json": {
-                            "schema": {
-                                "type": "object",
-                                "properties": {
-                                    "runs": {
-                                        "type": "array",
-                                        "items": {"type": "integer"},
-                                        "description": "default: every run that has ended",
-                                    },
-                                    "device": {
-                                        "type": "string",
-                                        "description": "the stick's file system (default: the one found)",
-                                    },
-                                },
-                            }
-                        }
+                "requestBody": _body(
+                    {
+                        "runs": {
+                            "type": "array",
+                            "items": {"type": "integer"},
+                            "description": "default: every run that has ended",
+                        },
+                        "device": {
+                            "type": "string",
+                            "description": "the stick's file system (default: the one found)",
+                        },
                     }
-                },
+                ),
                 "responses": {
                     "200": _json("what was written or already there"),
                     "401": UNAUTHORIZED,

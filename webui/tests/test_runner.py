@@ -6,16 +6,12 @@ import subprocess
 import sys
 import time
 
-from conftest import needs_root, show, ssdbench, wait_until
+from conftest import ENGINE_SUITE, needs_root, show, ssdbench, wait_until
 
 from ssdbench.results import store
 from ssdbench.run import fio_output
 
 pytestmark = needs_root()
-
-
-# Six short steps: the engine's behaviour without the time the whole smoke suite takes.
-ENGINE_SUITE = ("--suite-file", os.path.join(os.path.dirname(__file__), "data", "engine-suite.toml"), "--non-standard")
 
 
 def start_run(dev, data_dir, *extra):

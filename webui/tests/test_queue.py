@@ -6,8 +6,7 @@ import sys
 import time
 
 import pytest
-from conftest import needs_root, ssdbench
-from webutil import add_run, login, make_app
+from conftest import add_run, login, make_app, needs_root, ssdbench
 
 from ssdbench.results import store
 

@@ -13,7 +13,6 @@ import zlib
 import pytest
 from conftest import needs_root, show, ssdbench
 
-from ssdbench.drives import purge
 from ssdbench.run import fio_output, plan, steady
 from ssdbench.suites import locked
 
@@ -87,26 +86,6 @@ def test_purge_records_the_method_and_why_stronger_ones_were_not_used(smoke):
     detail = step(run, "purge")["detail"]
     assert detail["method"] == "discard (whole device)" and detail["command"][0] == "blkdiscard"
     assert detail["attempts"] == [{"method": "discard (whole device)", "outcome": "used"}]
-
-
-def test_purge_falls_back_through_the_nvme_and_sata_chains(loopdev):
-    dev, _ = loopdev()
-    nvme = {
-        "path": dev,
-        "transport": "nvme",
-        "trim_supported": True,
-        "erase": {"format": False, "sanitize_block_erase": False},
-    }
-    detail = purge.purge(nvme)
-    assert [a["outcome"] for a in detail["attempts"]] == ["not available", "not available", "used"]
-    assert detail["method"] == "NVMe deallocate (whole namespace)"
-    # A loop device has no ATA security feature set: why is kept, and TRIM is used instead.
-    sata = {"path": dev, "transport": "sata", "trim_supported": True}
-    detail = purge.purge(sata)
-    first = detail["attempts"][0]
-    assert first["method"] == "ATA Security Erase" and first["outcome"] in ("failed", "not available")
-    assert first["reason"]
-    assert detail["method"] == "ATA TRIM (whole device)"
 
 
 def test_four_corners_report_fios_average_and_max_latency(smoke):

@@ -1,0 +1,143 @@
+"""Export to a USB stick, on a real run's bundle: a real exFAT (or vfat) file system on a loop device as the stick."""
+
+import os
+import shutil
+import subprocess
+import tempfile
+from contextlib import contextmanager
+
+import pytest
+from conftest import db_files, login, make_app, needs_root, ssdbench
+
+pytestmark = needs_root()
+
+
+def attach(img):
+    return subprocess.run(
+        ["losetup", "-f", "--show", str(img)], check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+VFAT_IN_KERNEL = "\tvfat\n" in open("/proc/filesystems").read()
+STICK_FILE_SYSTEMS = [
+    pytest.param(
+        "vfat",
+        marks=pytest.mark.skipif(
+            not VFAT_IN_KERNEL, reason=("this kernel has no vfat driver; make test-vm exports to vfat sticks in QEMU")
+        ),
+    ),
+    "exfat",  # through exfat-fuse when the kernel has no exFAT driver, as here
+]
+
+
+@contextmanager
+def opened(img, fstype, ro=False):
+    """The image's file system, mounted the way usbexport would (exfat-fuse when the kernel lacks exFAT)."""
+    point = tempfile.mkdtemp()
+    kind = fstype if fstype == "vfat" or "\texfat\n" in open("/proc/filesystems").read() else "exfat-fuse"
+    subprocess.run(["mount", "-t", kind, "-o", "loop,ro" if ro else "loop", str(img), point], check=True)
+    try:
+        yield point
+    finally:
+        subprocess.run(["umount", point], check=True)
+        os.rmdir(point)
+
+
+@pytest.fixture
+def stick(tmp_path):
+    """A FAT32 or exFAT file system on a loop device, as a stick; with `free`, a filler file leaves only
+    that much room."""
+    finished_bundle = []
+
+    def make(fstype, size_mib=64, free=None):
+        img = tmp_path / f"stick{len(finished_bundle)}.img"
+        subprocess.run(["truncate", "-s", f"{size_mib}M", str(img)], check=True)
+        mkfs = ["mkfs.vfat", "-n"] if fstype == "vfat" else ["mkfs.exfat", "-L"]
+        subprocess.run([*mkfs, "RESULTS", str(img)], check=True, capture_output=True)
+        if free is not None:
+            with opened(img, fstype) as point:
+                room = shutil.disk_usage(point).free - free
+                with open(os.path.join(point, "filler"), "wb") as f:
+                    f.truncate(room)  # neither FAT nor exFAT keeps holes: the clusters are taken
+        dev = attach(img)
+        finished_bundle.append(dev)
+        return dev, img
+
+    yield make
+    for dev in finished_bundle:
+        subprocess.run(["umount", dev], capture_output=True)
+        subprocess.run(["losetup", "-d", dev], capture_output=True)
+
+
+def results_on(img, fstype):
+    with opened(img, fstype, ro=True) as point:
+        folder = os.path.join(point, "ssdbench-results")
+        return sorted(os.listdir(folder)) if os.path.isdir(folder) else []
+
+
+def mounted(dev):
+    with open("/proc/mounts") as f:
+        return any(line.split()[0] == dev for line in f)
+
+
+@pytest.mark.parametrize("fstype", STICK_FILE_SYSTEMS)
+def test_export_writes_verifies_and_unmounts_and_reads_back(finished_run, finished_bundle, stick, tmp_path, fstype):
+    data_dir, _ = finished_run
+    dev, img = stick(fstype)
+    listed = ssdbench("export", "--list", "--to", dev, data_dir=data_dir, check=True).stdout
+    assert dev in listed and fstype in listed and "RESULTS" in listed
+    out = ssdbench("export", "1", "--to", dev, data_dir=data_dir, check=True).stdout
+    assert "written and verified" in out and "unmounted" in out
+    assert not mounted(dev)
+    name = os.path.basename(finished_bundle)
+    subprocess.run(["losetup", "-d", dev], check=True)  # read the image as a laptop would read the stick
+    assert results_on(img, fstype) == [name]
+    with opened(img, fstype, ro=True) as point:
+        assert ssdbench("verify", os.path.join(point, "ssdbench-results", name)).returncode == 0
+    dev = attach(img)
+    try:
+        again = ssdbench("export", "--all", "--to", dev, data_dir=data_dir, check=True).stdout
+        assert "already on the stick" in again
+    finally:
+        subprocess.run(["losetup", "-d", dev], check=True)
+
+
+@pytest.mark.parametrize("fstype", STICK_FILE_SYSTEMS)
+def test_a_full_stick_fails_clearly_leaves_no_file_and_no_change(finished_run, finished_bundle, stick, fstype):
+    data_dir, _ = finished_run
+    dev, img = stick(fstype, free=os.path.getsize(finished_bundle) // 2)  # room for half the bundle: ENOSPC partway
+    before = db_files(data_dir)
+    failed = ssdbench("export", "1", "--to", dev, data_dir=data_dir)
+    assert failed.returncode == 2
+    assert "No space left on device" in failed.stderr and "nothing was left under that name" in failed.stderr
+    assert not mounted(dev)
+    subprocess.run(["losetup", "-d", dev], check=True)
+    assert results_on(img, fstype) == []  # neither the bundle nor its .part
+    assert db_files(data_dir) == before
+
+
+def test_a_device_without_fat_is_never_a_target(finished_run, loopdev):
+    data_dir, dev = finished_run
+    refused = ssdbench("export", "1", "--to", dev, data_dir=data_dir)
+    assert refused.returncode == 2 and "holds no FAT32 or exFAT file system" in refused.stderr
+
+
+def test_web_download_and_export(finished_run, stick, tmp_path):
+    data_dir, _ = finished_run
+    dev, img = stick("exfat")
+    client = make_app(data_dir).test_client()
+    token = login(client)
+    got = client.get("/api/runs/1/bundle")
+    assert got.status_code == 200 and got.mimetype == "application/zip"
+    assert "attachment" in got.headers["Content-Disposition"]
+    (tmp_path / "dl.zip").write_bytes(got.data)
+    assert ssdbench("verify", str(tmp_path / "dl.zip")).returncode == 0
+    assert client.get("/api/runs/9/bundle").status_code == 404
+    assert client.post("/api/export", json={"runs": [1], "device": dev}).status_code == 403
+    done = client.post("/api/export", json={"runs": [1], "device": dev}, headers={"X-CSRF-Token": token})
+    assert done.status_code == 200, done.get_json()
+    assert done.get_json()["exported"][0]["state"] == "written and verified" and done.get_json()["unmounted"]
+    bad = client.post("/api/export", json={"runs": [1], "device": str(tmp_path)}, headers={"X-CSRF-Token": token})
+    assert bad.status_code == 409 and "not a block device" in bad.get_json()["error"]
+    page = client.get("/runs/1").get_data(as_text=True)
+    assert "Download the bundle" in page and "Export to USB" in page
