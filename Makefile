@@ -42,7 +42,7 @@ $(VENDOR)/uPlot.iife.min.js:
 SHELL_SCRIPTS = $(shell grep -rlE '^\#! ?/(usr/)?bin/(env )?(ba|da)?sh' board overlay .ci | sort)
 
 lint:
-	cd webui && ruff check . && ruff format --check .
+	cd webui && $(PYTHON) -m ruff check . && $(PYTHON) -m ruff format --check .
 	shellcheck $(SHELL_SCRIPTS)
 
 test: assets

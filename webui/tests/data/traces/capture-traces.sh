@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Re-creates the real trace captures used by tests/test_traces.py (run as root on Debian 12:
+# Re-creates the real trace captures used by tests/test_trace_import.py (run as root on Debian 12:
 # fio 3.33, blkparse from blktrace 2.0.0, python3). See README.md beside this script.
 # The hand-written files (fio-iolog-v2-handwritten.log, msr-handmade.csv) are not made here;
 # the v2 iolog is only checked, by replaying it with fio.
