@@ -36,6 +36,15 @@ def needs_root():
     return pytest.mark.skipif(os.geteuid() != 0, reason="needs root for loop devices")
 
 
+def attach(img, size=None):
+    """A loop device over the image file, made first as a sparse file of `size` when one is given."""
+    if size is not None:
+        subprocess.run(["truncate", "-s", size, str(img)], check=True)
+    return subprocess.run(
+        ["losetup", "-f", "--show", str(img)], check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
 @pytest.fixture
 def loopdev(tmp_path):
     """A fresh 512 MiB sparse file attached to a loop device."""
@@ -43,10 +52,7 @@ def loopdev(tmp_path):
 
     def make(size="512M", name="disk.img"):
         img = tmp_path / name
-        subprocess.run(["truncate", "-s", size, str(img)], check=True)
-        dev = subprocess.run(
-            ["losetup", "-f", "--show", str(img)], check=True, capture_output=True, text=True
-        ).stdout.strip()
+        dev = attach(img, size)
         made.append(dev)
         return dev, img
 
@@ -104,11 +110,7 @@ def token(client):
 def finished_run(tmp_path_factory):
     """One finished engine-suite run (about 15 s), shared by a module: (data folder, loop device)."""
     top = tmp_path_factory.mktemp("finished")
-    img = top / "drive.img"
-    subprocess.run(["truncate", "-s", "512M", str(img)], check=True)
-    dev = subprocess.run(
-        ["losetup", "-f", "--show", str(img)], check=True, capture_output=True, text=True
-    ).stdout.strip()
+    dev = attach(top / "drive.img", "512M")
     data_dir = top / "data"
     try:
         ssdbench(

@@ -11,7 +11,7 @@ import subprocess
 import zlib
 
 import pytest
-from conftest import needs_root, show, ssdbench
+from conftest import attach, needs_root, show, ssdbench
 
 from ssdbench.run import fio_output, plan, steady
 from ssdbench.suites import locked
@@ -22,12 +22,8 @@ pytestmark = needs_root()
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("smoke")
-    img = tmp / "disk.img"
     # Big enough that the whole-drive fill lasts more than the 1 s between bandwidth samples.
-    subprocess.run(["truncate", "-s", "3G", str(img)], check=True)
-    dev = subprocess.run(
-        ["losetup", "-f", "--show", str(img)], check=True, capture_output=True, text=True
-    ).stdout.strip()
+    dev = attach(tmp / "disk.img", "3G")
     try:
         data_dir = tmp / "data"
         proc = ssdbench(

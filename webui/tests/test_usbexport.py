@@ -7,15 +7,9 @@ import tempfile
 from contextlib import contextmanager
 
 import pytest
-from conftest import db_files, login, make_app, needs_root, ssdbench
+from conftest import attach, db_files, login, make_app, needs_root, ssdbench
 
 pytestmark = needs_root()
-
-
-def attach(img):
-    return subprocess.run(
-        ["losetup", "-f", "--show", str(img)], check=True, capture_output=True, text=True
-    ).stdout.strip()
 
 
 VFAT_IN_KERNEL = "\tvfat\n" in open("/proc/filesystems").read()
