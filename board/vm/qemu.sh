@@ -16,7 +16,8 @@
 #              it), nvme.img and sata.img (made here if missing, sparse)
 # Environment: SSDBENCH_PIN (the login PIN), SSDBENCH_HOST_PORT (the host
 # port forwarded to the web UI, default 8080), SSDBENCH_APPEND (more
-# kernel command line).
+# kernel command line). The NVMe controller is nvme0: a test can add a
+# namespace to it (-device nvme-ns,bus=nvme0,nsid=2,...).
 set -eu
 
 IMAGE_DIR=$1
@@ -41,7 +42,7 @@ exec qemu-system-x86_64 -accel tcg -m 1024 -smp 2 \
 	-drive if=none,id=stick,file="$DISK_DIR/stick.img",format=raw \
 	-device usb-storage,bus=xhci.0,drive=stick,serial=SSDBENCH-STICK \
 	-drive if=none,id=nvme,file="$DISK_DIR/nvme.img",format=raw,discard=unmap \
-	-device nvme,drive=nvme,serial=SSDB-NVME-0001 \
+	-device nvme,id=nvme0,drive=nvme,serial=SSDB-NVME-0001 \
 	-device ahci,id=ahci \
 	-drive if=none,id=sata,file="$DISK_DIR/sata.img",format=raw,discard=unmap \
 	-device ide-hd,bus=ahci.0,drive=sata,model=SSDB-SATA-SSD,serial=SSDB-SATA-0001,rotation_rate=1 \

@@ -107,7 +107,7 @@ def bench_ingest(dev, work):
     dirs = [make_long_step(dev, work, f"consistency-{n}") for n in (1, 2)]
     db = store.connect(os.path.join(work, "ingest"))
     steps = [plan.PlanStep(i, os.path.basename(d), "fio", os.path.basename(d), 3.0) for i, d in enumerate(dirs)]
-    run_id = store.create_run(db, store.upsert_drive(db, {"path": dev}), LONG, steps)
+    run_id = store.create_run(db, {"path": dev}, LONG, steps)
     started = time.perf_counter()
     for i, out_dir in enumerate(dirs):
         outcome = fio.collect(out_dir, 0)

@@ -69,10 +69,8 @@ def fio_step(key, seconds, direction="write"):
 def synthetic_run(data_dir):
     """A standard-sized run written through the store, as the engine would leave it mid-way."""
     db = store.connect(data_dir)
-    drive = store.upsert_drive(
-        db,
-        {"path": "/dev/nvme0n1", "model": "Bench SSD", "serial": "B1", "capacity_bytes": 10**12, "transport": "nvme"},
-    )
+    drive = {"path": "/dev/nvme0n1", "model": "Bench SSD", "serial": "B1", "capacity_bytes": 10**12}
+    drive["transport"] = "nvme"
     results = {"seq-fill": fio_step("seq-fill", 900)}
     for key in ("rand-write-4k-qd3-comp", "rand-write-4k-qd3", "rand-write-4k-qd32", "rand-read-4k"):
         results[key] = fio_step(key, 180, "read" if "read" in key else "write")

@@ -11,7 +11,7 @@ from . import __version__
 from .appliance import access, console, unattended
 from .drives import discovery
 from .errors import SsdbenchError
-from .human import clock, size
+from .human import clock, printable, size
 from .results import bundle, store, usbexport
 from .run import plan, queue, runner
 from .suites import locked
@@ -39,8 +39,10 @@ def cmd_drives(args):
         verdict = "ELIGIBLE" if d["eligible"] else "not eligible"
         link = (d["link"] or {}).get("generation") or (d["link"] or {}).get("speed") or "-"
         print(
-            f"{d['path']:<14} {d['transport']:<6} {d.get('model') or '-'} (serial {d.get('serial') or '-'}, "
-            f"fw {d.get('firmware') or '-'}) {size(d['capacity_bytes'])}, link {link}"
+            printable(
+                f"{d['path']:<14} {d['transport']:<6} {d.get('model') or '-'} (serial {d.get('serial') or '-'}, "
+                f"fw {d.get('firmware') or '-'}) {size(d['capacity_bytes'])}, link {link}"
+            )
         )
         print(f"{'':<14} {verdict}: {d['reason']}; confirm with --confirm {d['confirm_id']}")
         for note in d["notes"]:
@@ -139,8 +141,10 @@ def cmd_runs(args):
     for r in rows:
         when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(r["created_at"]))
         print(
-            f"{r['id']:>4}  {when}Z  {r['state']:<11} {r['suite']:<9} {r['path']} "
-            f"{r['model'] or ''} {r['serial'] or ''}" + ("" if r["standard"] else "  [non-standard]")
+            printable(
+                f"{r['id']:>4}  {when}Z  {r['state']:<11} {r['suite']:<9} {r['path']} "
+                f"{r['model'] or ''} {r['serial'] or ''}" + ("" if r["standard"] else "  [non-standard]")
+            )
         )
     return None
 
@@ -152,8 +156,10 @@ def cmd_show(args):
     if args.json:
         return out_json(run)
     print(
-        f"run {run['id']}: {run['state']}, suite {run['suite']} ({run['suite_hash'][:16]}), "
-        f"drive {run['drive']['path']} {run['drive'].get('model') or ''}"
+        printable(
+            f"run {run['id']}: {run['state']}, suite {run['suite']} ({run['suite_hash'][:16]}), "
+            f"drive {run['drive']['path']} {run['drive'].get('model') or ''}"
+        )
     )
     if run["error"]:
         print(f"error: {run['error']}")
@@ -177,7 +183,7 @@ def cmd_web(args):
     try:
         from waitress import serve
 
-        from .web import create_app
+        from .web import SERVER_LIMITS, create_app
     except ImportError as exc:
         raise SsdbenchError(
             f"the web UI needs flask and waitress ({exc}); install them with pip install 'ssdbench[web]'"
@@ -186,11 +192,12 @@ def cmd_web(args):
         {
             "SSDBENCH_DATA_DIR": data_dir(args),
             "SSDBENCH_EXTRA_DRIVES": args.drives,
+            "SSDBENCH_EXTRA_STICKS": args.sticks,
             "SSDBENCH_ALLOW_USB": args.allow_usb,
         }
     )
     print(f"ssdbench web: http://{args.host}:{args.port}/ (the login PIN: ssdbench pin)", file=sys.stderr, flush=True)
-    serve(app, host=args.host, port=args.port)
+    serve(app, host=args.host, port=args.port, **SERVER_LIMITS)
 
 
 def cmd_runner(args):
@@ -259,7 +266,7 @@ def cmd_export(args):
 
 
 def cmd_pin(args):
-    print(access.pin(data_dir(args)))
+    print(access.new_pin(data_dir(args)) if args.new else access.pin(data_dir(args)))
 
 
 def cmd_status(args):
@@ -328,6 +335,14 @@ def parser():
         metavar="DEV",
         help="also list this device (loop devices are listed only when named); repeatable",
     )
+    c.add_argument(
+        "--stick",
+        dest="sticks",
+        action="append",
+        default=[],
+        metavar="DEV",
+        help="also offer this FAT32 or exFAT file system for export, whatever its transport; repeatable",
+    )
     c.add_argument("--allow-usb", action="store_true", help="treat USB-attached drives as targets")
     c = add("runner", cmd_runner, "the runner service: execute the queued runs, one at a time", data=True)
     c.add_argument("--auto-export", action="store_true", help="export each run that ends to the USB stick found")
@@ -343,7 +358,8 @@ def parser():
     c.add_argument("--all", action="store_true", help="every run that has ended (skips those already there)")
     c.add_argument("--to", metavar="DEVICE", help="the stick's file system, e.g. /dev/sdb1 (default: the one found)")
     c.add_argument("--list", action="store_true", help="list the sticks found, and write nothing")
-    add("pin", cmd_pin, "print the web UI's login PIN (made on first use)", data=True)
+    c = add("pin", cmd_pin, "print the web UI's login PIN (made on first use)", data=True)
+    c.add_argument("--new", action="store_true", help="make a new PIN: every web session ends")
     c = add("status", cmd_status, "the appliance's status screen: address, PIN, drives, the current run", data=True)
     c.add_argument("--port", type=int, default=80, help="the web UI's port, for its address (default 80)")
     c.add_argument("--watch", type=float, metavar="SECONDS", help="redraw every SECONDS until Enter is pressed")

@@ -2,6 +2,7 @@
 Only for display: results keep their exact values."""
 
 import time
+import unicodedata
 
 
 def clock(seconds):
@@ -19,3 +20,9 @@ def when(timestamp):
 
 def size(nbytes):
     return f"{nbytes / 1e9:.1f} GB" if nbytes >= 1e9 else f"{nbytes / 1e6:.1f} MB"
+
+
+def printable(text):
+    """Text for a terminal: every control and format character (an escape sequence's ESC or CSI, a newline,
+    a right-to-left override) shown as ?. A drive's model or serial is whatever its firmware says."""
+    return "".join("?" if unicodedata.category(ch) in ("Cc", "Cf") else ch for ch in str(text))

@@ -161,17 +161,14 @@ def login(client):
 def add_run(data_dir, state="done", model="Fast SSD 1TB", serial="S123", suite_hash="a" * 64, points=20):
     """A run as the engine leaves it: a fill, a measured step, a consistency step, a sweep, a temperature."""
     db = store.connect(data_dir)
-    drive_id = store.upsert_drive(
-        db,
-        {
-            "path": "/dev/nvme0n1",
-            "model": model,
-            "serial": serial,
-            "firmware": "1.0",
-            "capacity_bytes": 10**12,
-            "transport": "nvme",
-        },
-    )
+    drive = {
+        "path": "/dev/nvme0n1",
+        "model": model,
+        "serial": serial,
+        "firmware": "1.0",
+        "capacity_bytes": 10**12,
+        "transport": "nvme",
+    }
     suite = SimpleNamespace(name="standard", sha256=suite_hash, locked=True)
     steps = [
         Step(0, "seq-fill", "fio", "Sequential fill", 10.0, "[seq-fill]\nrw=write\n"),
@@ -179,7 +176,7 @@ def add_run(data_dir, state="done", model="Fast SSD 1TB", serial="S123", suite_h
         Step(2, "consistency", "fio", "Consistency", 2000.0, "[consistency]\nrw=randwrite\n"),
         Step(3, "sweep-clean", "sweep", "Zone sweep, clean", 5.0, None),
     ]
-    run_id = store.create_run(db, drive_id, suite, steps, state="running")
+    run_id = store.create_run(db, drive, suite, steps, state="running")
     store.add_series(
         db, run_id, None, "temperature", "°C", "hwmon:/x", [(i * 1000, 40.0 + i % 3) for i in range(points)]
     )

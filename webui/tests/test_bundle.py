@@ -1,16 +1,19 @@
 """Result bundles on a real run (real fio on a loop device): what a bundle holds, verify, import, tampering,
 rerun.sh."""
 
+import hashlib
 import json
 import os
+import shlex
 import shutil
+import stat
 import subprocess
 import zipfile
 
 import pytest
 from conftest import login, make_app, needs_root, show, ssdbench
 
-from ssdbench.results import bundle, store
+from ssdbench.results import bundle, offline_report, store, zip_safety
 from ssdbench.run import fio_output
 
 pytestmark = needs_root()
@@ -150,3 +153,143 @@ def test_rerun_script_runs_the_job_files_with_plain_fio(finished_run, finished_b
     assert sorted(os.listdir(out)) == ["02-rand-read-4k", "03-rand-write-4k"]
     fio = fio_output.fio_result((out / "02-rand-read-4k" / "fio.json").read_text())
     assert fio["jobs"][0]["read"]["total_ios"] > 0 and fio["global options"]["filename"] == dev
+
+
+def forge(src, dst, change=lambda name, data: data, add=(), result=None):
+    """A copy of a bundle with members changed or added, and a manifest whose hashes all match: what someone
+    who rewrites the manifest too can send. `add` holds (ZipInfo or name, bytes); `result` edits result.json."""
+    with zipfile.ZipFile(src) as zin:
+        members = [(i, zin.read(i.filename)) for i in zin.infolist() if i.filename != bundle.MANIFEST]
+        manifest = json.loads(zin.read(bundle.MANIFEST))
+    if result is not None:
+        members = [
+            (i, json.dumps(result(json.loads(d))).encode() if i.filename == "result.json" else d) for i, d in members
+        ]
+    members = [(i, change(i.filename, d)) for i, d in members] + list(add)
+    with zipfile.ZipFile(dst, "w", zipfile.ZIP_DEFLATED) as zout:
+        for info, data in members:
+            zout.writestr(info, data)
+        name_of = lambda info: info.filename if isinstance(info, zipfile.ZipInfo) else info  # noqa: E731
+        manifest["files"] = {name_of(i): hashlib.sha256(d).hexdigest() for i, d in members}
+        zout.writestr(bundle.MANIFEST, json.dumps(manifest))
+    return str(dst)
+
+
+def test_zip_slip_is_refused_by_verify_and_import_and_writes_nothing(finished_bundle, tmp_path):
+    # raw//<absolute path>: os.path.join drops everything before an absolute part, so import once wrote
+    # the member there, as root.
+    target = tmp_path / "escaped"
+    bad = forge(finished_bundle, tmp_path / "slip.zip", add=[(f"raw/{target}", b"owned")])
+    check = ssdbench("verify", bad)
+    assert check.returncode == 2 and "empty path segment" in check.stderr, check.stderr
+    refused = ssdbench("import", bad, data_dir=tmp_path / "data")
+    assert refused.returncode == 2 and "unsafe" in refused.stderr
+    assert not target.exists() and store.list_runs(store.connect(tmp_path / "data")) == []
+
+
+def symlink(name, to):
+    info = zipfile.ZipInfo(name)
+    info.external_attr = (stat.S_IFLNK | 0o777) << 16
+    return info, to.encode()
+
+
+@pytest.mark.parametrize(
+    "member, reason",
+    [
+        ("/etc/cron.d/x", "an absolute path"),
+        ("raw/../../x", "a path segment '..'"),
+        ("raw/./x", "a path segment '.'"),
+        ("raw/a//b", "an empty path segment"),
+        ("raw/C:/x", "a drive letter"),
+        ("C:x", "a drive letter"),
+        ("raw\\..\\x", "a backslash"),
+        ("raw/NUL.txt", "a device name"),
+        ("raw/com1", "a device name"),
+        ("raw/x\x1b[2J", "a control character"),
+        ("raw/" + "d/" * 20 + "x", "folders deep"),
+        ("raw/" + "x" * 300, "longer than 255"),
+        (symlink("raw/link", "/etc/shadow"), "a symbolic link"),
+    ],
+)
+def test_every_unsafe_member_name_is_refused(finished_bundle, tmp_path, member, reason):
+    added = member if isinstance(member, tuple) else (member, b"x")
+    bad = forge(finished_bundle, tmp_path / "bad.zip", add=[added])
+    with pytest.raises(bundle.BundleError, match="unsafe") as refused:
+        bundle.verify(bad)
+    assert reason in str(refused.value)
+    with pytest.raises(bundle.BundleError):
+        bundle.import_bundle(store.connect(tmp_path / "data"), str(tmp_path / "data"), bad)
+    assert store.list_runs(store.connect(tmp_path / "data")) == []
+
+
+def test_hostile_names_in_the_run_document_are_refused_and_rerun_sh_quotes_every_word(
+    finished_run, finished_bundle, tmp_path
+):
+    def hostile_suite(doc):
+        doc["suite"] = "x; touch /tmp/owned #"
+        return doc
+
+    def hostile_step(doc):
+        doc["steps"][0]["key"] = "$(reboot)"
+        return doc
+
+    for edit, expect in ((hostile_suite, "suite name"), (hostile_step, "step 0: key")):
+        bad = forge(finished_bundle, tmp_path / "doc.zip", result=edit)
+        assert bundle.verify(bad)  # the hashes match: only the names are wrong
+        refused = ssdbench("import", bad, data_dir=tmp_path / "data")
+        assert refused.returncode == 2 and expect in refused.stderr, refused.stderr
+    assert store.list_runs(store.connect(tmp_path / "data")) == []
+    # Were such names ever stored, the script would still read them as words, never as commands.
+    data_dir, _ = finished_run
+    doc = store.get_run(store.connect(data_dir), 1)
+    doc["suite"] = "x\nreboot"
+    doc["steps"][0].update(key="a'b;reboot", job_file=None, kind="purge $(reboot)")
+    script = bundle.rerun_script(doc).decode()
+    assert "\nreboot" not in script and f"step={shlex.quote(bundle.step_folder(doc['steps'][0]))};" in script
+    assert subprocess.run(["sh", "-n"], input=script, text=True).returncode == 0
+
+
+@pytest.mark.parametrize(
+    "how, expect",
+    [
+        ("too many members", "more than the 20000 a bundle may hold"),
+        ("a member listed twice", "listed twice in the zip"),
+        ("too compressible", "compressed more than 200:1"),
+        ("overlapping members", "overlaps"),
+    ],
+)
+def test_zip_bombs_are_refused_before_anything_is_read(tmp_path, how, expect):
+    path = tmp_path / "bomb.zip"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        if how == "too many members":
+            for i in range(zip_safety.MAX_MEMBERS + 1):
+                zf.writestr(f"raw/{i}", b"")
+        elif how == "a member listed twice":
+            with pytest.warns(UserWarning):
+                for _ in range(3):
+                    zf.writestr("raw/x", b"x")
+        elif how == "too compressible":
+            zf.writestr("raw/zeros", bytes(64 << 20))
+        else:
+            zf.writestr("raw/a", bytes(range(256)) * 64)
+            zf.writestr("raw/b", bytes(range(256)) * 64)
+    if how == "overlapping members":
+        # raw/b's central directory entry points at raw/a's data (offset 0): one stretch of the file read twice.
+        data = bytearray(path.read_bytes())
+        entry = data.rindex(b"raw/b") - 46  # the central entry's fixed part comes before its name
+        assert data[entry : entry + 4] == b"PK\x01\x02"
+        data[entry + 42 : entry + 46] = (0).to_bytes(4, "little")
+        path.write_bytes(bytes(data))
+    with pytest.raises(bundle.BundleError, match="refused") as refused:
+        bundle.verify(str(path))
+    assert expect in str(refused.value)
+
+
+def test_report_json_escapes_markup(finished_run, tmp_path):
+    data_dir, _ = finished_run
+    doc = store.get_run(store.connect(data_dir), 1)
+    doc["drive"]["model"] = "<!--<script>alert(1)</script>&amp;"
+    page = offline_report.render(doc).decode()
+    embedded = page.split('id="run-document">', 1)[1].split("</script>", 1)[0]
+    assert not set("<>&") & set(embedded)
+    assert json.loads(embedded)["drive"]["model"] == doc["drive"]["model"]

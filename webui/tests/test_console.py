@@ -36,3 +36,21 @@ def test_status_names_results_kept_in_ram():
 def test_status_watch_needs_a_positive_interval(tmp_path):
     proc = ssdbench("status", "--watch", "0", data_dir=tmp_path)
     assert proc.returncode == 2 and "--watch takes a number of seconds above 0" in proc.stderr
+
+
+def test_status_shows_no_terminal_escape_from_a_drive_string(tmp_path):
+    # A firmware answers what it likes: ESC sequences would clear the screen or retitle the terminal.
+    data_dir = str(tmp_path / "data")
+    drive = {
+        "name": "sdz",
+        "transport": "sata",
+        "model": "EVIL\x1b[2J\x1b]0;owned\x07 SSD",
+        "serial": "S\x9b31m\u202eX\r\n",
+        "capacity_bytes": 10**12,
+        "eligible": False,
+        "reason": "has mounted file systems (/dev/sdz1 on /mnt/\x1bc)",
+    }
+    lines = console.render(data_dir, 80, console.drive_lines([drive]), store.connect(data_dir))
+    text = "\n".join(lines)
+    assert not [ch for ch in text if ch != "\n" and (ord(ch) < 0x20 or 0x7F <= ord(ch) <= 0x9F or ch == "\u202e")]
+    assert "EVIL?[2J?]0;owned? SSD" in text

@@ -25,3 +25,20 @@ def test_purge_falls_back_through_the_nvme_and_sata_chains(loopdev):
     assert first["method"] == "ATA Security Erase" and first["outcome"] in ("failed", "not available")
     assert first["reason"]
     assert detail["method"] == "ATA TRIM (whole device)"
+
+
+def test_whole_controller_methods_are_refused_while_another_namespace_is_in_use(loopdev):
+    dev, _ = loopdev()
+    busy = ["nvme0n2: /dev/nvme0n2 on /srv"]
+    nvme = {
+        "path": dev,
+        "transport": "nvme",
+        "trim_supported": True,
+        "erase": {"format": True, "format_all_namespaces": True, "sanitize_block_erase": True},
+    }
+    detail = purge.purge(nvme, busy=busy)
+    assert detail["method"] == "NVMe deallocate (whole namespace)"
+    format_, sanitize = detail["attempts"][:2]
+    assert format_["outcome"] == sanitize["outcome"] == "not available"
+    assert "formats every namespace at once, and another is in use (nvme0n2: /dev/nvme0n2 on /srv)" in format_["reason"]
+    assert "Sanitize erases every namespace" in sanitize["reason"] and "nvme0n2" in sanitize["reason"]

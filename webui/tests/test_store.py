@@ -1,6 +1,10 @@
 """The results store on a real SQLite file."""
 
 import sqlite3
+from types import SimpleNamespace
+
+import pytest
+from conftest import add_run
 
 from ssdbench.results import store
 
@@ -39,3 +43,61 @@ def test_concurrent_first_opens_migrate_once(tmp_path):
 
 def _open_version(path):
     return store.connect(path).execute("PRAGMA user_version").fetchone()[0]
+
+
+def test_run_ids_are_never_reused(tmp_path):
+    for _ in range(3):
+        add_run(tmp_path)
+    db = store.connect(tmp_path)
+    assert store.delete_run(db, str(tmp_path), 3) and store.delete_run(db, str(tmp_path), 2)
+    assert add_run(tmp_path) == 4
+
+
+def test_each_run_keeps_the_drive_identity_it_ran_on(tmp_path):
+    add_run(tmp_path, model="Same SSD", serial="S1")
+    db = store.connect(tmp_path)
+    again = {"path": "/dev/sdb", "model": "Same SSD", "serial": "S1", "firmware": "2.0", "transport": "sata"}
+    store.create_run(db, again, SimpleNamespace(name="smoke", sha256="b" * 64, locked=True), [])
+    first, second = store.get_run(db, 1), store.get_run(db, 2)
+    assert first["drive"]["firmware"] == "1.0" and first["drive"]["path"] == "/dev/nvme0n1"
+    assert second["drive"]["firmware"] == "2.0" and second["drive_id"] == first["drive_id"]
+    assert [r["path"] for r in store.list_runs(db)] == ["/dev/nvme0n1", "/dev/sdb"]
+
+
+def test_a_database_of_schema_4_moves_up_with_every_row(tmp_path):
+    # As the last release left it: runs on a drive, a step with a metric, ids with a gap.
+    old = sqlite3.connect(store.db_path(tmp_path))
+    old.execute("PRAGMA foreign_keys=ON")
+    for sql in store.MIGRATIONS[:4]:
+        old.executescript(sql)
+    old.execute("PRAGMA user_version=4")
+    old.execute("INSERT INTO drives VALUES (1, 'm|s', '/dev/sda', 'm', 's', 'f', 1, 'sata', '{\"model\": \"m\"}')")
+    for run_id in (1, 5):
+        old.execute(
+            "INSERT INTO runs (id, drive_id, suite, suite_hash, standard, state, created_at, step_count) "
+            "VALUES (?, 1, 'smoke', 'h', 1, 'done', 0, 1)",
+            (run_id,),
+        )
+        old.execute("INSERT INTO steps (run_id, idx, key, kind, title) VALUES (?, 0, 'k', 'fio', 't')", (run_id,))
+    old.execute("INSERT INTO metrics (step_id, name, value, unit, source) VALUES (2, 'read.iops', 7.5, 'IOPS', 'x')")
+    old.commit()
+    old.close()
+    db = store.connect(tmp_path)
+    assert db.execute("PRAGMA user_version").fetchone()[0] == len(store.MIGRATIONS)
+    assert db.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    run = store.get_run(db, 5)
+    assert run["drive"] == {"model": "m"} and run["steps"][0]["metrics"][0]["value"] == 7.5
+    assert store.delete_run(db, str(tmp_path), 5)
+    assert add_run(tmp_path) == 6
+
+
+def test_a_run_being_exported_cannot_be_deleted(tmp_path):
+    add_run(tmp_path)
+    db = store.connect(tmp_path)
+    # Held as bundle.write holds it, in whichever process.
+    with store.run_in_use(str(tmp_path), 1), pytest.raises(store.RunBusy, match="being exported"):
+        store.delete_run(db, str(tmp_path), 1)
+    assert store.delete_run(db, str(tmp_path), 1) and store.get_run(db, 1) is None
+    add_run(tmp_path, state="running")
+    with pytest.raises(store.RunBusy, match="is running: cancel it"):
+        store.delete_run(db, str(tmp_path), 2)

@@ -113,25 +113,39 @@ def test_a_full_stick_fails_clearly_leaves_no_file_and_no_change(finished_run, f
 def test_a_device_without_fat_is_never_a_target(finished_run, loopdev):
     data_dir, dev = finished_run
     refused = ssdbench("export", "1", "--to", dev, data_dir=data_dir)
-    assert refused.returncode == 2 and "holds no FAT32 or exFAT file system" in refused.stderr
+    assert refused.returncode == 2 and "a USB stick with a FAT32 or exFAT file system" in refused.stderr
+
+
+def files_under(*folders):
+    return {os.path.join(top, name) for folder in folders for top, _, names in os.walk(folder) for name in names}
 
 
 def test_web_download_and_export(finished_run, stick, tmp_path):
     data_dir, _ = finished_run
     dev, img = stick("exfat")
-    client = make_app(data_dir).test_client()
+    # The stick is offered only once it is listed (a loop device is never found on its own).
+    unlisted = make_app(data_dir).test_client()
+    headers = {"X-CSRF-Token": login(unlisted)}
+    refused = unlisted.post("/api/export", json={"runs": [1], "device": dev}, headers=headers)
+    assert refused.status_code == 409 and "is not one of the sticks found" in refused.get_json()["error"]
+    client = make_app(data_dir, SSDBENCH_EXTRA_STICKS=[dev]).test_client()
     token = login(client)
+    # A download is made outside the data folder and leaves no file behind, there or in /tmp.
+    before = files_under(data_dir, tempfile.gettempdir())
     got = client.get("/api/runs/1/bundle")
     assert got.status_code == 200 and got.mimetype == "application/zip"
     assert "attachment" in got.headers["Content-Disposition"]
     (tmp_path / "dl.zip").write_bytes(got.data)
+    got.close()
+    assert files_under(data_dir, tempfile.gettempdir()) - before <= {str(tmp_path / "dl.zip")}
     assert ssdbench("verify", str(tmp_path / "dl.zip")).returncode == 0
     assert client.get("/api/runs/9/bundle").status_code == 404
     assert client.post("/api/export", json={"runs": [1], "device": dev}).status_code == 403
     done = client.post("/api/export", json={"runs": [1], "device": dev}, headers={"X-CSRF-Token": token})
     assert done.status_code == 200, done.get_json()
     assert done.get_json()["exported"][0]["state"] == "written and verified" and done.get_json()["unmounted"]
-    bad = client.post("/api/export", json={"runs": [1], "device": str(tmp_path)}, headers={"X-CSRF-Token": token})
-    assert bad.status_code == 409 and "not a block device" in bad.get_json()["error"]
+    for device in (str(tmp_path), "/dev/zram0", "/dev/sda1"):
+        bad = client.post("/api/export", json={"runs": [1], "device": device}, headers={"X-CSRF-Token": token})
+        assert bad.status_code == 409 and "is not one of the sticks found" in bad.get_json()["error"]
     page = client.get("/runs/1").get_data(as_text=True)
     assert "Download the bundle" in page and "Export to USB" in page

@@ -2,12 +2,18 @@
 
 import html
 import os
+import select
+import socket
 import stat
+import subprocess
+import sys
 from urllib.parse import unquote
 
 import pytest
-from conftest import PIN, XSS, add_run, login, make_app, needs_root, ssdbench
+from conftest import PIN, XSS, add_run, login, make_app, needs_root, ssdbench, wait_until
 
+from ssdbench.appliance import access
+from ssdbench.errors import SsdbenchError
 from ssdbench.results import store
 from ssdbench.web import PACKAGE_DIR, openapi
 
@@ -37,19 +43,75 @@ def test_login_with_the_pin_gives_a_strict_httponly_cookie(client):
     assert client.get("/api/session").get_json()["authenticated"] is True
 
 
-def test_login_goes_nowhere_but_this_server(client):
+@pytest.mark.parametrize(
+    "target, lands",
+    [
+        ("//evil.example/x", "/"),
+        ("/%09/evil.example", "/"),  # a browser drops the tab and reads //evil.example
+        ("/%5Cevil.example", "/"),
+        ("/%0d%0aLocation:%20http://evil.example", "/"),
+        ("https://evil.example/", "/"),
+        ("javascript:alert(1)", "/"),
+        ("/no-such-page", "/"),
+        ("/api/runs", "/"),
+        ("/login", "/"),
+        ("/history", "/history"),
+        ("/runs/1?x=1", "/runs/1?x=1"),
+    ],
+)
+def test_login_goes_nowhere_but_a_page_of_this_app(client, target, lands):
     token = client.get("/api/session").get_json()["csrf_token"]
-    response = client.post("/login?next=//evil.example/x", data={"pin": PIN, "csrf_token": token})
-    assert response.headers["Location"] == "/"
+    response = client.post(f"/login?next={target}", data={"pin": PIN, "csrf_token": token})
+    assert response.status_code == 302 and response.headers["Location"] == lands
 
 
-def test_wrong_pins_are_refused_then_throttled(client):
-    token = client.get("/api/session").get_json()["csrf_token"]
+def test_wrong_pins_are_throttled_per_client_and_no_one_else_is_locked_out(app):
+    attacker, tester = app.test_client(), app.test_client()
+    attacker.environ_base["REMOTE_ADDR"], tester.environ_base["REMOTE_ADDR"] = "192.0.2.66", "192.0.2.10"
+    token = attacker.get("/api/session").get_json()["csrf_token"]
     for _ in range(5):
-        response = client.post("/api/login", json={"pin": "000000"}, headers={"X-CSRF-Token": token})
+        response = attacker.post("/api/login", json={"pin": "000000"}, headers={"X-CSRF-Token": token})
         assert response.status_code == 401
-    response = client.post("/api/login", json={"pin": PIN}, headers={"X-CSRF-Token": token})
+    response = attacker.post("/api/login", json={"pin": PIN}, headers={"X-CSRF-Token": token})
     assert response.status_code == 429 and "wait a minute" in response.get_json()["error"]
+    login(tester)
+    assert tester.get("/api/runs").status_code == 200
+
+
+def test_logging_out_ends_every_session(app):
+    first, second = app.test_client(), app.test_client()
+    headers = {"X-CSRF-Token": login(first)}
+    login(second)
+    assert second.get("/api/runs").status_code == 200
+    assert first.post("/api/logout", headers=headers).status_code == 200
+    assert second.get("/api/runs").status_code == 401
+    assert second.get("/api/session").get_json()["authenticated"] is False
+    login(second)
+    assert second.get("/api/runs").status_code == 200
+
+
+def test_a_session_ends_after_12_hours(client, token):
+    assert client.get("/api/runs").status_code == 200
+    with client.session_transaction() as session:
+        session["login_at"] -= 12 * 3600 + 1
+    assert client.get("/api/runs").status_code == 401
+    assert client.get("/history").status_code == 302
+
+
+def test_a_new_pin_ends_every_session(data_dir, monkeypatch):
+    monkeypatch.delenv("SSDBENCH_PIN", raising=False)
+    client = make_app(data_dir, SSDBENCH_PIN=None).test_client()
+    old = access.pin(data_dir)
+    token = client.get("/api/session").get_json()["csrf_token"]
+    assert client.post("/api/login", json={"pin": old}, headers={"X-CSRF-Token": token}).status_code == 200
+    assert client.get("/api/runs").status_code == 200
+    env = {k: v for k, v in os.environ.items() if k != "SSDBENCH_PIN"}
+    new = ssdbench("pin", "--new", data_dir=data_dir, env=env, check=True).stdout.strip()
+    assert new != old and access.PIN_PATTERN.fullmatch(new)
+    assert client.get("/api/runs").status_code == 401
+    token = client.get("/api/session").get_json()["csrf_token"]
+    assert client.post("/api/login", json={"pin": old}, headers={"X-CSRF-Token": token}).status_code == 401
+    assert client.post("/api/login", json={"pin": new}, headers={"X-CSRF-Token": token}).status_code == 200
 
 
 def test_every_state_change_needs_the_csrf_token(client, data_dir, token):
@@ -223,9 +285,25 @@ def test_pin_is_made_once_kept_private_and_printed_by_the_cli(tmp_path):
     assert len(first) == 6 and first.isdigit()
     assert ssdbench("pin", data_dir=data_dir, env=env, check=True).stdout.strip() == first
     assert stat.S_IMODE(os.stat(data_dir / "web-pin").st_mode) == 0o600
-    assert ssdbench("pin", data_dir=data_dir, env={**env, "SSDBENCH_PIN": "777"}, check=True).stdout.strip() == "777"
+    assert ssdbench("pin", data_dir=data_dir, env={**env, "SSDBENCH_PIN": "7777777"}, check=True).stdout.strip() == (
+        "7777777"
+    )
     make_app(data_dir)
     assert stat.S_IMODE(os.stat(data_dir / "web-secret-key").st_mode) == 0o600
+    # A PIN file cut off by a power cut (empty) or edited by hand gets a new PIN, never an empty one.
+    for broken in ("", "12\n", "abcdef\n"):
+        (data_dir / "web-pin").write_text(broken)
+        made = ssdbench("pin", data_dir=data_dir, env=env, check=True).stdout.strip()
+        assert access.PIN_PATTERN.fullmatch(made) and (data_dir / "web-pin").read_text() == made + "\n"
+
+
+@pytest.mark.parametrize("pin", ["1", "12345", "abcdef", "123 456", "1" * 33])
+def test_a_pin_that_is_not_six_digits_or_more_is_refused(tmp_path, pin):
+    env = {**os.environ, "SSDBENCH_PIN": pin}
+    refused = ssdbench("pin", data_dir=tmp_path, env=env)
+    assert refused.returncode == 2 and "a PIN is 6 to 32 digits" in refused.stderr
+    with pytest.raises(SsdbenchError, match="a PIN is 6 to 32 digits"):
+        make_app(tmp_path, SSDBENCH_PIN=pin)
 
 
 @needs_root()
@@ -268,3 +346,73 @@ def test_the_suites_api_lists_the_locked_suites_with_their_hashes(client, token)
     body = client.get("/api/suites").get_json()
     assert {s["name"]: s["sha256"] for s in body["suites"]} == locked.manifest()
     assert body["problems"] == [] and all(s["locked"] for s in body["suites"])
+
+
+@needs_root()
+def test_start_takes_only_a_drive_that_the_drives_list_shows_as_eligible(loopdev, data_dir):
+    dev, _ = loopdev()
+    other, _ = loopdev(name="other.img")
+    client = make_app(data_dir, SSDBENCH_EXTRA_DRIVES=[dev]).test_client()
+    headers = {"X-CSRF-Token": login(client)}
+    for drive in (other, "/dev/zram0", "/dev/../" + dev[5:], "/etc/passwd", "/dev/null"):
+        body = {"drive": drive, "suite": "smoke", "confirm": os.path.basename(drive)}
+        refused = client.post("/api/runs", json=body, headers=headers)
+        assert (
+            refused.status_code == 400
+            and "is not one of the drives this appliance lists" in refused.get_json()["error"]
+        ), drive
+    assert store.list_runs(store.connect(data_dir)) == []
+    refused = ssdbench("run", "--suite", "smoke", "--drive", "/dev/zram0", "--confirm", "zram0", data_dir=data_dir)
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+
+
+def test_a_large_body_gets_a_quick_413_and_costs_the_server_no_memory(tmp_path):
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "ssdbench.cli", "web", "--port", str(port), "--data-dir", str(tmp_path)],
+        env={**os.environ, "SSDBENCH_PIN": PIN},
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_until(lambda: answers(port), "the web server to listen")
+        rss = lambda: int(open(f"/proc/{server.pid}/status").read().split("VmRSS:")[1].split()[0])  # noqa: E731
+        before = rss()
+        # Declared: refused as soon as the headers say so, before a byte of the body is sent.
+        with socket.create_connection(("127.0.0.1", port), timeout=120) as s:
+            s.sendall(b"POST /api/login HTTP/1.1\r\nHost: x\r\nContent-Length: 104857600\r\n\r\n")
+            assert s.recv(4096).startswith(b"HTTP/1.1 413")
+        # Chunked, with no length: refused once the body passes the limit, long before 100 MB.
+        sent = 0
+        with socket.create_connection(("127.0.0.1", port), timeout=120) as s:
+            s.sendall(b"POST /api/login HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+            chunk = b"10000\r\n" + bytes(0x10000) + b"\r\n"
+            answer = b""
+            while sent < 100 << 20 and not answer:
+                try:
+                    s.sendall(chunk)
+                except (BrokenPipeError, ConnectionResetError):
+                    break
+                sent += 0x10000
+                if select.select([s], [], [], 0)[0]:
+                    answer = s.recv(4096)
+            answer = answer or s.recv(4096)
+        assert answer.startswith(b"HTTP/1.1 413"), answer[:80]
+        assert sent < 16 << 20, sent
+        assert rss() - before < 10 * 1024, (before, rss())  # kB: the body was never kept
+    finally:
+        server.terminate()
+        server.wait()
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def answers(port):
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=5):
+            return True
+    except OSError:
+        return False

@@ -9,6 +9,7 @@ import http.cookiejar
 import json
 import os
 import pathlib
+import re
 import socket
 import subprocess
 import sys
@@ -16,6 +17,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+import zipfile
 
 import pytest
 
@@ -176,6 +178,18 @@ class VM:
         assert status == 200, body
         return body
 
+    def shell(self, command):
+        """Run a command in a root shell on the serial console (Enter leaves the status screen; exit goes
+        back to it) and return its output's last line, marked so that the typed command is not mistaken
+        for it."""
+        mark = len(self.console_text())
+        self.type("\r")
+        self.wait_console("A root shell.", after=mark)
+        self.type(f'echo "@@$({command} 2>&1)@@"; exit\r')
+        start = self.wait_console("\r\n@@", after=mark)
+        end = self.wait_console("@@", after=start + 4)
+        return self.console_text()[start + 4 : end].strip()
+
     def poweroff(self):
         """Enter leaves the status screen for a shell; poweroff goes through init's shutdown."""
         mark = len(self.console_text())
@@ -235,10 +249,30 @@ def drives(vm):
     return body["drives"]
 
 
+def second_namespace(folder):
+    """A second namespace on the NVMe controller, with a FAT file system holding one file."""
+    img = os.path.join(folder, "ns2.img")
+    subprocess.run(["mkfs.vfat", "-C", "-n", "OTHER", img, str(32 * 1024)], check=True, capture_output=True)
+    keep = os.path.join(folder, "keep.txt")
+    with open(keep, "w") as f:
+        f.write("another namespace's data\n")
+    mtools("mcopy", "-i", img, keep, "::keep.txt")
+    return img, ["-drive", f"if=none,id=ns2,file={img},format=raw", "-device", "nvme-ns,drive=ns2,bus=nvme0,nsid=2"]
+
+
 def test_boot_runs_export_and_verify(boot, disks, tmp_path):
-    vm = boot()
+    ns2_img, extra = second_namespace(disks)
+    vm = boot(*extra)
+    # Another namespace of the drive's controller in use: a purge of nvme0n1 must not reach it.
+    # And the settings file, which holds the PIN, is root's alone.
+    vm.shell("mount -t vfat /dev/nvme0n2 /mnt")
+    assert vm.shell("stat -c %a /run/ssdbench/env") == "600"
 
     found = drives(vm)
+    other = next(d for d in found if d["path"] == "/dev/nvme0n2")
+    assert not other["eligible"] and "mounted" in other["reason"]
+    found.remove(other)  # the same controller, so the same serial as nvme0n1
+    assert any("nvme0n2: /dev/nvme0n2 on /mnt" in note for note in by_serial(found, NVME["serial"])["notes"])
     for want in (NVME, SATA):
         drive = by_serial(found, want["serial"])
         assert (drive["model"], drive["transport"], drive["eligible"]) == (want["model"], want["transport"], True)
@@ -259,6 +293,10 @@ def test_boot_runs_export_and_verify(boot, disks, tmp_path):
         print(f"smoke on {want['transport']}: {state} in {seconds:.0f} s")
         assert state == "done", vm.run(run_id)["error"]
         run_ids.append(run_id)
+    # QEMU formats one namespace at a time (FNA 0): Format is used, and says nothing of nvme0n2.
+    purge = next(s for s in vm.run(run_ids[0])["steps"] if s["kind"] == "purge")["detail"]
+    print(f"NVMe purge with nvme0n2 mounted: {purge['method']}; attempts {purge['attempts']}")
+    assert purge["method"] == "NVMe Format NVM, user data erase"
 
     status, body = vm.api("POST", "/api/export", {})
     assert status == 200, body
@@ -268,6 +306,7 @@ def test_boot_runs_export_and_verify(boot, disks, tmp_path):
     # The stick from the host, without mounting it: mtools reads its FAT partition at its offset.
     bundles = stick_bundles(os.path.join(disks, "stick.img"), str(tmp_path / "results"))
     assert len(bundles) == 2 and {b.split("_")[1] for b in bundles} == {NVME["serial"], SATA["serial"]}, bundles
+    assert mtools("mtype", "-i", ns2_img, "::keep.txt") == "another namespace's data\n"
 
 
 def stick_bundles(stick_img, folder):
@@ -284,6 +323,12 @@ def stick_bundles(stick_img, folder):
         proc = subprocess.run([sys.executable, "-m", "ssdbench.cli", "verify", path], capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr
         print(proc.stdout.strip())
+        # The VM booted with ssdbench.pin=PIN: no member of any bundle names it.
+        with zipfile.ZipFile(path) as zf:
+            env = json.loads(zf.read("environment.json"))
+            assert "ssdbench.pin=<redacted>" in env["kernel"]["cmdline"]
+            leaks = [n for n in zf.namelist() if re.search(rf"(?i)pin\W{{0,3}}{PIN}", zf.read(n).decode("latin-1"))]
+            assert not leaks, leaks
     return [os.path.basename(p) for p in bundles]
 
 

@@ -17,7 +17,7 @@ import time
 from .. import __version__
 from ..drives import discovery
 from ..errors import SsdbenchError
-from ..human import clock, size
+from ..human import clock, printable, size
 from ..results import store
 from . import access
 
@@ -114,7 +114,7 @@ def render(data_dir, port, drives_text, db):
     ]
     lines += drives_text
     lines += [""] + run_lines(db)
-    return [line[:WIDTH] for line in lines]
+    return [printable(line)[:WIDTH] for line in lines]
 
 
 class Screen:

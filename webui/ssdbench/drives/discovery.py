@@ -137,12 +137,19 @@ def _enrich_nvme(drive, notes):
         "sanitize": ids["sanitize_supported"],
         "sanitize_block_erase": ids["sanitize_block_erase"],
         "crypto_erase": ids["crypto_erase_supported"],
+        "format_all_namespaces": ids["format_all_namespaces"],
         "ata_security": None,
     }
     drive["apst_supported"] = ids["apst_supported"]
     drive["warning_temp_c"] = ids["warning_temp_k"] - 273 if ids["warning_temp_k"] else None
     drive["trim_supported"] = ids["dataset_management"]
     drive["controller"] = f"/dev/{ctrl}"
+    busy = namespaces_in_use(drive)
+    if busy:
+        notes.append(
+            f"another namespace of this controller is in use ({'; '.join(busy)}): a purge uses only "
+            "methods that act on this namespace alone"
+        )
 
 
 def _enrich_ata(drive, notes):
@@ -312,7 +319,27 @@ def discover(named=(), allow_usb=False):
 
 
 def find(path, allow_usb=False):
-    return discover(named=[path], allow_usb=allow_usb)[0]
+    found = discover(named=[path], allow_usb=allow_usb)
+    if not found:
+        raise SsdbenchError(f"{path} is not a drive ssdbench can test (memory, a partition or another kind of device)")
+    return found[0]
+
+
+def namespaces_in_use(drive):
+    """The other namespaces of an NVMe drive's controller that are in use, each as "nvme0n2: why": mounted
+    file systems, or held by another device (RAID, LVM, dm-crypt). Format and Sanitize can reach them."""
+    controller = os.path.basename(drive.get("controller") or "")
+    if not controller:
+        return []
+    found = []
+    for name in sorted(os.listdir(f"{SYS}/block")):
+        if name == drive["name"] or not re.fullmatch(rf"{controller}n\d+", name):
+            continue
+        uses = mounts(_lsblk([f"/dev/{name}"])[0])
+        uses += [f"held by {h}" for h in sorted(os.listdir(f"{SYS}/block/{name}/holders"))]
+        if uses:
+            found.append(f"{name}: {', '.join(uses)}")
+    return found
 
 
 def capacity(path):

@@ -11,7 +11,7 @@ import time
 
 from ..errors import SsdbenchError
 from ..system import tools
-from . import tool_output
+from . import discovery, tool_output
 
 PURGE_TIMEOUT_S = 6 * 3600
 SANITIZE_POLL_S = 5
@@ -19,19 +19,24 @@ SANITIZE_POLL_S = 5
 ATA_PASSWORD = "ssdbench"
 
 
-def _nvme_format(drive):
-    if not (drive.get("erase") or {}).get("format"):
+def _nvme_format(drive, busy):
+    erase = drive.get("erase") or {}
+    if not erase.get("format"):
         return None, "the controller does not support Format NVM"
+    if erase.get("format_all_namespaces") and busy:
+        return None, f"the controller formats every namespace at once, and another is in use ({'; '.join(busy)})"
     # --ses=1 is the user data erase; the LBA format stays as it is.
     argv = ["nvme", "format", drive["path"], "--ses=1", "--force", f"--timeout={PURGE_TIMEOUT_S * 1000}"]
     tools.run(argv, timeout=PURGE_TIMEOUT_S)
     return argv, None
 
 
-def _nvme_sanitize(drive):
+def _nvme_sanitize(drive, busy):
     erase = drive.get("erase") or {}
     if not erase.get("sanitize_block_erase"):
         return None, "the controller does not support Sanitize block erase"
+    if busy:
+        return None, f"Sanitize erases every namespace of the controller, and another is in use ({'; '.join(busy)})"
     ctrl = drive.get("controller", drive["path"])
     argv = ["nvme", "sanitize", ctrl, "--sanact=2"]
     tools.run(argv, timeout=60)
@@ -49,7 +54,7 @@ def _nvme_sanitize(drive):
     raise SsdbenchError(f"Sanitize did not finish in {PURGE_TIMEOUT_S} s")
 
 
-def _ata_security_erase(drive):
+def _ata_security_erase(drive, busy):
     ident = tool_output.hdparm_identify(tools.run(["hdparm", "-I", drive["path"]], timeout=30))
     if not ident["security_supported"]:
         return None, "the drive does not support the ATA security feature set"
@@ -67,7 +72,7 @@ def _ata_security_erase(drive):
     return argv, None
 
 
-def _discard(drive):
+def _discard(drive, busy=()):
     if not drive.get("trim_supported"):
         return None, "the device does not support discard (TRIM / deallocate)"
     argv = ["blkdiscard", drive["path"]]
@@ -75,7 +80,7 @@ def _discard(drive):
     return argv, None
 
 
-def _zero_fill(drive):
+def _zero_fill(drive, busy):
     argv = ["blkdiscard", "--zeroout", drive["path"]]
     tools.run(argv, timeout=PURGE_TIMEOUT_S)
     return argv, None
@@ -92,13 +97,16 @@ METHODS = {
 OTHER = [("discard (whole device)", _discard), ("zero-fill (the device cannot discard)", _zero_fill)]
 
 
-def purge(drive):
-    """Purge with the first method that works; returns the method, its command and every attempt."""
+def purge(drive, busy=None):
+    """Purge with the first method that works; returns the method, its command and every attempt. A method
+    that would reach another namespace in use (`busy`, looked up now if not given) is never used."""
+    if busy is None:
+        busy = discovery.namespaces_in_use(drive) if drive["transport"] == "nvme" else []
     attempts = []
     for name, method in METHODS.get(drive["transport"], OTHER):
         started = time.monotonic()
         try:
-            argv, why_not = method(drive)
+            argv, why_not = method(drive, busy)
         except SsdbenchError as exc:
             attempts.append({"method": name, "outcome": "failed", "reason": str(exc)})
             continue

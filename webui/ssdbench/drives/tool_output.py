@@ -43,6 +43,8 @@ def nvme_id_ctrl(text):
         "format_supported": bool(oacs & 0x2),
         # FNA bit 2: cryptographic erase; Format with SES=1 (user data erase) is always allowed when Format is.
         "crypto_erase_supported": bool(int(doc.get("fna", 0)) & 0x4),
+        # FNA bits 0 and 1: a Format, or its secure erase, acts on every namespace of the controller.
+        "format_all_namespaces": bool(int(doc.get("fna", 0)) & 0x3),
         "sanitize_supported": bool(sanicap & 0x7),
         "sanitize_block_erase": bool(sanicap & 0x2),
         "sanitize_crypto_erase": bool(sanicap & 0x1),

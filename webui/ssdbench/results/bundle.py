@@ -21,6 +21,7 @@ import io
 import json
 import os
 import re
+import shlex
 import shutil
 import socket
 import zipfile
@@ -28,8 +29,9 @@ import zlib
 
 from .. import __version__
 from ..errors import SsdbenchError
+from ..suites import locked
 from ..system import durable
-from . import document, offline_report, store
+from . import document, offline_report, store, zip_safety
 
 FORMAT = "ssdbench-bundle"
 FORMAT_VERSION = 1
@@ -46,6 +48,8 @@ RUN_FILES = {
     "health-after.json": "drive/health-after.json",
 }
 BLOCK = 1 << 20
+# manifest.json and result.json are read into memory: a full suite's are a few MB.
+MAX_JSON_BYTES = 256 << 20
 
 
 class BundleError(SsdbenchError):
@@ -83,9 +87,12 @@ def step_folder(step):
 
 def rerun_script(doc):
     """A POSIX sh script that re-runs each fio job file of the run, in order, with plain fio."""
+    # Every word that comes from the run document is quoted, and the comment kept on its line: the run
+    # may have been imported from someone else's bundle.
+    about = re.sub(r"[\x00-\x1f\x7f]", " ", f"{doc['id']} ({doc['suite']}, suite sha256 {doc['suite_hash']})")
     lines = [
         "#!/bin/sh",
-        f"# Re-run the fio job files of ssdbench run {doc['id']} ({doc['suite']}, suite sha256 {doc['suite_hash']})",
+        f"# Re-run the fio job files of ssdbench run {about}",
         "# with plain fio: sh jobs/rerun.sh /dev/DEVICE [NN-step ...]",
         "# This WRITES TO DEVICE and destroys its data, as the original run did. Steps that were not",
         "# fio jobs (purges, TRIM) are listed but not repeated: result.json says what they did.",
@@ -115,13 +122,12 @@ def rerun_script(doc):
         "}",
     ]
     for step in doc["steps"]:
-        folder = step_folder(step)
+        folder = shlex.quote(step_folder(step))
         if step["job_file"]:
             lines.append(f'step={folder}; if wanted "$@"; then job; fi')
         else:
-            lines.append(
-                f'step={folder}; if wanted "$@"; then echo "== $step: {step["kind"]}, not a fio job: skipped"; fi'
-            )
+            skipped = shlex.quote(f"{step['kind']}, not a fio job: skipped")
+            lines.append(f'step={folder}; if wanted "$@"; then echo "== $step: "{skipped}; fi')
     lines.append('echo "fio outputs: $out"')
     return ("\n".join(lines) + "\n").encode()
 
@@ -199,6 +205,11 @@ def write(db, data_dir, run_id, out_dir):
     """Write the run's bundle into out_dir, atomically: under a temporary name, synced, then renamed,
     and the folder synced. Returns its path. A failure (a full disk, a pulled stick) leaves nothing
     under the final name and removes the temporary file when it still can."""
+    with store.run_in_use(data_dir, run_id):
+        return _write(db, data_dir, run_id, out_dir)
+
+
+def _write(db, data_dir, run_id, out_dir):
     files, doc = members(db, data_dir, run_id)
     # The manifest goes in last, so that each file is read once: hashed as it is added.
     manifest = {
@@ -233,25 +244,24 @@ def write(db, data_dir, run_id, out_dir):
     return final
 
 
-def _unsafe(name):
-    return name.startswith(("/", "\\")) or "\\" in name or ".." in name.split("/") or ":" in name
-
-
 def verify(path):
     """Check a bundle: every file the manifest lists is there with its hash, and nothing else is.
-    Returns the manifest; raises BundleError naming every problem."""
+    Returns the manifest; raises BundleError naming every problem. A zip that is unsafe to read (a name
+    reaching outside its folder, a link, too many members or bytes) is refused before any member is read."""
     try:
         zf = zipfile.ZipFile(path)
     except (OSError, zipfile.BadZipFile) as exc:
         raise BundleError(f"{path}: not a readable bundle ({exc})") from exc
     with zf:
+        unsafe = zip_safety.problems(zf)
+        if unsafe:
+            raise BundleError(f"{path}: refused, {len(unsafe)} problem(s):\n" + "\n".join(unsafe))
         names = zf.namelist()
-        problems = [f"{n}: listed twice in the zip" for n in sorted({n for n in names if names.count(n) > 1})]
-        problems += [f"{n}: unsafe file name" for n in names if _unsafe(n)]
+        problems = []
         if MANIFEST not in names:
             raise BundleError("\n".join(problems + [f"{path}: no {MANIFEST}: not an ssdbench bundle"]))
         try:
-            manifest = json.loads(zf.read(MANIFEST))
+            manifest = _read_json(zf, MANIFEST, path)
             listed = dict(manifest["files"])
         except (ValueError, KeyError, TypeError, *DAMAGED) as exc:
             raise BundleError(f"{path}: {MANIFEST} is damaged ({exc})") from exc
@@ -287,28 +297,76 @@ def origin(manifest):
     )
 
 
+def _read_json(zf, name, path):
+    """A member parsed as JSON, read into memory only when it is of a sane size."""
+    if zf.getinfo(name).file_size > MAX_JSON_BYTES:
+        raise BundleError(f"{path}: {name} is over {MAX_JSON_BYTES} bytes, more than any run writes")
+    try:
+        return json.loads(zf.read(name))
+    except (ValueError, *DAMAGED) as exc:
+        raise BundleError(f"{path}: {name} is damaged ({exc})") from exc
+
+
+def document_problems(doc):
+    """What in an imported run document could reach a file name, the store or rerun.sh unchecked."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("steps"), list):
+        return ["it is not a run document"]
+    found = []
+    if not locked.valid_name(doc.get("suite")):
+        found.append(f"suite name {doc.get('suite')!r} is not lower-case letters, digits and dashes")
+    if not (isinstance(doc.get("suite_hash"), str) and re.fullmatch(r"[0-9a-f]{64}", doc["suite_hash"])):
+        found.append("suite_hash is not a sha256")
+    if doc.get("state") not in store.ENDED:
+        found.append(f"state {doc.get('state')!r} is not one of {', '.join(store.ENDED)}: not a result")
+    for i, step in enumerate(doc["steps"]):
+        if not isinstance(step, dict):
+            found.append(f"step {i} is not an object")
+            continue
+        if not locked.valid_name(step.get("key")):
+            found.append(f"step {i}: key {step.get('key')!r} is not lower-case letters, digits and dashes")
+        if step.get("kind") not in locked.STEP_KINDS:
+            found.append(f"step {i}: kind {step.get('kind')!r} is not one of {', '.join(locked.STEP_KINDS)}")
+        if type(step.get("idx")) is not int or not 0 <= step["idx"] < 1000 or type(step.get("id")) is not int:
+            found.append(f"step {i}: idx and id must be whole numbers")
+    return found
+
+
+def _unpack(zf, staging):
+    """The run folder's files from the bundle into staging: each resolved, and kept inside it."""
+    top = os.path.realpath(staging)
+    own = {in_bundle: in_folder for in_folder, in_bundle in RUN_FILES.items()}
+    for name in zf.namelist():
+        target = own.get(name) or (name[len("raw/") :] if name.startswith("raw/") else None)
+        if not target:
+            continue
+        dest = os.path.realpath(os.path.join(top, target))
+        if os.path.commonpath([top, dest]) != top or dest == top:
+            raise BundleError(f"{name}: would be written outside the run's folder")
+        os.makedirs(os.path.dirname(dest), exist_ok=True)
+        # O_EXCL and O_NOFOLLOW: never through a link, never over a file written before.
+        fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        with zf.open(name) as src, os.fdopen(fd, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+
+
 def import_bundle(db, data_dir, path):
     """Bring another testbed's bundle in as a new run that keeps its origin. A bundle that fails verify is
-    refused, and so is one imported before. Returns the new run's id."""
+    refused, and so is one imported before or one whose run document is not a result. Returns the new run's id."""
     manifest = verify(path)
     with zipfile.ZipFile(path) as zf:
-        doc = json.loads(zf.read(RESULT))
-        if doc.get("state") in store.ACTIVE:
-            raise BundleError(f"{path}: the run in it is {doc['state']}, not a result")
+        doc = _read_json(zf, RESULT, path)
+        problems = document_problems(doc)
+        if problems:
+            raise BundleError(f"{path}: {RESULT} refused:\n" + "\n".join(problems))
         staging = os.path.join(data_dir, store.RUNS_DIR, ".import")
         shutil.rmtree(staging, ignore_errors=True)
         os.makedirs(staging)
         try:
-            own = {in_bundle: in_folder for in_folder, in_bundle in RUN_FILES.items()}
-            for name in zf.namelist():
-                target = own.get(name)
-                if target is None and name.startswith("raw/"):
-                    target = name[len("raw/") :]
-                if target:
-                    os.makedirs(os.path.dirname(os.path.join(staging, target)), exist_ok=True)
-                    with zf.open(name) as src, open(os.path.join(staging, target), "wb") as dst:
-                        shutil.copyfileobj(src, dst)
+            _unpack(zf, staging)
             run_id = store.import_run(db, doc, origin(manifest))
+        except (OSError, *DAMAGED) as exc:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise BundleError(f"{path}: could not unpack it ({exc}); nothing was imported") from exc
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise

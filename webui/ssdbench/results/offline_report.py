@@ -21,8 +21,15 @@ def _asset(name):
 
 
 def _script_safe(text):
-    # Inside <script>, only "</" could end the element early; "<\/" means the same to JavaScript and JSON.
+    # Inside <script>, only "</" could end the element early; "<\/" means the same to JavaScript.
     return text.replace("</", "<\\/")
+
+
+def _json_in_html(data):
+    """JSON for a <script> element with no <, > or & left in it (\\u003c means < to JSON): no string in it
+    (a model holding "<!--<script") can end the element, open a comment or start markup."""
+    text = json.dumps(data)
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 def render(doc):
@@ -56,7 +63,7 @@ def render(doc):
 <div id="report"><p class="note">Drawing the report (needs JavaScript)…</p></div>
 <p class="note">Every figure comes from result.json in this bundle, which names fio's field for each.</p>
 </main>
-<script type="application/json" id="run-document">{_script_safe(json.dumps(doc))}</script>
+<script type="application/json" id="run-document">{_json_in_html(doc)}</script>
 <script>{js}</script>
 <script>
 SsdbenchReport.draw(document.getElementById("report"),

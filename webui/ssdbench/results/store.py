@@ -5,6 +5,8 @@ database, under runs/<run id>/, and each step row names its folder. The store ow
 both the run states and those folders: everything else asks it for them.
 """
 
+import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -15,6 +17,7 @@ from ..errors import SsdbenchError
 
 DB_NAME = "ssdbench.db"
 RUNS_DIR = "runs"
+LOCKS_DIR = "locks"
 STATES = ("queued", "running", "done", "failed", "cancelled", "interrupted")
 ACTIVE = STATES[:2]  # waiting for the drive, or using it: at most one run at a time
 ENDED = STATES[2:]
@@ -111,6 +114,45 @@ MIGRATIONS = [
     """
     CREATE UNIQUE INDEX runs_by_origin ON runs (origin) WHERE origin <> 'local';
     """,
+    # A run id is never given again (AUTOINCREMENT), so a link or a bundle never names a run it was not
+    # about; and each run keeps the drive's identity as it was then (drive_json): importing or testing
+    # the drive again updates the drives row, never an earlier run. Rebuilt as SQLite's ALTER TABLE
+    # procedure says, with foreign keys off (see connect).
+    """
+    CREATE TABLE runs_new (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        drive_id INTEGER NOT NULL REFERENCES drives(id),
+        suite TEXT NOT NULL,
+        suite_hash TEXT NOT NULL,
+        standard INTEGER NOT NULL,
+        state TEXT NOT NULL CHECK (state IN ('queued','running','done','failed','cancelled','interrupted')),
+        origin TEXT NOT NULL DEFAULT 'local',
+        created_at REAL NOT NULL,
+        started_at REAL,
+        finished_at REAL,
+        error TEXT,
+        environment_json TEXT,
+        pid INTEGER,
+        cancel_requested INTEGER NOT NULL DEFAULT 0,
+        step_index INTEGER,
+        step_count INTEGER NOT NULL,
+        percent REAL NOT NULL DEFAULT 0,
+        eta_s REAL,
+        cur_iops REAL,
+        cur_bw REAL,
+        progress_at REAL,
+        request_json TEXT,
+        drive_json TEXT NOT NULL
+    );
+    INSERT INTO runs_new
+        SELECT runs.id, drive_id, suite, suite_hash, standard, state, origin, created_at, started_at,
+               finished_at, error, environment_json, pid, cancel_requested, step_index, step_count, percent,
+               eta_s, cur_iops, cur_bw, progress_at, request_json, drives.identity_json
+        FROM runs JOIN drives ON drives.id = runs.drive_id;
+    DROP TABLE runs;
+    ALTER TABLE runs_new RENAME TO runs;
+    CREATE UNIQUE INDEX runs_by_origin ON runs (origin) WHERE origin <> 'local';
+    """,
 ]
 
 
@@ -153,11 +195,12 @@ def connect(data_dir):
     db = sqlite3.connect(db_path(data_dir), timeout=30, isolation_level=None)
     db.row_factory = sqlite3.Row
     _enable_wal(db)
+    # Foreign keys are off while the schema moves (a rebuilt table must not cascade), on for everything else.
+    migrate(db)
     db.execute("PRAGMA foreign_keys=ON")
     # FULL: a commit is on the disk when it returns, so a power cut loses no step that shows as done.
     # (NORMAL in WAL mode can roll the last commits back; in the VM test a whole run went that way.)
     db.execute("PRAGMA synchronous=FULL")
-    migrate(db)
     return db
 
 
@@ -184,6 +227,9 @@ def migrate(db):
         version = db.execute("PRAGMA user_version").fetchone()[0]
         for sql in MIGRATIONS[version:]:
             _apply(db, sql)
+        broken = db.execute("PRAGMA foreign_key_check").fetchone()
+        if broken:
+            raise SsdbenchError(f"the schema migration left a row of {broken[0]} without its parent: nothing changed")
         if version < len(MIGRATIONS):
             db.execute(f"PRAGMA user_version={len(MIGRATIONS)}")
 
@@ -245,19 +291,20 @@ def check_idle(db):
         raise RunBusy(f"run {busy['id']} is {busy['state']}: wait for it to end or cancel it")
 
 
-def create_run(db, drive_id, suite, plan, state="running", request=None):
-    """A new run with its steps. A queued one carries the tester's `request` for the runner service,
-    and is refused with RunBusy while another run is queued or running (checked in the same transaction)."""
+def create_run(db, drive, suite, plan, state="running", request=None):
+    """A new run on the drive (its identity as discovered now), with its steps. A queued one carries the
+    tester's `request` for the runner service, and is refused with RunBusy while another run is queued or
+    running (checked in the same transaction)."""
     now = time.time()
     with transaction(db):
         if state == "queued":
             check_idle(db)
         cur = db.execute(
             """INSERT INTO runs (drive_id, suite, suite_hash, standard, state, created_at, started_at, pid,
-                                 step_count, request_json)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                                 step_count, request_json, drive_json)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
             (
-                drive_id,
+                upsert_drive(db, drive),
                 suite.name,
                 suite.sha256,
                 int(suite.locked),
@@ -267,6 +314,7 @@ def create_run(db, drive_id, suite, plan, state="running", request=None):
                 os.getpid() if state == "running" else None,
                 len(plan),
                 json.dumps(request) if request is not None else None,
+                json.dumps(drive),
             ),
         )
         run_id = cur.lastrowid
@@ -275,6 +323,14 @@ def create_run(db, drive_id, suite, plan, state="running", request=None):
             [(run_id, s.index, s.id, s.kind, s.title, s.estimate_s, s.job_file) for s in plan],
         )
     return run_id
+
+
+def set_run_drive(db, run_id, drive):
+    """The drive's identity as the run starts on it (the runner service checks it again when it takes a run)."""
+    with transaction(db):
+        db.execute(
+            "UPDATE runs SET drive_id=?, drive_json=? WHERE id=?", (upsert_drive(db, drive), json.dumps(drive), run_id)
+        )
 
 
 def set_environment(db, run_id, environment):
@@ -391,8 +447,10 @@ def list_runs(db):
     rows = db.execute(
         """SELECT runs.id, runs.suite, runs.suite_hash, runs.standard, runs.state, runs.origin,
                   runs.created_at, runs.finished_at, runs.percent, runs.error,
-                  drives.path, drives.model, drives.serial
-           FROM runs JOIN drives ON drives.id = runs.drive_id ORDER BY runs.id"""
+                  json_extract(runs.drive_json, '$.path') AS path,
+                  json_extract(runs.drive_json, '$.model') AS model,
+                  json_extract(runs.drive_json, '$.serial') AS serial
+           FROM runs ORDER BY runs.id"""
     )
     return [dict(r) for r in rows]
 
@@ -404,8 +462,7 @@ def get_run(db, run_id):
     out = dict(run)
     out["environment"] = json.loads(out.pop("environment_json") or "null")
     out["request"] = json.loads(out.pop("request_json") or "null")
-    drive = db.execute("SELECT * FROM drives WHERE id=?", (run["drive_id"],)).fetchone()
-    out["drive"] = json.loads(drive["identity_json"])
+    out["drive"] = json.loads(out.pop("drive_json"))
     out["steps"] = []
     for step in db.execute("SELECT * FROM steps WHERE run_id=? ORDER BY idx", (run_id,)):
         s = dict(step)
@@ -428,18 +485,25 @@ def get_run(db, run_id):
 
 def import_run(db, doc, origin):
     """A run from another testbed's result document (bundle.RESULT), as a new run with its steps, metrics and
-    series, in one transaction. Its raw files go to runs/<new id>/, as for a local run."""
+    series, in one transaction. Its raw files go to runs/<new id>/, as for a local run. A document with a
+    field missing or of the wrong type is refused whole."""
+    try:
+        return _insert_imported(db, doc, origin)
+    except (KeyError, TypeError, ValueError, sqlite3.InterfaceError, sqlite3.IntegrityError) as exc:
+        raise SsdbenchError(f"the run document is not whole ({exc!r}); nothing was imported") from exc
+
+
+def _insert_imported(db, doc, origin):
     with transaction(db):
         known = db.execute("SELECT id FROM runs WHERE origin=?", (origin,)).fetchone()
         if known:
             raise SsdbenchError(f"this bundle is already here, as run {known[0]} ({origin})")
-        drive_id = upsert_drive(db, doc["drive"])
         run_id = db.execute(
             """INSERT INTO runs (drive_id, suite, suite_hash, standard, state, origin, created_at, started_at,
-                                 finished_at, error, environment_json, step_count, percent)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                                 finished_at, error, environment_json, step_count, percent, drive_json)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
             (
-                drive_id,
+                upsert_drive(db, doc["drive"]),
                 doc["suite"],
                 doc["suite_hash"],
                 doc["standard"],
@@ -452,11 +516,12 @@ def import_run(db, doc, origin):
                 json.dumps(doc["environment"]),
                 doc["step_count"],
                 doc["percent"],
+                json.dumps(doc["drive"]),
             ),
         ).lastrowid
         new_step = {}
         for step in doc["steps"]:
-            out_dir = step["out_dir"] and os.path.join(run_folder(run_id), os.path.basename(step["out_dir"]))
+            out_dir = step["out_dir"] and step_folder(run_id, step["idx"], step["key"])
             new_step[step["id"]] = db.execute(
                 """INSERT INTO steps (run_id, idx, key, kind, title, state, estimate_s, started_at, finished_at,
                                       error, job_file, out_dir, detail_json)
@@ -519,19 +584,51 @@ def run_state(db, run_id):
     return row[0] if row else None
 
 
+def _lock_file(data_dir, run_id):
+    folder = os.path.join(data_dir, LOCKS_DIR)
+    os.makedirs(folder, exist_ok=True)
+    return os.open(os.path.join(folder, f"run-{int(run_id)}"), os.O_RDWR | os.O_CREAT, 0o600)
+
+
+@contextlib.contextmanager
+def run_in_use(data_dir, run_id):
+    """Held while a run's files are read into a bundle (an export, a download), by any process: delete_run
+    refuses the run meanwhile. The kernel drops the lock with its process, so a crash leaves none behind."""
+    fd = _lock_file(data_dir, run_id)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+        yield
+    finally:
+        os.close(fd)
+
+
 def delete_run(db, data_dir, run_id):
-    """Delete a run with its steps, metrics and series, then its folder; False if there is none or it is
-    queued or running. If the folder is a symbolic link, only the link goes, never what it points to."""
-    with transaction(db):
-        cur = db.execute(f"DELETE FROM runs WHERE id=? AND state NOT IN {_in(ACTIVE)}", (run_id,))
-    if cur.rowcount != 1:
-        return False
-    path = run_dir(data_dir, run_id)
-    if os.path.islink(path):
-        os.unlink(path)
-    elif os.path.isdir(path):
-        shutil.rmtree(path)
-    return True
+    """Delete a run with its steps, metrics and series, then its folder; False if there is none. Raises
+    RunBusy if it is queued, running or being exported. If the folder is a symbolic link, only the link goes,
+    never what it points to."""
+    fd = _lock_file(data_dir, run_id)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise RunBusy(f"run {run_id} is being exported or downloaded: delete it when that has ended") from None
+        with transaction(db):
+            state = run_state(db, run_id)
+            if state in ACTIVE:
+                raise RunBusy(f"run {run_id} is {state}: cancel it before deleting it")
+            db.execute("DELETE FROM runs WHERE id=?", (run_id,))
+        if state is None:
+            return False
+        path = run_dir(data_dir, run_id)
+        if os.path.islink(path):
+            os.unlink(path)
+        elif os.path.isdir(path):
+            shutil.rmtree(path)
+        # Under the lock: whoever opened this file before waits, then finds no run.
+        os.unlink(os.path.join(data_dir, LOCKS_DIR, f"run-{int(run_id)}"))
+        return True
+    finally:
+        os.close(fd)
 
 
 def run_progress(db, run_id):

@@ -72,7 +72,10 @@ def choose(found, device=None):
         for stick in found:
             if os.path.realpath(stick["device"]) == real:
                 return stick
-        raise SsdbenchError(f"{device} holds no FAT32 or exFAT file system (ssdbench never formats a stick)")
+        raise SsdbenchError(
+            f"{device} is not one of the sticks found: a USB stick with a FAT32 or exFAT file system "
+            "(ssdbench never formats a stick)"
+        )
     others = [s for s in found if not s["boot"]]
     if len(others) > 1:
         raise SsdbenchError("several USB sticks: choose one (--to DEVICE): " + ", ".join(s["device"] for s in others))

@@ -5,7 +5,7 @@ import os
 import platform
 
 from .. import __version__
-from ..system import sysfs, tools
+from ..system import redact, sysfs, tools
 
 
 def cpu_model():
@@ -40,7 +40,7 @@ def fingerprint(suite, drive):
             "release": uname.release,
             "version": uname.version,
             "machine": uname.machine,
-            "cmdline": sysfs.read("/proc/cmdline", "unavailable"),
+            "cmdline": redact.command_line(sysfs.read("/proc/cmdline", "unavailable")),
         },
         "cpu": {"model": cpu_model(), "count": os.cpu_count(), "governor": governors(), "cstates": cstates()},
         "tools": {

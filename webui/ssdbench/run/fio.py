@@ -12,7 +12,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 
-from ..system import tools
+from ..system import redact, tools
 from . import fio_output
 from .plan import DUT_VAR
 
@@ -50,7 +50,7 @@ def start(job_file_text, step_key, out_dir, device, cpus=None):
         "--status-interval=1",
         os.path.basename(job_path),
     ]
-    env = dict(os.environ, **{DUT_VAR: device})
+    env = dict(redact.environment(os.environ), **{DUT_VAR: device})
     with open(os.path.join(out_dir, "fio.stderr"), "w") as err:
         return subprocess.Popen(
             argv,

@@ -35,7 +35,7 @@ def enqueue(db, suite_name, device, confirm, destroy_data=False, allow_usb=False
         "allow_usb": allow_usb,
         "capacity_bytes": drive["capacity_bytes"],
     }
-    return store.create_run(db, store.upsert_drive(db, drive), suite, steps, state="queued", request=request)
+    return store.create_run(db, drive, suite, steps, state="queued", request=request)
 
 
 def log(message):
@@ -129,5 +129,5 @@ def start_claimed(db, data_dir, lock, row, signals):
         state, error = ("cancelled", "cancelled before it started") if cancelled() else ("failed", str(exc))
         store.finish_run(db, row["id"], state, error)
         return state, error
-    store.upsert_drive(db, drive)
+    store.set_run_drive(db, row["id"], drive)
     return runner.run_under_lock(db, data_dir, lock, row["id"], suite, drive, steps, signals)

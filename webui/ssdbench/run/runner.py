@@ -297,7 +297,7 @@ def run_in_foreground(data_dir, suite, device, confirm, destroy_data=False, allo
             drive, steps = prepare(suite, device, confirm, destroy_data, allow_usb)
             if signals.received:
                 raise SsdbenchError("cancelled before the run started; nothing was written to the drive")
-            run_id = store.create_run(db, store.upsert_drive(db, drive), suite, steps)
+            run_id = store.create_run(db, drive, suite, steps)
             return (run_id, *run_under_lock(db, data_dir, lock, run_id, suite, drive, steps, signals, on_progress))
         finally:
             lock.release()

@@ -143,6 +143,12 @@ def load(name=None, path=None, allow_non_standard=False):
     return Suite(data["name"], data, digest, locked)
 
 
+def valid_name(text):
+    """Suite names and step ids: lower-case letters, digits and dashes. They become file names and words in
+    rerun.sh, so this holds for a suite that loads and for a run that is imported."""
+    return isinstance(text, str) and len(text) <= 64 and re.fullmatch(r"[a-z0-9][a-z0-9-]*", text) is not None
+
+
 def validate(data, origin="suite"):
     def fail(msg):
         raise SsdbenchError(f"{origin}: {msg}")
@@ -155,12 +161,14 @@ def validate(data, origin="suite"):
     unknown = set(data) - SUITE_KEYS
     if unknown:
         fail(f"unknown keys {sorted(unknown)}")
+    if not valid_name(data["name"]):
+        fail(f"name {data['name']!r} must be lower-case letters, digits and dashes")
     ids = [s.get("id") for s in data["steps"]]
     if len(set(ids)) != len(ids):
         fail("step ids must be unique")
     for step in data["steps"]:
         sid = step.get("id") or "?"
-        if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", str(step.get("id", ""))):
+        if not valid_name(step.get("id")):
             fail(f"step {sid}: id must be lower-case letters, digits and dashes")
         if step.get("kind") not in STEP_KINDS:
             fail(f"step {sid}: kind must be one of {STEP_KINDS}")

@@ -3,10 +3,12 @@
 Configuration (create_app's dict, or Flask config):
   SSDBENCH_DATA_DIR      the results directory (required)
   SSDBENCH_EXTRA_DRIVES  device paths to list besides the discovered drives (loop devices in tests)
+  SSDBENCH_EXTRA_STICKS  file systems to offer for export besides the USB sticks found (loop devices in tests)
   SSDBENCH_ALLOW_USB     treat USB-attached drives as targets
   SSDBENCH_PIN           the login PIN instead of the generated one ($SSDBENCH_PIN too)
 """
 
+import datetime
 import os
 
 from flask import Flask
@@ -16,6 +18,19 @@ from ..results import store
 from . import api, auth, pages
 from .db import close_db
 
+# The largest request the app reads: every form and JSON body it takes is far smaller.
+MAX_BODY_BYTES = 64 * 1024
+# What one peer on the lab network may cost the appliance, before it logs in, when waitress serves the app.
+# Waitress buffers a body (in memory, or in /tmp, which is memory on the appliance) before the app sees it:
+# one over the app's limit is refused with 413 as soon as its Content-Length says so, or as a chunked one
+# streams past it. A few browsers and scripts at once; slow or idle connections are closed.
+SERVER_LIMITS = {
+    "max_request_body_size": MAX_BODY_BYTES + 1,  # waitress refuses from this size on, the app above MAX_BODY_BYTES
+    "max_request_header_size": 64 * 1024,
+    "connection_limit": 32,
+    "channel_timeout": 60,
+    "cleanup_interval": 10,
+}
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -23,16 +38,19 @@ def create_app(config):
     app = Flask(__name__, static_folder=os.path.join(PACKAGE_DIR, "static"))
     app.config.update(
         SSDBENCH_EXTRA_DRIVES=[],
+        SSDBENCH_EXTRA_STICKS=[],
         SSDBENCH_ALLOW_USB=False,
         SSDBENCH_PIN=None,
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Strict",
-        MAX_CONTENT_LENGTH=64 * 1024,
+        MAX_CONTENT_LENGTH=MAX_BODY_BYTES,
+        PERMANENT_SESSION_LIFETIME=datetime.timedelta(hours=auth.SESSION_HOURS),
     )
     app.config.update(config)
     data_dir = app.config["SSDBENCH_DATA_DIR"]
     if not app.config.get("SECRET_KEY"):
         app.config["SECRET_KEY"] = access.secret_key(data_dir)
+    access.pin(data_dir, app.config["SSDBENCH_PIN"])  # a PIN that is not one stops the server at once
     store.connect(data_dir).close()  # create or migrate the schema once, before the first request
 
     app.register_blueprint(auth.bp)

@@ -6,12 +6,13 @@ import tempfile
 from flask import Blueprint, current_app, jsonify, request, send_file
 
 from ..errors import SsdbenchError
-from ..results import bundle, document, store, usbexport
+from ..results import bundle, document, store
 from ..suites.locked import summary
 from . import data, openapi
 from .db import get_db
 
 bp = Blueprint("api", __name__, url_prefix="/api")
+DOWNLOAD_PREFIX = "ssdbench-download-"
 
 
 def error(message, status):
@@ -42,9 +43,7 @@ def openapi_document():
 
 @bp.get("/drives")
 def drives():
-    found, problems = data.drive_list(
-        current_app.config["SSDBENCH_EXTRA_DRIVES"], current_app.config["SSDBENCH_ALLOW_USB"]
-    )
+    found, problems = data.drive_list(current_app.config)
     return jsonify(drives=found, problems=problems)
 
 
@@ -61,7 +60,7 @@ def runs():
 
 @bp.post("/runs")
 def create_run():
-    return answer(data.start_run(get_db(), json_body(), current_app.config["SSDBENCH_ALLOW_USB"]))
+    return answer(data.start_run(get_db(), json_body(), current_app.config))
 
 
 @bp.get("/runs/<int:run_id>")
@@ -80,12 +79,14 @@ def download_bundle(run_id):
     db = get_db()
     if store.run_state(db, run_id) is None:
         return error(f"no run {run_id}", 404)
-    with tempfile.TemporaryDirectory(dir=current_app.config["SSDBENCH_DATA_DIR"]) as tmp:
+    # In the system's temporary folder (memory, on the appliance), never on the data partition that holds
+    # the results. Opened, then removed with its folder: the download streams from the open file, and
+    # nothing stays behind, even if the download is cut off.
+    with tempfile.TemporaryDirectory(prefix=DOWNLOAD_PREFIX) as tmp:
         try:
             path = bundle.write(db, current_app.config["SSDBENCH_DATA_DIR"], run_id, tmp)
         except SsdbenchError as exc:
             return error(str(exc), 409)
-        # Opened, then removed with its folder: the download streams from the open file, and nothing stays behind.
         f = open(path, "rb")
     return send_file(f, mimetype="application/zip", as_attachment=True, download_name=os.path.basename(path))
 
@@ -93,14 +94,14 @@ def download_bundle(run_id):
 @bp.get("/sticks")
 def sticks():
     try:
-        return jsonify(sticks=usbexport.sticks())
+        return jsonify(sticks=data.stick_list(current_app.config))
     except SsdbenchError as exc:
         return error(str(exc), 500)
 
 
 @bp.post("/export")
 def export():
-    return answer(data.export_runs(get_db(), current_app.config["SSDBENCH_DATA_DIR"], json_body()))
+    return answer(data.export_runs(get_db(), json_body(), current_app.config))
 
 
 @bp.get("/runs/<int:run_id>/progress")

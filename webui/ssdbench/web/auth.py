@@ -1,9 +1,11 @@
 """Login with the PIN from the console, the session, and the CSRF check on every state-changing request."""
 
 import hmac
+import re
 import secrets
 import threading
 import time
+import urllib.parse
 
 from flask import (
     Blueprint,
@@ -15,34 +17,52 @@ from flask import (
     session,
     url_for,
 )
+from werkzeug.exceptions import HTTPException
 
 from ..appliance import access
 
 bp = Blueprint("auth", __name__)
 
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
+CONTROL_OR_SPACE = re.compile(r"[\x00-\x20\x7f]")
 PUBLIC_ENDPOINTS = {"auth.login", "auth.api_session", "auth.api_login", "api.openapi_document", "static"}
-# Six digits are a million guesses: five wrong ones a minute make that months of trying.
+# Six digits are a million guesses: five wrong ones a minute from one client make that months of trying.
 MAX_FAILURES = 5
 FAILURE_WINDOW_S = 60
+# Clients tracked at once: an attacker cycling through addresses cannot grow the table without bound.
+MAX_CLIENTS = 10_000
+SESSION_HOURS = 12
 
 
 class Throttle:
-    """Wrong PINs in the last minute, for the whole server: no client can guess faster by changing address."""
+    """Wrong PINs in the last minute, per client address: one client that keeps guessing is slowed down,
+    and everyone else can still log in."""
 
     def __init__(self):
         self.lock = threading.Lock()
-        self.failures = []
+        self.failures = {}
 
-    def allowed(self):
-        with self.lock:
-            cutoff = time.monotonic() - FAILURE_WINDOW_S
-            self.failures = [t for t in self.failures if t > cutoff]
-            return len(self.failures) < MAX_FAILURES
+    def _recent(self, client, now):
+        kept = [t for t in self.failures.get(client, ()) if t > now - FAILURE_WINDOW_S]
+        if kept:
+            self.failures[client] = kept
+        else:
+            self.failures.pop(client, None)
+        return kept
 
-    def failed(self):
+    def allowed(self, client):
         with self.lock:
-            self.failures.append(time.monotonic())
+            return len(self._recent(client, time.monotonic())) < MAX_FAILURES
+
+    def failed(self, client):
+        with self.lock:
+            now = time.monotonic()
+            if client not in self.failures and len(self.failures) >= MAX_CLIENTS:
+                for other in list(self.failures):
+                    self._recent(other, now)
+                if len(self.failures) >= MAX_CLIENTS:
+                    self.failures.pop(next(iter(self.failures)))  # the client that failed first
+            self.failures.setdefault(client, []).append(now)
 
 
 @bp.record_once
@@ -65,10 +85,29 @@ def is_api():
     return request.path.startswith("/api/")
 
 
+def _pin():
+    return access.pin(current_app.config["SSDBENCH_DATA_DIR"], current_app.config["SSDBENCH_PIN"])
+
+
+def _epoch():
+    return access.session_epoch(current_app.config["SSDBENCH_DATA_DIR"], _pin())
+
+
+def logged_in():
+    """A session that logged in with the current PIN, in the current epoch (no logout since), under 12 hours ago."""
+    started = session.get("login_at")
+    return (
+        bool(session.get("user"))
+        and isinstance(started, (int, float))
+        and 0 <= time.time() - started < SESSION_HOURS * 3600
+        and hmac.compare_digest(str(session.get("epoch", "")), _epoch())
+    )
+
+
 @bp.before_app_request
 def guard():
     """Before every request: log in first (except to log in), and a state change must carry the CSRF token."""
-    if request.endpoint not in PUBLIC_ENDPOINTS and not session.get("user"):
+    if request.endpoint not in PUBLIC_ENDPOINTS and not logged_in():
         if is_api():
             return jsonify(error="log in first: POST /api/login with the PIN shown on the appliance's console"), 401
         return redirect(url_for("auth.login", next=request.full_path if request.query_string else request.path))
@@ -88,25 +127,36 @@ def guard():
 
 def check_pin(given):
     """(ok, error message, HTTP status)."""
-    throttle = current_app.extensions["ssdbench.throttle"]
-    if not throttle.allowed():
-        return False, f"too many wrong PINs: wait a minute (at most {MAX_FAILURES} a minute)", 429
-    expected = access.pin(current_app.config["SSDBENCH_DATA_DIR"], current_app.config["SSDBENCH_PIN"])
-    if hmac.compare_digest(str(given).strip().encode(), expected.encode()):
+    throttle, client = current_app.extensions["ssdbench.throttle"], request.remote_addr or "unknown"
+    if not throttle.allowed(client):
+        return False, f"too many wrong PINs from {client}: wait a minute (at most {MAX_FAILURES} a minute)", 429
+    if hmac.compare_digest(str(given).strip().encode(), _pin().encode()):
         # A new session on login, so that no token seen before it stays valid.
         session.clear()
-        session["user"] = True
+        session.permanent = True
+        session.update(user=True, login_at=time.time(), epoch=_epoch())
         csrf_token()
         return True, None, 200
-    throttle.failed()
+    throttle.failed(client)
     return False, "wrong PIN: the appliance's console shows it (or run `ssdbench pin`)", 401
 
 
 def local_target(target):
-    """Only a path on this server: `next` must not send the browser elsewhere after login."""
-    if target and target.startswith("/") and not target.startswith("//") and "\\" not in target:
-        return target
-    return url_for("pages.drives")
+    """Where to go after login: `next` only if it is a page of this app, given as a plain path. Anything
+    else (another host, a scheme, a tab or a backslash that a browser would read as one) goes to the drives."""
+    fallback = url_for("pages.drives")
+    if not target or CONTROL_OR_SPACE.search(target) or "\\" in target:
+        return fallback
+    parts = urllib.parse.urlsplit(target)
+    if parts.scheme or parts.netloc or not parts.path.startswith("/") or parts.path.startswith("//"):
+        return fallback
+    try:
+        endpoint, _ = current_app.url_map.bind("localhost").match(parts.path, method="GET")
+    except HTTPException:
+        return fallback
+    if endpoint in PUBLIC_ENDPOINTS or endpoint.startswith("api."):
+        return fallback
+    return parts.path + (f"?{parts.query}" if parts.query else "")
 
 
 @bp.route("/login", methods=["GET", "POST"])
@@ -121,13 +171,14 @@ def login():
 
 @bp.post("/logout")
 def logout():
+    access.end_sessions(current_app.config["SSDBENCH_DATA_DIR"])
     session.clear()
     return redirect(url_for("auth.login"))
 
 
 @bp.get("/api/session")
 def api_session():
-    return jsonify(authenticated=bool(session.get("user")), csrf_token=csrf_token())
+    return jsonify(authenticated=logged_in(), csrf_token=csrf_token())
 
 
 @bp.post("/api/login")
@@ -141,5 +192,6 @@ def api_login():
 
 @bp.post("/api/logout")
 def api_logout():
+    access.end_sessions(current_app.config["SSDBENCH_DATA_DIR"])
     session.clear()
     return jsonify(authenticated=False)

@@ -24,17 +24,25 @@ def suite_list():
     return found, problems
 
 
-def drive_list(extra, allow_usb):
-    """Every drive, plus the `extra` devices, each with its temperature now and the time each suite would
-    take on it. Returns (drives, problems): a device that cannot be described becomes a problem line."""
-    available, problems = suite_list()
-    found = {}
-    for named in [()] + [[path] for path in extra]:
+def listed_drives(config):
+    """Every drive found, plus the app's extra devices (SSDBENCH_EXTRA_DRIVES), by path. Returns (drives,
+    problems): a device that cannot be described becomes a problem line."""
+    found, problems = {}, []
+    for named in [()] + [[path] for path in config["SSDBENCH_EXTRA_DRIVES"]]:
         try:
-            for d in discovery.discover(named=named, allow_usb=allow_usb):
+            for d in discovery.discover(named=named, allow_usb=config["SSDBENCH_ALLOW_USB"]):
                 found[d["path"]] = d
         except SsdbenchError as exc:
             problems.append(str(exc))
+    return found, problems
+
+
+def drive_list(config):
+    """The listed drives, each with its temperature now and the time each suite would take on it, and the
+    problems met listing them."""
+    available, problems = suite_list()
+    found, unlisted = listed_drives(config)
+    problems += unlisted
     for d in found.values():
         d["temperature_c"] = health.read_temperature(d["temperature_source"])
         d["estimates"] = {}
@@ -63,14 +71,24 @@ def comparability(runs):
     return f"not comparable: these runs used different suites ({names})"
 
 
-def start_run(db, body, allow_usb):
-    """Queue a run from a request body: (JSON document, HTTP status). Shared by the API and the Start form."""
+def start_run(db, body, config):
+    """Queue a run from a request body: (JSON document, HTTP status). Shared by the API and the Start form.
+    The drive must be one that the drives list shows as eligible: no device path from a form is trusted."""
     drive, suite, confirm = body.get("drive"), body.get("suite"), body.get("confirm")
     if not (isinstance(drive, str) and isinstance(suite, str) and isinstance(confirm, str)):
         return {"error": "give drive (a device path), suite (a suite name) and confirm (the drive's ID)"}, 400
+    try:
+        store.check_idle(db)
+    except store.RunBusy as exc:
+        return {"error": f"a run is already active: {exc}"}, 409
+    listed = listed_drives(config)[0].get(drive)
+    if listed is None:
+        return {"error": f"{drive} is not one of the drives this appliance lists (see the drives page)"}, 400
+    if not listed["eligible"]:
+        return {"error": f"{drive} is not eligible: {listed['reason']}"}, 400
     destroy_data = body.get("destroy_data") in (True, "1", "on", "true")
     try:
-        run_id = queue.enqueue(db, suite, drive, confirm, destroy_data, allow_usb)
+        run_id = queue.enqueue(db, suite, drive, confirm, destroy_data, config["SSDBENCH_ALLOW_USB"])
     except store.RunBusy as exc:
         return {"error": f"a run is already active: {exc}"}, 409
     except SsdbenchError as exc:
@@ -78,17 +96,25 @@ def start_run(db, body, allow_usb):
     return {"id": run_id, "url": url_for("pages.run", run_id=run_id)}, 201
 
 
-def export_runs(db, data_dir, body):
+def stick_list(config):
+    """The USB sticks found, plus the app's extra ones (SSDBENCH_EXTRA_STICKS): the only export targets."""
+    return usbexport.sticks(named=config["SSDBENCH_EXTRA_STICKS"])
+
+
+def export_runs(db, body, config):
     """Write bundles to a USB stick from a request body ({"runs": [ids], "device": path}; no runs means every
-    ended run): (JSON document, HTTP status). Shared by the API and the run page's Export button."""
+    ended run): (JSON document, HTTP status). Shared by the API and the run page's Export button. The stick
+    must be one that the stick list shows."""
     runs, device = body.get("runs"), body.get("device") or None
     if runs is not None and not (isinstance(runs, list) and all(isinstance(r, int) for r in runs)):
         return {"error": "runs must be a list of run ids"}, 400
     if device is not None and not isinstance(device, str):
         return {"error": "device must be a device path"}, 400
     try:
-        stick = usbexport.find(device)
-        done = usbexport.export(db, data_dir, usbexport.ended_runs(db) if runs is None else runs, stick)
+        stick = usbexport.choose(stick_list(config), device)
+        done = usbexport.export(
+            db, config["SSDBENCH_DATA_DIR"], usbexport.ended_runs(db) if runs is None else runs, stick
+        )
     except SsdbenchError as exc:
         return {"error": str(exc)}, 409
     return {"device": stick["device"], "unmounted": not stick["mountpoint"], "exported": done}, 200
@@ -118,9 +144,9 @@ def cancel_run(db, run_id):
 
 def delete_run(db, data_dir, run_id):
     """Delete an ended run, with its files."""
-    state = store.run_state(db, run_id)
-    if state is None:
-        return {"error": f"no run {run_id}"}, 404
-    if not store.delete_run(db, data_dir, run_id):
-        return {"error": f"run {run_id} is {state}: cancel it before deleting it"}, 409
+    try:
+        if not store.delete_run(db, data_dir, run_id):
+            return {"error": f"no run {run_id}"}, 404
+    except store.RunBusy as exc:
+        return {"error": str(exc)}, 409
     return {"id": run_id, "deleted": True}, 200

@@ -17,7 +17,7 @@ from flask import (
 
 from ..errors import SsdbenchError
 from ..human import clock, when
-from ..results import document, store, usbexport
+from ..results import document, store
 from . import data
 from .db import get_db
 
@@ -32,9 +32,7 @@ def gigabytes(nbytes):
 
 
 def drives_page(message=None, status=200):
-    found, problems = data.drive_list(
-        current_app.config["SSDBENCH_EXTRA_DRIVES"], current_app.config["SSDBENCH_ALLOW_USB"]
-    )
+    found, problems = data.drive_list(current_app.config)
     return render_template(
         "drives.html",
         drives=found,
@@ -52,7 +50,7 @@ def drives():
 
 @bp.post("/start")
 def start():
-    body, status = data.start_run(get_db(), request.form, current_app.config["SSDBENCH_ALLOW_USB"])
+    body, status = data.start_run(get_db(), request.form, current_app.config)
     if status != 201:
         return drives_page(body["error"], status)
     return redirect(body["url"])
@@ -65,7 +63,7 @@ def run(run_id):
         abort(404)
     files = store.run_files(current_app.config["SSDBENCH_DATA_DIR"], run_id)
     try:
-        sticks = usbexport.sticks()
+        sticks = data.stick_list(current_app.config)
     except SsdbenchError:
         sticks = []  # no lsblk: the page still shows the report, and the download
     return render_template(
@@ -91,7 +89,7 @@ def cancel(run_id):
 @bp.post("/runs/<int:run_id>/export")
 def export(run_id):
     body, status = data.export_runs(
-        get_db(), current_app.config["SSDBENCH_DATA_DIR"], {"runs": [run_id], "device": request.form.get("device")}
+        get_db(), {"runs": [run_id], "device": request.form.get("device")}, current_app.config
     )
     if status != 200:
         flash(f"Not exported: {body['error']}")
