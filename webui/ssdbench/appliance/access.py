@@ -68,6 +68,14 @@ def _read_or_make(data_dir, name, make, valid):
     return value
 
 
+def _new_token():
+    return secrets.token_hex(16)
+
+
+def _long_enough(value):
+    return len(value) >= 32
+
+
 def _random_pin():
     return f"{secrets.randbelow(10**PIN_DIGITS):0{PIN_DIGITS}d}"
 
@@ -98,15 +106,15 @@ def new_pin(data_dir):
 
 def secret_key(data_dir):
     """The key that signs session cookies: random, and kept so that a restart does not log everyone out."""
-    return _read_or_make(data_dir, KEY_FILE, lambda: secrets.token_hex(32), lambda v: len(v) >= 32)
+    return _read_or_make(data_dir, KEY_FILE, lambda: secrets.token_hex(32), _long_enough)
 
 
 def end_sessions(data_dir):
     """A new epoch: every session logged in before now is over."""
-    _write(data_dir, EPOCH_FILE, secrets.token_hex(16), replace=True)
+    _write(data_dir, EPOCH_FILE, _new_token(), replace=True)
 
 
 def session_epoch(data_dir, current_pin):
     """What a session must carry to be valid: it changes with a new epoch and with a new PIN."""
-    token = _read_or_make(data_dir, EPOCH_FILE, lambda: secrets.token_hex(16), lambda v: len(v) >= 32)
+    token = _read_or_make(data_dir, EPOCH_FILE, _new_token, _long_enough)
     return hmac.new(token.encode(), current_pin.encode(), hashlib.sha256).hexdigest()[:32]

@@ -89,7 +89,7 @@ def rerun_script(doc):
     """A POSIX sh script that re-runs each fio job file of the run, in order, with plain fio."""
     # Every word that comes from the run document is quoted, and the comment kept on its line: the run
     # may have been imported from someone else's bundle.
-    about = re.sub(r"[\x00-\x1f\x7f]", " ", f"{doc['id']} ({doc['suite']}, suite sha256 {doc['suite_hash']})")
+    about = zip_safety.CONTROL.sub(" ", f"{doc['id']} ({doc['suite']}, suite sha256 {doc['suite_hash']})")
     lines = [
         "#!/bin/sh",
         f"# Re-run the fio job files of ssdbench run {about}",
@@ -257,14 +257,14 @@ def verify(path):
         if unsafe:
             raise BundleError(f"{path}: refused, {len(unsafe)} problem(s):\n" + "\n".join(unsafe))
         names = zf.namelist()
-        problems = []
         if MANIFEST not in names:
-            raise BundleError("\n".join(problems + [f"{path}: no {MANIFEST}: not an ssdbench bundle"]))
+            raise BundleError(f"{path}: no {MANIFEST}: not an ssdbench bundle")
         try:
             manifest = _read_json(zf, MANIFEST, path)
             listed = dict(manifest["files"])
         except (ValueError, KeyError, TypeError, *DAMAGED) as exc:
             raise BundleError(f"{path}: {MANIFEST} is damaged ({exc})") from exc
+        problems = []
         if manifest.get("format") != FORMAT or manifest.get("format_version") != FORMAT_VERSION:
             problems.append(
                 f"{MANIFEST}: format {manifest.get('format')} {manifest.get('format_version')}, "

@@ -584,10 +584,13 @@ def run_state(db, run_id):
     return row[0] if row else None
 
 
+def _lock_path(data_dir, run_id):
+    return os.path.join(data_dir, LOCKS_DIR, f"run-{int(run_id)}")
+
+
 def _lock_file(data_dir, run_id):
-    folder = os.path.join(data_dir, LOCKS_DIR)
-    os.makedirs(folder, exist_ok=True)
-    return os.open(os.path.join(folder, f"run-{int(run_id)}"), os.O_RDWR | os.O_CREAT, 0o600)
+    os.makedirs(os.path.join(data_dir, LOCKS_DIR), exist_ok=True)
+    return os.open(_lock_path(data_dir, run_id), os.O_RDWR | os.O_CREAT, 0o600)
 
 
 @contextlib.contextmanager
@@ -625,7 +628,7 @@ def delete_run(db, data_dir, run_id):
         elif os.path.isdir(path):
             shutil.rmtree(path)
         # Under the lock: whoever opened this file before waits, then finds no run.
-        os.unlink(os.path.join(data_dir, LOCKS_DIR, f"run-{int(run_id)}"))
+        os.unlink(_lock_path(data_dir, run_id))
         return True
     finally:
         os.close(fd)
