@@ -5,12 +5,15 @@ Fixtures: `loopdev` (attach a sparse file as a loop device), `data_dir` (an empt
 `client` and `token` (the web app on that folder, a test client, and its CSRF token once logged in),
 `finished_run` (a data folder holding one run of the engine suite on a loop device, shared by a module)
 and `finished_bundle` (its bundle).
-Helpers: `ssdbench` (the real CLI in a child process), `show`, `wait_until`, `make_app`, `login`, and
-`add_run` (a run written through the store, for pages that need one without running fio)."""
+Helpers: `ssdbench` (the real CLI in a child process), `web_server` (the real `ssdbench web` on a free port),
+`show`, `wait_until`, `make_app`, `login`, and `add_run` (a run written through the store, for pages that
+need one without running fio)."""
 
+import contextlib
 import hashlib
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -69,6 +72,37 @@ def wait_until(predicate, what, timeout=300):
         if time.monotonic() > deadline:
             raise AssertionError(f"waited {timeout} s for {what}")
         time.sleep(0.1)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def answers(port):
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=5):
+            return True
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def web_server(data_dir, *args):
+    """The real `ssdbench web` (waitress) on a free port of 127.0.0.1, with the test PIN: (process, port)."""
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "ssdbench.cli", "web", "--port", str(port), "--data-dir", str(data_dir), *args],
+        env={**os.environ, "SSDBENCH_PIN": PIN},
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_until(lambda: answers(port), "the web server to listen")
+        yield server, port
+    finally:
+        server.terminate()
+        server.wait()
 
 
 def ssdbench(*args, data_dir=None, env=None, check=False, **kw):

@@ -127,7 +127,7 @@ def test_web_download_and_export(finished_run, stick, tmp_path):
     unlisted = make_app(data_dir).test_client()
     headers = {"X-CSRF-Token": login(unlisted)}
     refused = unlisted.post("/api/export", json={"runs": [1], "device": dev}, headers=headers)
-    assert refused.status_code == 409 and "is not one of the sticks found" in refused.get_json()["error"]
+    assert refused.status_code == 404 and "is not one of the sticks found" in refused.get_json()["error"]
     client = make_app(data_dir, SSDBENCH_EXTRA_STICKS=[dev]).test_client()
     token = login(client)
     # A download is made outside the data folder and leaves no file behind, there or in /tmp.
@@ -146,6 +146,6 @@ def test_web_download_and_export(finished_run, stick, tmp_path):
     assert done.get_json()["exported"][0]["state"] == "written and verified" and done.get_json()["unmounted"]
     for device in (str(tmp_path), "/dev/zram0", "/dev/sda1"):
         bad = client.post("/api/export", json={"runs": [1], "device": device}, headers={"X-CSRF-Token": token})
-        assert bad.status_code == 409 and "is not one of the sticks found" in bad.get_json()["error"]
+        assert bad.status_code == 404 and "is not one of the sticks found" in bad.get_json()["error"]
     page = client.get("/runs/1").get_data(as_text=True)
     assert "Download the bundle" in page and "Export to USB" in page

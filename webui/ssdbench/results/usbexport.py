@@ -64,6 +64,10 @@ def file_system(path):
     return tool_output.blkid(tools.run(["blkid", "-p", "-o", "export", path], ok=(0, 2)))
 
 
+class NotAStick(SsdbenchError):
+    """The device asked for is not one of the sticks found."""
+
+
 def choose(found, device=None):
     """The stick to write to: the one asked for; else the only stick that is not the appliance's own;
     else the appliance's own stick."""
@@ -72,7 +76,7 @@ def choose(found, device=None):
         for stick in found:
             if os.path.realpath(stick["device"]) == real:
                 return stick
-        raise SsdbenchError(
+        raise NotAStick(
             f"{device} is not one of the sticks found: a USB stick with a FAT32 or exFAT file system "
             "(ssdbench never formats a stick)"
         )

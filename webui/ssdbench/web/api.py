@@ -3,12 +3,14 @@
 import os
 import tempfile
 
-from flask import Blueprint, current_app, jsonify, request, send_file
+from flask import Blueprint, current_app, g, jsonify, request, send_file
+from werkzeug.exceptions import HTTPException
 
 from ..errors import SsdbenchError
 from ..results import bundle, document, store
 from ..suites.locked import summary
-from . import data, openapi
+from . import data, openapi, validate
+from .auth import is_api
 from .db import get_db
 
 bp = Blueprint("api", __name__, url_prefix="/api")
@@ -30,10 +32,32 @@ def answer(result):
 
 
 def json_body():
-    """The request's JSON object; anything else (no body, a list, bad JSON) is an empty one, which the
-    handlers then refuse field by field."""
-    body = request.get_json(silent=True)
-    return body if isinstance(body, dict) else {}
+    """The request's JSON object, already checked against the document; {} when none was sent."""
+    return request.get_json(silent=True) or {}
+
+
+@bp.before_app_request
+def check_request():
+    """Every API request against its operation in the document, after the login and CSRF checks."""
+    if not is_api() or request.url_rule is None:
+        return None
+    try:
+        g.query = validate.check(openapi.DOCUMENT)
+    except validate.Refused as exc:
+        return error(str(exc), exc.status)
+    return None
+
+
+@bp.app_errorhandler(HTTPException)
+def json_errors(exc):
+    """The API answers JSON, errors included (an unknown path, a method a path does not take, a body over
+    the limit); the pages keep Flask's own error pages."""
+    if not is_api():
+        return exc
+    response = exc.get_response()  # keeps the headers that go with the status, such as 405's Allow
+    response.set_data(jsonify(error=f"{exc.name}: {exc.description}").get_data())
+    response.content_type = "application/json"
+    return response
 
 
 @bp.get("/openapi.json")
@@ -94,9 +118,9 @@ def download_bundle(run_id):
 @bp.get("/sticks")
 def sticks():
     try:
-        return jsonify(sticks=data.stick_list(current_app.config))
-    except SsdbenchError as exc:
-        return error(str(exc), 500)
+        return jsonify(sticks=data.stick_list(current_app.config), problems=[])
+    except SsdbenchError as exc:  # e.g. lsblk failed: no stick can be offered, and the page says why
+        return jsonify(sticks=[], problems=[str(exc)])
 
 
 @bp.post("/export")
@@ -116,9 +140,7 @@ def cancel(run_id):
 
 @bp.get("/compare")
 def compare():
-    ids, problem = data.compare_ids(request.args.getlist("run"))
-    if problem:
-        return error(problem, 400)
+    ids = [int(i) for i in g.query["run"]]  # whole numbers (checked), maybe written as 2.0
     try:
         runs = data.load_runs(document.run_document, get_db(), ids)
     except LookupError as exc:

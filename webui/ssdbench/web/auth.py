@@ -106,7 +106,10 @@ def logged_in():
 
 @bp.before_app_request
 def guard():
-    """Before every request: log in first (except to log in), and a state change must carry the CSRF token."""
+    """Before every request: log in first (except to log in), and a state change must carry the CSRF token.
+    A path that leads nowhere, or a method it does not take, gets its plain 404 or 405."""
+    if request.routing_exception is not None:
+        return None
     if request.endpoint not in PUBLIC_ENDPOINTS and not logged_in():
         if is_api():
             return jsonify(error="log in first: POST /api/login with the PIN shown on the appliance's console"), 401
@@ -183,8 +186,7 @@ def api_session():
 
 @bp.post("/api/login")
 def api_login():
-    body = request.get_json(silent=True)
-    ok, error, status = check_pin(body.get("pin", "") if isinstance(body, dict) else "")
+    ok, error, status = check_pin(request.get_json()["pin"])  # a body checked against the document
     if not ok:
         return jsonify(error=error), status
     return jsonify(authenticated=True, csrf_token=csrf_token())

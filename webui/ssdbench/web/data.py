@@ -83,14 +83,14 @@ def start_run(db, body, config):
     except store.RunBusy as exc:
         return {"error": f"a run is already active: {exc}"}, 409
     if drive not in listed_drives(config)[0]:
-        return {"error": f"{drive} is not one of the drives this appliance lists (see the drives page)"}, 400
+        return {"error": f"{drive} is not one of the drives this appliance lists (see the drives page)"}, 404
     destroy_data = body.get("destroy_data") in (True, "1", "on", "true")
     try:
         run_id = queue.enqueue(db, suite, drive, confirm, destroy_data, config["SSDBENCH_ALLOW_USB"])
     except store.RunBusy as exc:
         return {"error": f"a run is already active: {exc}"}, 409
-    except SsdbenchError as exc:
-        return {"error": str(exc)}, 400
+    except SsdbenchError as exc:  # the drive's state or its confirmation, or a suite that fails its lock
+        return {"error": str(exc)}, 409
     return {"id": run_id, "url": url_for("pages.run", run_id=run_id)}, 201
 
 
@@ -101,18 +101,20 @@ def stick_list(config):
 
 def export_runs(db, body, config):
     """Write bundles to a USB stick from a request body ({"runs": [ids], "device": path}; no runs means every
-    ended run): (JSON document, HTTP status). Shared by the API and the run page's Export button. The stick
-    must be one that the stick list shows."""
+    ended run): (JSON document, HTTP status). Shared by the API (its body checked against the document) and
+    the run page's Export button. The stick must be one that the stick list shows."""
     runs, device = body.get("runs"), body.get("device") or None
-    if runs is not None and not (isinstance(runs, list) and all(isinstance(r, int) for r in runs)):
-        return {"error": "runs must be a list of run ids"}, 400
-    if device is not None and not isinstance(device, str):
-        return {"error": "device must be a device path"}, 400
+    runs = None if runs is None else [int(r) for r in runs]  # whole numbers (checked), maybe written as 2.0
+    missing = [str(r) for r in runs or () if store.run_state(db, r) is None]
+    if missing:
+        return {"error": f"no run {', '.join(missing)}"}, 404
     try:
         stick = usbexport.choose(stick_list(config), device)
         done = usbexport.export(
             db, config["SSDBENCH_DATA_DIR"], usbexport.ended_runs(db) if runs is None else runs, stick
         )
+    except usbexport.NotAStick as exc:
+        return {"error": str(exc)}, 404
     except SsdbenchError as exc:
         return {"error": str(exc)}, 409
     return {"device": stick["device"], "unmounted": not stick["mountpoint"], "exported": done}, 200

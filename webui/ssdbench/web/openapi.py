@@ -1,39 +1,114 @@
-"""The OpenAPI 3.1 description of the JSON API, written by hand next to the routes it describes."""
+"""The OpenAPI 3.1 description of the JSON API: the one source of its rules.
+
+web/validate.py checks every /api/ request against this document (path, query, body), so the server
+refuses exactly what the document forbids. Each operation's error answers follow from what it takes:
+a body or a query can be refused (400), a run id can name no run (404), a session is needed (401), a
+state change needs the CSRF token (403), a body can be too large (413).
+"""
 
 from .. import __version__
 from ..results import store
+from ..suites import locked
+from .data import MAX_COMPARE
+
+# SQLite's largest row id: a larger one names no run.
+MAX_RUN_ID = 2**63 - 1
+RUN_ID_SCHEMA = {"type": "integer", "minimum": 1, "maximum": MAX_RUN_ID}
 
 
-def _json(description, schema=None):
-    return {"description": description, "content": {"application/json": {"schema": schema or {"type": "object"}}}}
+def _json(description, schema):
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
 
 
-def _body(properties, required=()):
-    """A JSON request body: an object with these properties."""
-    schema = {"type": "object", "properties": properties}
-    if required:
-        schema["required"] = list(required)
-    return {"content": {"application/json": {"schema": schema}}}
+def _object(properties, required=(), **more):
+    return {"type": "object", "properties": properties, "required": list(required), **more}
 
 
-ERROR = {"type": "object", "properties": {"error": {"type": "string"}}, "required": ["error"]}
-RUN_ID = {"name": "run_id", "in": "path", "required": True, "schema": {"type": "integer"}}
-UNAUTHORIZED = _json("not logged in", ERROR)
-NO_CSRF = _json("missing or wrong X-CSRF-Token", ERROR)
-NOT_FOUND = _json("no such run", ERROR)
+def _strict(properties, required=()):
+    """A request body: a JSON object with these fields and no others (a misspelt field is refused, not ignored)."""
+    return _object(properties, required, additionalProperties=False)
 
-METRIC = {
-    "type": "object",
-    "properties": {
+
+NULLABLE_STRING = {"type": ["string", "null"]}
+NULLABLE_NUMBER = {"type": ["number", "null"]}
+STRINGS = {"type": "array", "items": {"type": "string"}}
+ERROR = _object({"error": {"type": "string", "description": "what went wrong, in a sentence"}}, ["error"])
+STATE = {"enum": list(store.STATES)}
+
+
+def _listing(name, item):
+    """A list of things found, with the problems met finding them (a device that could not be read)."""
+    return _object({name: {"type": "array", "items": item}, "problems": STRINGS}, [name, "problems"])
+
+
+SESSION = _object(
+    {"authenticated": {"type": "boolean"}, "csrf_token": {"type": "string"}}, ["authenticated", "csrf_token"]
+)
+DRIVE = _object(
+    {
+        "path": {"type": "string", "examples": ["/dev/nvme0n1"]},
+        "name": {"type": "string"},
+        "model": NULLABLE_STRING,
+        "serial": NULLABLE_STRING,
+        "firmware": NULLABLE_STRING,
+        "transport": {**NULLABLE_STRING, "examples": ["nvme", "sata", "usb"]},
+        "capacity_bytes": {"type": "integer"},
+        "eligible": {"type": "boolean"},
+        "reason": {**NULLABLE_STRING, "description": "why the drive can or cannot be tested"},
+        "needs_wipe_confirmation": {"type": "boolean", "description": "it holds data: Start needs destroy_data"},
+        "confirm_id": {"type": "string", "description": "what Start's confirm must be: the serial, or the name"},
+        "mounts": STRINGS,
+        "notes": STRINGS,
+        "temperature_c": NULLABLE_NUMBER,
+        "estimates": {
+            "type": "object",
+            "additionalProperties": NULLABLE_NUMBER,
+            "description": "each suite's estimated seconds on this drive; null: the drive is too small for it",
+        },
+    },
+    ["path", "name", "model", "serial", "capacity_bytes", "eligible", "reason", "confirm_id", "estimates"],
+)
+SUITE = _object(
+    {
+        "name": {"type": "string"},
+        "version": {"type": "integer"},
+        "title": {"type": "string"},
+        "sha256": {"type": "string", "description": "the workload hash: runs with one hash are comparable"},
+        "locked": {"type": "boolean"},
+        "comparable": {"type": "boolean"},
+        "steps": {"type": "integer"},
+    },
+    ["name", "version", "title", "sha256", "locked", "comparable", "steps"],
+)
+RUN_SUMMARY = _object(
+    {
+        "id": {"type": "integer"},
+        "suite": {"type": "string"},
+        "suite_hash": {"type": "string"},
+        "standard": {"type": "integer", "description": "1: a locked suite, unchanged"},
+        "state": STATE,
+        "origin": {"type": "string", "description": "local, or the bundle it was imported from"},
+        "created_at": {"type": "number", "description": "Unix time"},
+        "finished_at": NULLABLE_NUMBER,
+        "percent": NULLABLE_NUMBER,
+        "error": NULLABLE_STRING,
+        "path": NULLABLE_STRING,
+        "model": NULLABLE_STRING,
+        "serial": NULLABLE_STRING,
+    },
+    ["id", "suite", "suite_hash", "state", "created_at"],
+)
+METRIC = _object(
+    {
         "name": {"type": "string", "examples": ["read.iops", "write.clat_p99.99", "steady.avg_iops"]},
         "value": {"type": "number", "description": "full precision, never rounded"},
         "unit": {"type": "string"},
         "source": {"type": "string", "description": "the fio JSON pointer it was read from, or how it was derived"},
     },
-}
-SERIES = {
-    "type": "object",
-    "properties": {
+    ["name", "value", "unit", "source"],
+)
+SERIES = _object(
+    {
         "id": {"type": "integer"},
         "step_id": {"type": ["integer", "null"], "description": "null: run-level"},
         "name": {"type": "string", "examples": ["write.iops", "temperature", "write.mb_s"]},
@@ -46,58 +121,162 @@ SERIES = {
         "x": {"type": "array", "items": {"type": "number"}},
         "y": {"type": "array", "items": {"type": "number"}},
     },
-}
-STATE = {"enum": list(store.STATES)}
-RUN = {
-    "type": "object",
-    "properties": {
-        "id": {"type": "integer"},
-        "suite": {"type": "string"},
-        "suite_hash": {"type": "string"},
-        "standard": {"type": "integer"},
-        "state": STATE,
-        "error": {"type": ["string", "null"]},
-        "drive": {"type": "object"},
+    ["id", "step_id", "name", "unit", "x_unit", "x", "y"],
+)
+STEP = _object(
+    {
+        "idx": {"type": "integer"},
+        "key": {"type": "string"},
+        "kind": {"type": "string"},
+        "title": {"type": "string"},
+        "state": {"type": "string"},
+        "estimate_s": NULLABLE_NUMBER,
+    },
+    ["idx", "key", "kind", "title", "state"],
+)
+RUN = _object(
+    {
+        **RUN_SUMMARY["properties"],
+        "drive": {"type": "object", "description": "the drive as it was found when the run was queued"},
         "environment": {"type": ["object", "null"]},
-        "warnings": {"type": "array", "items": {"type": "string"}},
+        "warnings": STRINGS,
         "steps": {
             "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "idx": {"type": "integer"},
-                    "key": {"type": "string"},
-                    "kind": {"type": "string"},
-                    "title": {"type": "string"},
-                    "state": {"type": "string"},
-                    "job_file": {"type": ["string", "null"]},
+            "items": _object(
+                {
+                    **STEP["properties"],
+                    "job_file": NULLABLE_STRING,
                     "metrics": {"type": "array", "items": METRIC},
                 },
-            },
+                [*STEP["required"], "metrics"],
+            ),
         },
         "series": {"type": "array", "items": SERIES},
     },
-}
-PROGRESS = {
-    "type": "object",
-    "properties": {
+    [*RUN_SUMMARY["required"], "drive", "environment", "warnings", "steps", "series"],
+)
+PROGRESS = _object(
+    {
         "id": {"type": "integer"},
         "state": STATE,
         "step_index": {"type": ["integer", "null"]},
         "step_count": {"type": "integer"},
         "percent": {"type": "number"},
-        "eta_s": {"type": ["number", "null"]},
-        "cur_iops": {"type": ["number", "null"]},
-        "cur_bw": {"type": ["number", "null"], "description": "bytes/s"},
-        "progress_at": {"type": ["number", "null"], "description": "Unix time of the last progress update"},
+        "eta_s": NULLABLE_NUMBER,
+        "cur_iops": NULLABLE_NUMBER,
+        "cur_bw": {**NULLABLE_NUMBER, "description": "bytes/s"},
+        "progress_at": {**NULLABLE_NUMBER, "description": "Unix time of the last progress update"},
         "cancel_requested": {"type": "integer"},
+        "error": NULLABLE_STRING,
         "temperature": {
             "type": ["object", "null"],
             "properties": {"t_ms": {"type": "integer"}, "value": {"type": "number"}},
         },
-        "steps": {"type": "array", "items": {"type": "object"}},
+        "steps": {"type": "array", "items": STEP},
+    },
+    ["id", "state", "step_index", "step_count", "percent", "cancel_requested", "temperature", "steps"],
+)
+STICK = _object(
+    {
+        "device": {"type": "string"},
+        "fstype": {"type": "string"},
+        "mountpoint": NULLABLE_STRING,
+        "boot": {"type": "boolean", "description": "the appliance's own stick"},
+    },
+    ["device", "boot"],
+)
+EXPORTED = _object(
+    {
+        "device": {"type": "string"},
+        "unmounted": {"type": "boolean", "description": "true: the stick can be pulled out"},
+        "exported": {
+            "type": "array",
+            "items": _object(
+                {
+                    "run": {"type": "integer"},
+                    "file": {"type": "string"},
+                    "bytes": {"type": "integer"},
+                    "state": {"enum": ["written and verified", "already on the stick"]},
+                },
+                ["run", "file", "bytes", "state"],
+            ),
+        },
+    },
+    ["device", "unmounted", "exported"],
+)
+
+# What a request sends: web/validate.py holds the server to exactly these.
+LOGIN_REQUEST = _strict({"pin": {"type": "string", "description": "the PIN on the appliance's console"}}, ["pin"])
+START_REQUEST = _strict(
+    {
+        "drive": {"type": "string", "minLength": 1, "examples": ["/dev/nvme0n1"]},
+        "suite": {"enum": locked.names(), "examples": ["standard"]},
+        "confirm": {
+            "type": "string",
+            "minLength": 1,
+            "description": "the drive's confirm_id: its serial, or its kernel name when it has none",
+        },
+        "destroy_data": {"type": "boolean", "description": "needed when the drive holds partitions or file systems"},
+    },
+    ["drive", "suite", "confirm"],
+)
+EXPORT_REQUEST = _strict(
+    {
+        "runs": {
+            "type": "array",
+            "items": RUN_ID_SCHEMA,
+            "uniqueItems": True,
+            "description": "default: every run that has ended",
+        },
+        "device": {"type": "string", "minLength": 1, "description": "the stick's file system (default: the one found)"},
+    }
+)
+RUN_ID = {"name": "run_id", "in": "path", "required": True, "schema": {**RUN_ID_SCHEMA, "examples": [1]}}
+COMPARE_RUNS = {
+    "name": "run",
+    "in": "query",
+    "required": True,
+    "style": "form",
+    "explode": True,
+    "description": "run=1&run=2",
+    "schema": {
+        "type": "array",
+        "items": RUN_ID_SCHEMA,
+        "minItems": 2,
+        "maxItems": MAX_COMPARE,
+        "uniqueItems": True,
     },
 }
+
+SESSION_ONLY = [{"session": []}]
+STATE_CHANGE = [{"session": [], "csrf": []}]
+
+
+def _operation(summary, answers, *, security=SESSION_ONLY, body=None, query=(), run=False):
+    """An operation: its own answers, then the errors that follow from what it takes."""
+    responses = dict(answers)
+    if body is not None or query:
+        responses["400"] = _json("the request breaks this document: the error says how", ERROR)
+    if run:
+        responses.setdefault("404", _json("no such run", ERROR))
+    if {"session": []} in security or {"session": [], "csrf": []} in security:
+        responses["401"] = _json("not logged in", ERROR)
+    if any("csrf" in s for s in security):
+        responses["403"] = _json("missing or wrong X-CSRF-Token", ERROR)
+    if body is not None:
+        responses["413"] = _json("the body is over 64 KiB", ERROR)
+    op = {"summary": summary, "security": security, "responses": dict(sorted(responses.items()))}
+    if body is not None:
+        # A body with required fields must be sent; one without (export) may be left out.
+        op["requestBody"] = {"required": bool(body["required"]), "content": {"application/json": {"schema": body}}}
+    if query:
+        op["parameters"] = list(query)
+    return op
+
+
+def _run_path(**operations):
+    return {"parameters": [RUN_ID], **operations}
+
 
 DOCUMENT = {
     "openapi": "3.1.0",
@@ -106,7 +285,7 @@ DOCUMENT = {
         "version": __version__,
         "description": "Every request needs a session: GET /api/session for a CSRF token, then POST /api/login with "
         "the PIN from the appliance's console and that token in X-CSRF-Token. Every POST and DELETE "
-        "carries X-CSRF-Token.",
+        'carries X-CSRF-Token. Every answer is JSON, errors too ({"error": "..."}), except a bundle.',
     },
     "components": {
         "securitySchemes": {
@@ -114,207 +293,174 @@ DOCUMENT = {
             "csrf": {"type": "apiKey", "in": "header", "name": "X-CSRF-Token"},
         }
     },
-    "security": [{"session": []}],
+    "security": SESSION_ONLY,
     "paths": {
         "/api/session": {
-            "get": {
-                "summary": "Whether this session is logged in, and its CSRF token",
-                "security": [],
-                "responses": {"200": _json("the session")},
-            }
+            "get": _operation(
+                "Whether this session is logged in, and its CSRF token",
+                {"200": _json("the session", SESSION)},
+                security=[],
+            )
         },
         "/api/login": {
-            "post": {
-                "summary": "Log in with the PIN",
-                "security": [{"csrf": []}],
-                "requestBody": _body({"pin": {"type": "string"}}, ["pin"]),
-                "responses": {
-                    "200": _json("logged in; the new session's CSRF token"),
+            "post": _operation(
+                "Log in with the PIN",
+                {
+                    "200": _json("logged in; the new session's CSRF token", SESSION),
                     "401": _json("wrong PIN", ERROR),
-                    "403": NO_CSRF,
-                    "429": _json("too many wrong PINs in the last minute", ERROR),
+                    "429": _json("too many wrong PINs from this address in the last minute", ERROR),
                 },
-            }
+                security=[{"csrf": []}],
+                body=LOGIN_REQUEST,
+            )
         },
         "/api/logout": {
-            "post": {
-                "summary": "End the session",
-                "security": [{"session": [], "csrf": []}],
-                "responses": {"200": _json("logged out")},
-            }
+            "post": _operation(
+                "End every session",
+                {"200": _json("logged out", _object({"authenticated": {"const": False}}, ["authenticated"]))},
+                security=STATE_CHANGE,
+            )
         },
         "/api/drives": {
-            "get": {
-                "summary": "Every drive: identity, link, temperature, eligibility with its reason, and each "
-                "suite's estimated seconds on it",
-                "responses": {
+            "get": _operation(
+                "Every drive: identity, link, temperature, eligibility with its reason, and each suite's estimated "
+                "seconds on it",
+                {
                     "200": _json(
                         "drives, and devices that could not be described",
-                        {
-                            "type": "object",
-                            "properties": {
-                                "drives": {"type": "array", "items": {"type": "object"}},
-                                "problems": {"type": "array", "items": {"type": "string"}},
-                            },
-                        },
-                    ),
-                    "401": UNAUTHORIZED,
+                        _listing("drives", DRIVE),
+                    )
                 },
-            }
+            )
         },
         "/api/suites": {
-            "get": {
-                "summary": "The locked suites and their hashes",
-                "responses": {"200": _json("suites"), "401": UNAUTHORIZED},
-            }
+            "get": _operation(
+                "The locked suites and their hashes",
+                {
+                    "200": _json(
+                        "the suites that can run, and why a shipped suite cannot (its file no longer matches its lock)",
+                        _listing("suites", SUITE),
+                    )
+                },
+            )
         },
         "/api/runs": {
-            "get": {"summary": "Every run with its state", "responses": {"200": _json("runs"), "401": UNAUTHORIZED}},
-            "post": {
-                "summary": "Queue a suite on a drive (destroys its data); the runner service executes it",
-                "security": [{"session": [], "csrf": []}],
-                "requestBody": _body(
-                    {
-                        "drive": {"type": "string", "examples": ["/dev/nvme0n1"]},
-                        "suite": {"type": "string", "examples": ["standard"]},
-                        "confirm": {
-                            "type": "string",
-                            "description": "the drive's confirm_id: its serial, or its kernel name when it has none",
-                        },
-                        "destroy_data": {
-                            "type": "boolean",
-                            "description": "needed when the drive holds partitions or file systems",
-                        },
-                    },
-                    ["drive", "suite", "confirm"],
-                ),
-                "responses": {
+            "get": _operation(
+                "Every run with its state",
+                {"200": _json("runs", _object({"runs": {"type": "array", "items": RUN_SUMMARY}}, ["runs"]))},
+            ),
+            "post": _operation(
+                "Queue a suite on a drive (destroys its data); the runner service executes it",
+                {
                     "201": _json(
                         "queued",
-                        {"type": "object", "properties": {"id": {"type": "integer"}, "url": {"type": "string"}}},
+                        _object({"id": {"type": "integer"}, "url": {"type": "string"}}, ["id", "url"]),
                     ),
-                    "400": _json("refused: wrong confirmation, ineligible drive, unknown suite", ERROR),
-                    "401": UNAUTHORIZED,
-                    "403": NO_CSRF,
-                    "409": _json("another run is queued or running", ERROR),
+                    "404": _json("not a drive that GET /api/drives lists", ERROR),
+                    "409": _json(
+                        "refused: another run is queued or running, the drive is not eligible, the confirmation is "
+                        "not its confirm_id, it holds data and destroy_data is not true, or the suite's file no "
+                        "longer matches its lock",
+                        ERROR,
+                    ),
                 },
-            },
+                security=STATE_CHANGE,
+                body=START_REQUEST,
+            ),
         },
-        "/api/runs/{run_id}": {
-            "parameters": [RUN_ID],
-            "get": {
-                "summary": "A run as one document: steps, metrics, environment, all series",
-                "responses": {"200": _json("the run", RUN), "401": UNAUTHORIZED, "404": NOT_FOUND},
-            },
-            "delete": {
-                "summary": "Delete a finished run and its folder",
-                "security": [{"session": [], "csrf": []}],
-                "responses": {
+        "/api/runs/{run_id}": _run_path(
+            get=_operation(
+                "A run as one document: steps, metrics, environment, all series",
+                {"200": _json("the run", RUN)},
+                run=True,
+            ),
+            delete=_operation(
+                "Delete a finished run and its folder",
+                {
                     "204": {"description": "deleted"},
-                    "401": UNAUTHORIZED,
-                    "403": NO_CSRF,
-                    "404": NOT_FOUND,
-                    "409": _json("the run is queued or running", ERROR),
+                    "409": _json("the run is queued or running, or its bundle is being written", ERROR),
                 },
-            },
-        },
-        "/api/runs/{run_id}/bundle": {
-            "parameters": [RUN_ID],
-            "get": {
-                "summary": "The run's result bundle: a .zip with manifest.json, result.json, CSVs, fio's raw "
-                "files, the job files with rerun.sh, and an offline report.html",
-                "responses": {
+                security=STATE_CHANGE,
+                run=True,
+            ),
+        ),
+        "/api/runs/{run_id}/bundle": _run_path(
+            get=_operation(
+                "The run's result bundle: a .zip with manifest.json, result.json, CSVs, fio's raw files, the job "
+                "files with rerun.sh, and an offline report.html",
+                {
                     "200": {"description": "the bundle", "content": {"application/zip": {}}},
-                    "401": UNAUTHORIZED,
-                    "404": NOT_FOUND,
                     "409": _json("the run has not ended", ERROR),
                 },
-            },
-        },
+                run=True,
+            )
+        ),
+        "/api/runs/{run_id}/progress": _run_path(
+            get=_operation(
+                "Live progress: step, percent, ETA, current IOPS and bytes/s, temperature",
+                {"200": _json("progress", PROGRESS)},
+                run=True,
+            )
+        ),
+        "/api/runs/{run_id}/cancel": _run_path(
+            post=_operation(
+                "Ask the runner to stop the run cleanly",
+                {
+                    "202": _json(
+                        "cancel requested",
+                        _object({"id": {"type": "integer"}, "cancel_requested": {"const": True}}, ["id"]),
+                    ),
+                    "409": _json("the run is not queued or running", ERROR),
+                },
+                security=STATE_CHANGE,
+                run=True,
+            )
+        ),
         "/api/sticks": {
-            "get": {
-                "summary": "USB sticks with a FAT32 or exFAT file system, where bundles can be exported",
-                "responses": {"200": _json("sticks"), "401": UNAUTHORIZED},
-            }
+            "get": _operation(
+                "USB sticks with a FAT32 or exFAT file system, where bundles can be exported",
+                {
+                    "200": _json(
+                        "the sticks, and why they could not be listed",
+                        _listing("sticks", STICK),
+                    )
+                },
+            )
         },
         "/api/export": {
-            "post": {
-                "summary": "Write bundles to a USB stick (in ssdbench-results/), read them back, verify, unmount",
-                "security": [{"session": [], "csrf": []}],
-                "requestBody": _body(
-                    {
-                        "runs": {
-                            "type": "array",
-                            "items": {"type": "integer"},
-                            "description": "default: every run that has ended",
-                        },
-                        "device": {
-                            "type": "string",
-                            "description": "the stick's file system (default: the one found)",
-                        },
-                    }
-                ),
-                "responses": {
-                    "200": _json("what was written or already there"),
-                    "401": UNAUTHORIZED,
-                    "403": NO_CSRF,
+            "post": _operation(
+                "Write bundles to a USB stick (in ssdbench-results/), read them back, verify, unmount",
+                {
+                    "200": _json("what was written or already there", EXPORTED),
+                    "404": _json("no such run, or not a stick that GET /api/sticks lists", ERROR),
                     "409": _json("no stick, several sticks, a full stick, or a failed read-back", ERROR),
                 },
-            }
-        },
-        "/api/runs/{run_id}/progress": {
-            "parameters": [RUN_ID],
-            "get": {
-                "summary": "Live progress: step, percent, ETA, current IOPS and bytes/s, temperature",
-                "responses": {"200": _json("progress", PROGRESS), "401": UNAUTHORIZED, "404": NOT_FOUND},
-            },
-        },
-        "/api/runs/{run_id}/cancel": {
-            "parameters": [RUN_ID],
-            "post": {
-                "summary": "Ask the runner to stop the run cleanly",
-                "security": [{"session": [], "csrf": []}],
-                "responses": {
-                    "202": _json("cancel requested"),
-                    "401": UNAUTHORIZED,
-                    "403": NO_CSRF,
-                    "404": NOT_FOUND,
-                    "409": _json("the run is not active", ERROR),
-                },
-            },
+                security=STATE_CHANGE,
+                body=EXPORT_REQUEST,
+            )
         },
         "/api/compare": {
-            "get": {
-                "summary": "2 to 8 runs side by side",
-                "parameters": [
-                    {
-                        "name": "run",
-                        "in": "query",
-                        "required": True,
-                        "explode": True,
-                        "schema": {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 8},
-                    }
-                ],
-                "responses": {
+            "get": _operation(
+                f"2 to {MAX_COMPARE} runs side by side",
+                {
                     "200": _json(
                         "the runs, and whether they are comparable (one suite hash)",
-                        {
-                            "type": "object",
-                            "properties": {
+                        _object(
+                            {
                                 "comparable": {"type": "boolean"},
-                                "warning": {"type": ["string", "null"]},
+                                "warning": NULLABLE_STRING,
                                 "runs": {"type": "array", "items": RUN},
                             },
-                        },
+                            ["comparable", "warning", "runs"],
+                        ),
                     ),
-                    "400": _json("not 2 to 8 run ids", ERROR),
-                    "401": UNAUTHORIZED,
-                    "404": NOT_FOUND,
+                    "404": _json("no such run", ERROR),
                 },
-            }
+                query=[COMPARE_RUNS],
+            )
         },
         "/api/openapi.json": {
-            "get": {"summary": "This document", "security": [], "responses": {"200": _json("OpenAPI 3.1")}}
+            "get": _operation("This document", {"200": _json("OpenAPI 3.1", {"type": "object"})}, security=[])
         },
     },
 }

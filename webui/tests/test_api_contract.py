@@ -1,0 +1,185 @@
+"""The API keeps its OpenAPI document: the document is valid, describes every route, and the server refuses
+exactly what it forbids. Schemathesis, with every check, fuzzes a real server (waitress) over a real run."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import jsonschema
+import openapi_spec_validator
+import pytest
+from conftest import PIN, add_run, needs_root, web_server
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ssdbench.web import openapi, validate
+
+# The values where validators tend to differ: 1.0 is the integer 1, true is not, the 64-bit edge.
+EDGES = [0, 1, 1.0, -0.0, True, False, "", "1", 2**63 - 1, 2**63, "smoke", "/dev/sdz"]
+# A JSON value of any shape: what a hostile client can send.
+JSON_VALUES = st.recursive(
+    st.sampled_from(EDGES)
+    | st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+def request_schemas():
+    """(name, schema) of every request body and parameter in the document."""
+    for path, item in openapi.DOCUMENT["paths"].items():
+        for method, op in item.items():
+            if method == "parameters":
+                continue
+            for param in item.get("parameters", []) + op.get("parameters", []):
+                yield f"{method} {path} {param['name']}", param["schema"]
+            if "requestBody" in op:
+                yield f"{method} {path} body", op["requestBody"]["content"]["application/json"]["schema"]
+
+
+def keywords(schema):
+    for key, value in schema.items():
+        yield key
+        if key == "properties":
+            for sub in value.values():
+                yield from keywords(sub)
+        elif key == "items":
+            yield from keywords(value)
+
+
+def test_the_document_is_valid_openapi_3_1(client):
+    document = client.get("/api/openapi.json").get_json()
+    openapi_spec_validator.validate(document)
+    assert document["openapi"] == "3.1.0"
+
+
+def test_the_document_describes_every_api_route_and_method(app):
+    for rule in app.url_map.iter_rules():
+        if rule.rule.startswith("/api/"):
+            for method in rule.methods - {"HEAD", "OPTIONS"}:
+                assert validate.operation(openapi.DOCUMENT, rule.rule, method), (rule.rule, method)
+
+
+def test_the_document_states_only_rules_the_server_checks():
+    for name, schema in request_schemas():
+        assert set(keywords(schema)) <= validate.KEYWORDS, name
+
+
+@pytest.mark.parametrize("name,schema", list(request_schemas()), ids=lambda v: v if isinstance(v, str) else "")
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(value=JSON_VALUES)
+def test_the_server_and_json_schema_agree_on_every_value(name, schema, value):
+    expected = jsonschema.Draft202012Validator(schema).is_valid(value)
+    assert (validate.problem(schema, value, "it") is None) == expected, (name, value)
+
+
+def test_schemas_agree_at_their_edges():
+    body = openapi.EXPORT_REQUEST
+    for value, ok in [
+        ({}, True),
+        ({"runs": [1, 2.0]}, True),  # 2.0 is a whole number
+        ({"runs": [1, 1.0]}, False),  # and the same number as 1
+        ({"runs": [True]}, False),  # true is not 1
+        ({"runs": [2**63 - 1]}, True),
+        ({"runs": [2**63]}, False),
+        ({"runs": [0]}, False),
+        ({"device": ""}, False),
+        ({"device": "/dev/sdb1", "extra": 1}, False),
+    ]:
+        assert (
+            (validate.problem(body, value, "it") is None) == ok == jsonschema.Draft202012Validator(body).is_valid(value)
+        ), value
+
+
+def documented(path, method):
+    return set(openapi.DOCUMENT["paths"][path][method]["responses"])
+
+
+def test_every_error_is_json_and_documented(client, data_dir, token):
+    add_run(data_dir)
+    add_run(data_dir)
+    headers = {"X-CSRF-Token": token}
+    cases = [
+        # (method, url, JSON body or raw bytes, status, documented under)
+        ("GET", "/api/runs/abc", None, 404, None),
+        ("GET", f"/api/runs/{2**64}", None, 404, "/api/runs/{run_id}"),
+        ("GET", f"/api/runs/{2**64}/bundle", None, 404, "/api/runs/{run_id}/bundle"),
+        ("GET", f"/api/runs/{2**64}/progress", None, 404, "/api/runs/{run_id}/progress"),
+        ("POST", f"/api/runs/{2**64}/cancel", None, 404, "/api/runs/{run_id}/cancel"),
+        ("DELETE", f"/api/runs/{2**64}", None, 404, "/api/runs/{run_id}"),
+        ("GET", "/api/no-such-thing", None, 404, None),
+        ("GET", "/api/compare?run=1&run=1", None, 400, "/api/compare"),
+        ("GET", "/api/compare?run=1,2", None, 400, "/api/compare"),
+        ("GET", f"/api/compare?run=1&run={2**64}", None, 400, "/api/compare"),
+        ("GET", "/api/compare?run=1&run=7", None, 404, "/api/compare"),
+        ("POST", "/api/export", {"device": ""}, 400, "/api/export"),
+        ("POST", "/api/export", {"runs": [1, 1]}, 400, "/api/export"),
+        ("POST", "/api/export", {"runs": [7]}, 404, "/api/export"),
+        ("POST", "/api/export", b"{not json", 400, "/api/export"),
+        ("POST", "/api/runs", {"drive": "/dev/sdz", "suite": "smoke", "confirm": ""}, 400, "/api/runs"),
+        ("POST", "/api/runs", {"drive": "/dev/sdz", "suite": "nope", "confirm": "x"}, 400, "/api/runs"),
+        ("POST", "/api/runs", {"drive": "/dev/sdz", "suite": "smoke", "confirm": "x", "destroy": 1}, 400, "/api/runs"),
+        ("POST", "/api/runs", {"drive": "/dev/sdz", "suite": "smoke", "confirm": "x"}, 404, "/api/runs"),
+        ("POST", "/api/runs", None, 400, "/api/runs"),
+        ("POST", "/api/runs", [1, 2], 400, "/api/runs"),
+        ("POST", "/api/login", {"pin": 424242}, 400, "/api/login"),
+        ("POST", "/api/runs", b"x" * (65 * 1024), 413, "/api/runs"),
+    ]
+    for method, url, body, status, path in cases:
+        kw = {"data": body, "content_type": "application/json"} if isinstance(body, bytes) else {"json": body}
+        response = client.open(url, method=method, headers=headers, **kw)
+        assert response.status_code == status and response.is_json, (url, body, response.status_code, response.data)
+        assert isinstance(response.get_json()["error"], str) and response.get_json()["error"], url
+        if path:
+            assert str(status) in documented(path, method.lower()), (path, method, status)
+    not_allowed = client.put("/api/runs", headers=headers)
+    assert not_allowed.status_code == 405 and not_allowed.is_json
+    assert set(not_allowed.headers["Allow"].split(", ")) >= {"GET", "POST"}
+    # The pages keep their HTML answers.
+    assert client.get("/runs/abc").mimetype == "text/html"
+
+
+def test_a_form_body_is_refused_as_not_json(client, token):
+    response = client.post("/api/runs", data={"drive": "/dev/sdz"}, headers={"X-CSRF-Token": token})
+    assert response.status_code == 400 and "Content-Type: application/json" in response.get_json()["error"]
+
+
+SCHEMATHESIS = "from schemathesis.cli import schemathesis; schemathesis()"
+
+
+def schemathesis_run(port, tmp_path, seed, examples=100):
+    """Schemathesis with every check against the API on 127.0.0.1:port, logged in (schemathesis_session.py)."""
+    env = {
+        **os.environ,
+        "SCHEMATHESIS_HOOKS": "schemathesis_session",
+        "PYTHONPATH": os.pathsep.join(filter(None, [os.path.dirname(__file__), os.environ.get("PYTHONPATH")])),
+        "SSDBENCH_TEST_PORT": str(port),
+        "SSDBENCH_PIN": PIN,
+        "NO_COLOR": "1",
+    }
+    argv = [sys.executable, "-c", SCHEMATHESIS, "run", f"http://127.0.0.1:{port}/api/openapi.json"]
+    argv += ["--checks", "all", "--seed", str(seed), "--max-examples", str(examples), "--no-color"]
+    return subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=1800)
+
+
+@needs_root()
+def test_schemathesis_with_every_check_finds_nothing(finished_run, tmp_path):
+    # A copy: the fuzzer may delete runs. One real finished run (its bundle downloads), one queued (it can
+    # be cancelled), one failed.
+    data_dir = tmp_path / "data"
+    shutil.copytree(finished_run[0], data_dir)
+    add_run(data_dir, state="failed")
+    add_run(data_dir, state="queued")
+    with web_server(data_dir) as (_, port):
+        result = schemathesis_run(port, tmp_path, seed=20261123)
+    summary = result.stdout[result.stdout.rfind("Test cases:") :]
+    print(summary)  # how many requests it generated: pytest -s shows it
+    assert result.returncode == 0, result.stdout[-12000:] + result.stderr[-3000:]
+    generated = int(re.search(r"(\d+) generated", summary).group(1))
+    assert generated > 1000, summary  # every operation was exercised, not skipped
