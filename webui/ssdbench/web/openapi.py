@@ -33,6 +33,7 @@ NULLABLE_STRING = {"type": ["string", "null"]}
 NULLABLE_NUMBER = {"type": ["number", "null"]}
 STRINGS = {"type": "array", "items": {"type": "string"}}
 ERROR = _object({"error": {"type": "string", "description": "what went wrong, in a sentence"}}, ["error"])
+NO_RUN = _json("no such run", ERROR)
 STATE = {"enum": list(store.STATES)}
 
 
@@ -252,13 +253,11 @@ SESSION_ONLY = [{"session": []}]
 STATE_CHANGE = [{"session": [], "csrf": []}]
 
 
-def _operation(summary, answers, *, security=SESSION_ONLY, body=None, query=(), run=False):
+def _operation(summary, answers, *, security=SESSION_ONLY, body=None, query=()):
     """An operation: its own answers, then the errors that follow from what it takes."""
     responses = dict(answers)
     if body is not None or query:
         responses["400"] = _json("the request breaks this document: the error says how", ERROR)
-    if run:
-        responses.setdefault("404", _json("no such run", ERROR))
     if {"session": []} in security or {"session": [], "csrf": []} in security:
         responses["401"] = _json("not logged in", ERROR)
     if any("csrf" in s for s in security):
@@ -275,6 +274,9 @@ def _operation(summary, answers, *, security=SESSION_ONLY, body=None, query=(), 
 
 
 def _run_path(**operations):
+    """A path under /api/runs/{run_id}: each of its operations may find no such run."""
+    for op in operations.values():
+        op["responses"] = dict(sorted({**op["responses"], "404": NO_RUN}.items()))
     return {"parameters": [RUN_ID], **operations}
 
 
@@ -370,9 +372,7 @@ DOCUMENT = {
         },
         "/api/runs/{run_id}": _run_path(
             get=_operation(
-                "A run as one document: steps, metrics, environment, all series",
-                {"200": _json("the run", RUN)},
-                run=True,
+                "A run as one document: steps, metrics, environment, all series", {"200": _json("the run", RUN)}
             ),
             delete=_operation(
                 "Delete a finished run and its folder",
@@ -381,7 +381,6 @@ DOCUMENT = {
                     "409": _json("the run is queued or running, or its bundle is being written", ERROR),
                 },
                 security=STATE_CHANGE,
-                run=True,
             ),
         ),
         "/api/runs/{run_id}/bundle": _run_path(
@@ -392,14 +391,12 @@ DOCUMENT = {
                     "200": {"description": "the bundle", "content": {"application/zip": {}}},
                     "409": _json("the run has not ended", ERROR),
                 },
-                run=True,
             )
         ),
         "/api/runs/{run_id}/progress": _run_path(
             get=_operation(
                 "Live progress: step, percent, ETA, current IOPS and bytes/s, temperature",
                 {"200": _json("progress", PROGRESS)},
-                run=True,
             )
         ),
         "/api/runs/{run_id}/cancel": _run_path(
@@ -413,7 +410,6 @@ DOCUMENT = {
                     "409": _json("the run is not queued or running", ERROR),
                 },
                 security=STATE_CHANGE,
-                run=True,
             )
         ),
         "/api/sticks": {
@@ -454,7 +450,7 @@ DOCUMENT = {
                             ["comparable", "warning", "runs"],
                         ),
                     ),
-                    "404": _json("no such run", ERROR),
+                    "404": NO_RUN,
                 },
                 query=[COMPARE_RUNS],
             )
