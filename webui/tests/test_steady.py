@@ -16,7 +16,8 @@ def per_second(round_averages, jitter=0.02, seed=7):
 
 
 def test_a_drive_that_settles_at_round_12():
-    # Falls off the cliff, then flat from round 8: the window of rounds 8-12 is the first steady one.
+    # Falls off the cliff, then flat from round 8 to the end: the window of rounds 8-12 passes,
+    # every window ending later passes, and none ending earlier does.
     averages = [100_000, 80_000, 60_000, 40_000, 30_000, 20_000, 12_000] + [10_000] * 27
     values = per_second(averages)
     for end in range(5, 12):
@@ -24,6 +25,44 @@ def test_a_drive_that_settles_at_round_12():
     found = steady.detect(values)
     assert found.reached and found.round == 12 and found.t_s == 720
     assert abs(found.window_average - 10_000) < 1e-6
+
+
+# Fresh out of box at 50000 for 10 rounds, the write cliff in round 11, then a low level from round 12.
+PLATEAU = [50_000] * 10 + [20_000]
+LOW = [8_100, 7_900, 8_050, 7_950, 8_000, 8_120, 7_880, 8_030, 7_970, 8_000]
+
+
+def test_an_early_plateau_is_not_steady_state():
+    values = per_second(PLATEAU + LOW)
+    avgs = steady.rounds(values)
+    # The plateau passes the rule on its own; the first passing window would say round 5.
+    assert steady.window_is_steady(avgs[0:5])
+    found = steady.detect(values)
+    assert found.reached and found.round == 16 and found.t_s == 960
+    assert found.t_s >= 11 * 60  # not before the low level starts
+    assert abs(found.window_average - sum(LOW[-5:]) / 5) < 1e-6
+
+
+def test_a_drive_still_falling_at_the_end_is_not_steady():
+    # Settles, then loses 5% a round over the last 8 rounds: the final window's line falls too far.
+    averages = PLATEAU + LOW + [8_000 * 0.95**r for r in range(1, 9)]
+    values = per_second(averages)
+    assert steady.window_is_steady(steady.rounds(values)[11:16])
+    found = steady.detect(values)
+    assert not found.reached and found.round is None and found.t_s is None
+
+
+def test_a_late_dip_moves_the_time_past_it():
+    # Low level over rounds 12-31 with a dip in round 22: windows ending at rounds 22-26 hold it.
+    low = [8_000] * 20
+    low[10] = 5_000
+    values = per_second(PLATEAU + low)
+    avgs = steady.rounds(values)
+    assert steady.window_is_steady(avgs[16:21])  # the window ending at round 21, before the dip
+    for end in range(22, 27):
+        assert not steady.window_is_steady(avgs[end - 5 : end]), end
+    found = steady.detect(values)
+    assert found.reached and found.round == 27 and found.t_s == 27 * 60
 
 
 def test_a_drive_that_never_settles():

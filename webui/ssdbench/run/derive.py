@@ -58,8 +58,9 @@ def steady_state(points, from_s, round_s, name):
             "steady.reached",
             float(found.reached),
             "yes/no",
-            f"SNIA PTS rule on {round_s} s rounds of {source}: window of {steady.WINDOW} rounds, range "
-            f"<= {steady.MAX_RANGE:.0%} and slope excursion <= {steady.MAX_SLOPE_EXCURSION:.0%} of the average",
+            f"SNIA PTS rule on the final window, the last {steady.WINDOW} whole {round_s} s rounds of {source}: "
+            f"range <= {steady.MAX_RANGE:.0%} and least-squares slope excursion "
+            f"<= {steady.MAX_SLOPE_EXCURSION:.0%} of the window's average",
         ),
     ]
     if found.reached:
@@ -68,7 +69,8 @@ def steady_state(points, from_s, round_s, name):
                 "steady.reached_s",
                 float(found.t_s),
                 "s",
-                f"end of round {found.round} of {round_s} s, the first steady window's last",
+                f"end of round {found.round} of {round_s} s: every window of {steady.WINDOW} rounds "
+                f"from the one ending at round {found.round} on passes the rule, up to the final one",
             )
         )
     return metrics

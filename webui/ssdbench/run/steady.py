@@ -1,10 +1,14 @@
 """Steady-state detection by the SNIA PTS rule, on rounds of a per-second series.
 
-A round is ROUND_S seconds of the series, averaged. Steady state is reached at the
-last round of the first window of WINDOW rounds in which
+A round is ROUND_S seconds of the series, averaged. A window of WINDOW rounds passes when
 - the range of the round averages is within 20% of the window's average, and
 - the excursion of the least-squares line across the window (slope times the
   window's width) is within 10% of that average.
+
+The window judged is the last one, the final WINDOW whole rounds: a fresh drive's early
+plateau passes the rule too, so the first passing window can come before the write cliff.
+Steady state is reached from the end of the earliest round at which a passing window
+ends and every later window passes as well.
 """
 
 from dataclasses import dataclass
@@ -18,9 +22,9 @@ MAX_SLOPE_EXCURSION = 0.10
 @dataclass(frozen=True)
 class SteadyState:
     reached: bool
-    round: int | None  # 1-based round at which it was reached
+    round: int | None  # 1-based round from which every window ending there or later passes
     t_s: int | None  # seconds from the start at the end of that round
-    window_average: float | None
+    window_average: float | None  # of the final window
 
 
 def rounds(values, round_s=ROUND_S):
@@ -45,8 +49,9 @@ def window_is_steady(window):
 
 def detect(values, round_s=ROUND_S):
     avgs = rounds(values, round_s)
-    for end in range(WINDOW, len(avgs) + 1):
-        window = avgs[end - WINDOW : end]
-        if window_is_steady(window):
-            return SteadyState(True, end, end * round_s, sum(window) / WINDOW)
-    return SteadyState(False, None, None, None)
+    if len(avgs) < WINDOW or not window_is_steady(avgs[-WINDOW:]):
+        return SteadyState(False, None, None, None)
+    end = len(avgs)
+    while end > WINDOW and window_is_steady(avgs[end - 1 - WINDOW : end - 1]):
+        end -= 1
+    return SteadyState(True, end, end * round_s, sum(avgs[-WINDOW:]) / WINDOW)
