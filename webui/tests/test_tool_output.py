@@ -5,7 +5,7 @@ import json
 import pytest
 from conftest import data
 
-from ssdbench.drives import tool_output
+from ssdbench.drives import health, tool_output
 from ssdbench.errors import SsdbenchError
 
 
@@ -27,6 +27,83 @@ def test_smartctl_sata_nvme_and_unknown_usb_bridge():
     assert nvme["protocol"] == "NVMe" and nvme["host_bytes_written"] == 0
     usb = tool_output.smartctl(data("smartctl-usb.json"))
     assert usb["model"] is None and "Unknown USB bridge" in usb["messages"][0]
+
+
+# Each fixture is QEMU's SATA disk with attribute 4 (raw value 100) given a vendor's name by `smartctl -v`,
+# as smartctl's drive database names it for that vendor's drives.
+@pytest.mark.parametrize(
+    "fixture, name, unit, unit_bytes",
+    [
+        ("smartctl-sata-x-lbas.json", "Total_LBAs_Written", "logical blocks of 512 B", 512),
+        ("smartctl-sata-x-32mib.json", "Host_Writes_32MiB", "32 MiB", 32 * 2**20),
+        ("smartctl-sata-x-mib.json", "Host_Writes_MiB", "MiB", 2**20),
+        ("smartctl-sata-x-gib.json", "Lifetime_Writes_GiB", "GiB", 2**30),
+        ("smartctl-sata-x-gb.json", "Total_Writes_GB", "GB", 10**9),
+    ],
+)
+def test_sata_host_writes_take_their_unit_from_the_attribute_name(fixture, name, unit, unit_bytes):
+    sata = tool_output.smartctl(data(fixture))
+    assert sata["host_writes"] == {"attribute": 4, "name": name, "raw": 100, "unit": unit, "bytes": 100 * unit_bytes}
+    assert sata["host_bytes_written"] == 100 * unit_bytes
+
+
+@pytest.mark.parametrize(
+    "fixture, name",
+    [("smartctl-sata-x-nounit.json", "Host_Writes"), ("smartctl-sata-x-nounit2.json", "Total_Host_Writes")],
+)
+def test_sata_host_writes_whose_name_has_no_unit_stay_raw(fixture, name):
+    sata = tool_output.smartctl(data(fixture))
+    assert sata["host_writes"] == {"attribute": 4, "name": name, "raw": 100, "unit": "unit unknown", "bytes": None}
+    assert sata["host_bytes_written"] is None
+
+
+def test_sata_nand_writes_are_not_host_writes():
+    # Attribute 4 is NAND_Writes_1GiB (raw 100), 9 is Host_Writes_GiB (raw 1).
+    sata = tool_output.smartctl(data("smartctl-sata-x-nand.json"))
+    assert (sata["host_writes"]["name"], sata["host_bytes_written"]) == ("Host_Writes_GiB", 2**30)
+
+
+def test_sata_host_writes_in_a_known_unit_win_over_one_without():
+    # Attribute 4 is Lifetime_Writes (raw 100, no unit), 9 is Total_LBAs_Written (raw 1).
+    sata = tool_output.smartctl(data("smartctl-sata-x-two.json"))
+    assert (sata["host_writes"]["attribute"], sata["host_bytes_written"]) == (9, 512)
+
+
+def test_sata_without_a_host_writes_attribute_has_no_counter():
+    for fixture in ("smartctl-sata.json", "smartctl-sata-x.json"):
+        sata = tool_output.smartctl(data(fixture))
+        assert sata["host_writes"] is None and sata["host_bytes_written"] is None
+
+
+def test_nvme_host_writes_count_data_units_of_512000_bytes():
+    # Captured after the host wrote 64 MiB: QEMU rounds the 131072 sectors up to 132 thousands.
+    log = tool_output.nvme_smart_log(data("nvme-smart-log-64mib.json"))
+    smart = tool_output.smartctl(data("smartctl-nvme-x-64mib.json"))
+    expected = {
+        "attribute": "data_units_written",
+        "name": "Data Units Written",
+        "raw": 132,
+        "unit": "data units of 512000 B",
+        "bytes": 132 * 512000,
+    }
+    assert log["host_writes"] == smart["host_writes"] == expected
+    assert log["host_bytes_written"] == smart["host_bytes_written"] == 132 * 512000
+
+
+def test_written_between_snapshots():
+    before = health.from_log("nvme smart-log", tool_output.nvme_smart_log(data("nvme-smart-log.json")))
+    after = health.from_log("nvme smart-log", tool_output.nvme_smart_log(data("nvme-smart-log-64mib.json")))
+    assert after["host_writes"]["raw"] == 132 and after["log"]["data_units_written"] == "132"
+    assert 64 * 2**20 <= health.written_between(before, after) < 64 * 2**20 + 512000
+
+
+def test_written_between_is_unknown_when_a_side_has_no_unit():
+    known = health.from_log("smartctl -x", tool_output.smartctl(data("smartctl-sata-x-gib.json")))
+    unknown = health.from_log("smartctl -x", tool_output.smartctl(data("smartctl-sata-x-nounit.json")))
+    assert unknown["host_writes"]["unit"] == "unit unknown"
+    assert health.written_between(known, known) == 0
+    assert health.written_between(known, unknown) is None and health.written_between(unknown, known) is None
+    assert health.written_between(unknown, unknown) is None
 
 
 def test_hdparm_identify():

@@ -1,7 +1,5 @@
 """The drive's temperature once a second, and its health log before and after a run."""
 
-import json
-
 from ..errors import SsdbenchError
 from ..system import tools
 from . import tool_output
@@ -35,24 +33,28 @@ def snapshot(drive):
     try:
         if drive["transport"] == "nvme":
             text = tools.run(["nvme", "smart-log", drive.get("controller", drive["path"]), "-o", "json"], timeout=30)
-            return {
-                "tool": "nvme smart-log",
-                "log": json.loads(text),
-                "host_bytes_written": tool_output.nvme_smart_log(text)["host_bytes_written"],
-            }
+            return from_log("nvme smart-log", tool_output.nvme_smart_log(text))
         if drive["transport"] in ("sata", "usb"):
             text = tools.run(["smartctl", "-j", "-x", drive["path"]], timeout=60, ok=None)
-            return {
-                "tool": "smartctl -x",
-                "log": json.loads(text),
-                "host_bytes_written": tool_output.smartctl(text)["host_bytes_written"],
-            }
+            return from_log("smartctl -x", tool_output.smartctl(text))
     except (SsdbenchError, ValueError) as exc:
         return {"tool": None, "unavailable": str(exc)}
     return {"tool": None, "unavailable": f"a {drive['transport']} device has no health log"}
 
 
+def from_log(tool, parsed):
+    """A snapshot of a health log as tool_output parsed it. `host_writes` says which counter gave the host
+    bytes written and in what unit, so a reader can check the figure against the raw value."""
+    return {
+        "tool": tool,
+        "log": parsed["raw"],
+        "host_bytes_written": parsed["host_bytes_written"],
+        "host_writes": parsed["host_writes"],
+    }
+
+
 def written_between(before, after):
-    """Host bytes written from one snapshot to the next, or None when either has no counter."""
+    """Host bytes written from one snapshot to the next, or None when either has no counter or its counter's
+    unit is unknown."""
     a, b = before.get("host_bytes_written"), after.get("host_bytes_written")
     return b - a if a is not None and b is not None else None

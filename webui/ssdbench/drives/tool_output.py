@@ -58,10 +58,12 @@ def nvme_id_ctrl(text):
 
 def nvme_smart_log(text):
     doc = _load_json(text, "nvme smart-log")
+    writes = _nvme_host_writes(int(doc.get("data_units_written", 0)))
     return {
         "temperature_c": int(doc["temperature"]) - 273 if "temperature" in doc else None,
-        "data_units_written": int(doc.get("data_units_written", 0)),
-        "host_bytes_written": int(doc.get("data_units_written", 0)) * 512000,
+        "data_units_written": writes["raw"],
+        "host_bytes_written": writes["bytes"],
+        "host_writes": writes,
         "percent_used": doc.get("percent_used"),
         "raw": doc,
     }
@@ -76,6 +78,7 @@ def smartctl(text):
     doc = _load_json(text, "smartctl")
     messages = [m.get("string", "") for m in doc.get("smartctl", {}).get("messages", [])]
     speed = doc.get("interface_speed", {})
+    writes = _smartctl_host_writes(doc)
     return {
         "model": doc.get("model_name"),
         "serial": doc.get("serial_number"),
@@ -89,20 +92,70 @@ def smartctl(text):
         "sata_version": doc.get("sata_version", {}).get("string"),
         "trim_supported": doc.get("trim", {}).get("supported"),
         "temperature_c": doc.get("temperature", {}).get("current"),
-        "host_bytes_written": _smartctl_host_bytes_written(doc),
+        "host_bytes_written": writes["bytes"] if writes else None,
+        "host_writes": writes,
         "messages": messages,
         "raw": doc,
     }
 
 
-def _smartctl_host_bytes_written(doc):
+# Bytes per unit of the host-writes attributes named in smartctl's drive database (drivedb.h 7.3/5319).
+# The database names each attribute per drive model, and the name is all that says the unit, so a
+# counter is read by its name, never by its id. GB is decimal: the database writes GiB where a drive
+# counts binary units and notes where a GB counter is not one. Total_LBAs_Written is in logical blocks,
+# sized per drive.
+_HOST_WRITES_UNITS = {
+    "Host_Writes_32MiB": ("32 MiB", 32 << 20),
+    "Host_Writes_MiB": ("MiB", 1 << 20),
+    "Host_Writes_GiB": ("GiB", 1 << 30),
+    "Lifetime_Writes_GiB": ("GiB", 1 << 30),
+    "Total_Writes_GiB": ("GiB", 1 << 30),
+    "Total_Writes_GB": ("GB", 10**9),
+    "Lifetime_Wts_Frm_Hst_GB": ("GB", 10**9),
+}
+# Names that count host writes without saying in what (Host_Writes, Lifetime_Writes, Total_Host_Writes,
+# the low half Total_LBAs_Written_Low of a split counter), kept raw. NAND and flash counters
+# (NAND_Writes_1GiB, Flash_Writes_GiB) are what the drive wrote to its media, not what the host sent,
+# and do not match.
+_HOST_WRITES_NAME = re.compile(r"(Host|Total|Lifetime)_(Host_)?(Writes|LBAs_Written)")
+
+
+def _host_writes(attribute, name, raw, unit, unit_bytes):
+    return {
+        "attribute": attribute,
+        "name": name,
+        "raw": raw,
+        "unit": unit,
+        "bytes": None if unit_bytes is None else raw * unit_bytes,
+    }
+
+
+def _nvme_host_writes(data_units):
+    return _host_writes("data_units_written", "Data Units Written", data_units, "data units of 512000 B", 512000)
+
+
+def _smartctl_host_writes(doc):
     nvme = doc.get("nvme_smart_health_information_log")
     if nvme and "data_units_written" in nvme:
-        return nvme["data_units_written"] * 512000
-    for attr in doc.get("ata_smart_attributes", {}).get("table", []):
-        if attr.get("id") == 241:  # Total_LBAs_Written, in logical blocks on most drives
-            return attr["raw"]["value"] * (doc.get("logical_block_size") or 512)
-    return None
+        return _nvme_host_writes(nvme["data_units_written"])
+    block = doc.get("logical_block_size") or 512
+    found = [_ata_host_writes(attr, block) for attr in doc.get("ata_smart_attributes", {}).get("table", [])]
+    # A drive can carry a counter that does not say its unit besides one that does (OCZ's 232
+    # Lifetime_Writes next to 241 under smartctl's default name): the first one in a known unit wins.
+    return min((w for w in found if w), key=lambda w: w["bytes"] is None, default=None)
+
+
+def _ata_host_writes(attr, block):
+    name = attr.get("name", "")
+    if name == "Total_LBAs_Written":
+        unit, unit_bytes = f"logical blocks of {block} B", block
+    elif name in _HOST_WRITES_UNITS:
+        unit, unit_bytes = _HOST_WRITES_UNITS[name]
+    elif _HOST_WRITES_NAME.match(name):
+        unit, unit_bytes = "unit unknown", None
+    else:
+        return None
+    return _host_writes(attr["id"], name, attr["raw"]["value"], unit, unit_bytes)
 
 
 _HDPARM_FIELDS = {

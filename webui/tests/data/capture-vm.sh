@@ -165,6 +165,22 @@ cap_merged nvme-get-feature-apst.txt nvme get-feature /dev/nvme0 -f 0x0c -H
 cap smartctl-nvme.json       smartctl -j -a /dev/nvme0
 cap smartctl-sata.json       smartctl -j -a /dev/sda
 cap smartctl-sata-x.json     smartctl -j -x /dev/sda
+# QEMU's disk has no host-writes attribute.  -v ID,FORMAT,NAME names an
+# attribute exactly as smartctl's drive database does for a known model,
+# and the name is what says the unit.  Attribute 4 has raw value 100 in
+# QEMU, so each unit's multiplier shows in the bytes.
+cap smartctl-sata-x-lbas.json    smartctl -j -x -v 4,raw48,Total_LBAs_Written /dev/sda
+cap smartctl-sata-x-32mib.json   smartctl -j -x -v 4,raw48,Host_Writes_32MiB /dev/sda
+cap smartctl-sata-x-mib.json     smartctl -j -x -v 4,raw48,Host_Writes_MiB /dev/sda
+cap smartctl-sata-x-gib.json     smartctl -j -x -v 4,raw48,Lifetime_Writes_GiB /dev/sda
+cap smartctl-sata-x-gb.json      smartctl -j -x -v 4,raw48,Total_Writes_GB /dev/sda
+cap smartctl-sata-x-nounit.json  smartctl -j -x -v 4,raw48,Host_Writes /dev/sda
+cap smartctl-sata-x-nounit2.json smartctl -j -x -v 4,raw48,Total_Host_Writes /dev/sda
+# A NAND counter listed before the host one, as on drives with both.
+cap smartctl-sata-x-nand.json    smartctl -j -x -v 4,raw48,NAND_Writes_1GiB -v 9,raw48,Host_Writes_GiB /dev/sda
+# A counter without a unit before one with, as on OCZ drives with 232
+# Lifetime_Writes and smartctl's default name for 241.
+cap smartctl-sata-x-two.json     smartctl -j -x -v 4,raw48,Lifetime_Writes -v 9,raw48,Total_LBAs_Written /dev/sda
 cap smartctl-usb.json        smartctl -j -a /dev/sdb
 cap hdparm-I-sata.txt        hdparm -I /dev/sda
 # Once without the udev database (as in a bare container), then with it.
@@ -175,6 +191,12 @@ udevadm trigger --action=add --type=devices
 udevadm settle --timeout=120 || echo "SSDB: udevadm settle timed out"
 cap lsblk.json               lsblk -J -b -o NAME,KNAME,PATH,TYPE,SIZE,MODEL,SERIAL,REV,TRAN,LOG-SEC,PHY-SEC,ROTA,DISC-MAX,MOUNTPOINTS,FSTYPE,PTTYPE,HOTPLUG,RM,PKNAME,SUBSYSTEMS
 cap sysfs-vm.txt             sysfs_dump
+# The NVMe counters again after the host wrote 64 MiB, so that they are
+# not 0.  Last, so that every output above shows a disk never written to.
+dd if=/dev/zero of=/dev/nvme0n1 bs=1M count=64 conv=fsync 2> /dev/null \
+    || echo "SSDB: dd to /dev/nvme0n1 failed"
+cap nvme-smart-log-64mib.json nvme smart-log /dev/nvme0 -o json
+cap smartctl-nvme-x-64mib.json smartctl -j -x /dev/nvme0
 # diag-* outputs are kept in the scratch dir only, to explain the others.
 cap diag-hdparm-V.txt        hdparm -V
 cap diag-smartctl-sata-x.txt smartctl -x /dev/sda
