@@ -192,8 +192,9 @@ def login(client):
     return response.get_json()["csrf_token"]
 
 
-def add_run(data_dir, state="done", model="Fast SSD 1TB", serial="S123", suite_hash="a" * 64, points=20):
-    """A run as the engine leaves it: a fill, a measured step, a consistency step, a sweep, a temperature."""
+def add_run(data_dir, state="done", model="Fast SSD 1TB", serial="S123", suite_hash="a" * 64, points=20, link=None):
+    """A run as the engine leaves it: a fill, a measured step, a consistency step, a sweep, a temperature.
+    The drive's `link` (none: unknown, as for a loop device) is what its read of 404.5 MB/s is checked against."""
     db = store.connect(data_dir)
     drive = {
         "path": "/dev/nvme0n1",
@@ -202,6 +203,7 @@ def add_run(data_dir, state="done", model="Fast SSD 1TB", serial="S123", suite_h
         "firmware": "1.0",
         "capacity_bytes": 10**12,
         "transport": "nvme",
+        "link": link,
     }
     suite = SimpleNamespace(name="standard", sha256=suite_hash, locked=True)
     steps = [
@@ -223,6 +225,7 @@ def add_run(data_dir, state="done", model="Fast SSD 1TB", serial="S123", suite_h
         (
             [
                 Metric("read.iops", 98765.4321, "IOPS", "/jobs/0/read/iops"),
+                Metric("read.bw", 404.5e6, "B/s", "/jobs/0/read/bw_bytes"),
                 Metric("read.mb_s", 404.5, "MB/s", "/jobs/0/read/bw_bytes / 1e6"),
                 Metric("read.clat_p99", 123456.0, "ns", "/jobs/0/read/clat_ns/percentile/99.000000"),
             ],

@@ -9,6 +9,7 @@ from urllib.parse import unquote
 
 import pytest
 from conftest import PIN, XSS, add_run, login, make_app, needs_root, ssdbench, web_server
+from markupsafe import escape
 
 from ssdbench.appliance import access
 from ssdbench.errors import SsdbenchError
@@ -251,6 +252,22 @@ def test_compare_warns_when_suite_hashes_differ(client, data_dir, token):
     assert client.get("/api/compare?run=1").status_code == 400
     assert client.get("/api/compare?" + "&".join(f"run={i}" for i in range(1, 10))).status_code == 400
     assert client.get("/api/compare?run=1&run=99").status_code == 404
+
+
+def test_run_and_compare_pages_show_a_suspect_step(client, data_dir, token):
+    # A VM's emulated NVMe sits on a PCIe Gen1 x1 link, 250 MB/s: its stored read of 404.5 MB/s was cached.
+    add_run(data_dir, link={"kind": "pcie", "speed": "2.5 GT/s PCIe", "width": "x1", "generation": "PCIe Gen1"})
+    add_run(data_dir, link={"kind": "pcie", "speed": "8.0 GT/s PCIe", "width": "x4", "generation": "PCIe Gen3"})
+    reason = (
+        "read 404 MB/s: above the 250 MB/s that the drive's link (2.5 GT/s PCIe x1) carries, so something cached it"
+    )
+    line = f"step rand-read-4k is suspect: {reason}"
+    for page in ("/runs/1", "/compare?run=1&run=2"):
+        assert str(escape(line)).encode() in client.get(page).data, page
+    assert b"is suspect" not in client.get("/runs/2").data
+    doc = client.get("/api/runs/1").get_json()
+    assert [s["suspect"] for s in doc["steps"]] == [[], [reason], [], []] and line in doc["warnings"]
+    assert all(s["suspect"] == [] for s in client.get("/api/runs/2").get_json()["steps"])
 
 
 def test_history_shows_every_state(client, data_dir, token):

@@ -3,7 +3,7 @@ and its folder of raw files (job files, fio's JSON and logs) beside the database
 
 from ..errors import SsdbenchError
 from ..suites import locked
-from . import store
+from . import store, validity
 
 
 def shipped_suite(run):
@@ -30,13 +30,17 @@ def run_warnings(run):
             out.append(f"not comparable: the {run['suite']} suite only checks that every step works")
     if run["drive"].get("development_target"):
         out.append("loop device: a development target, not comparable with drives")
+    for step, reasons in zip(run["steps"], validity.suspects(run)):
+        if reasons:
+            out.append(f"step {step['key']} is suspect: {'; '.join(reasons)}")
     return out
 
 
 def run_document(db, run_id):
     """A run as one JSON document: steps, metrics, environment, and every series as x and y arrays.
 
-    The report's charts are drawn from this document alone, in the browser or in an offline report.
+    The report's charts are drawn from this document alone, in the browser or in an offline report. Each
+    step lists why its figures may not be the drive's (`suspect`, empty when nothing is wrong).
     """
     run = store.get_run(db, run_id)
     if run is None:
@@ -44,8 +48,9 @@ def run_document(db, run_id):
     # Each step's declaration in the suite (e.g. where its steady state is measured from), when known.
     suite = shipped_suite(run)
     specs = {step["id"]: step for step in suite.steps} if suite else {}
-    for step in run["steps"]:
+    for step, reasons in zip(run["steps"], validity.suspects(run)):
         step["spec"] = specs.get(step["key"])
+        step["suspect"] = reasons
     for s in run["series"]:
         s["x"], s["y"] = store.series_columns(db, s["id"])
     run["warnings"] = run_warnings(run)

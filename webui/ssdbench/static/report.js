@@ -404,6 +404,12 @@
                      el("h3", {}, `${step.idx + 1}. ${step.title} `, el("span", {class: "badge"}, step.state)),
                      el("p", {class: "meta"}, `${step.key} · ${step.kind} · estimated ${clock(step.estimate_s)}`));
       if (step.error) box.append(el("p", {class: "error"}, step.error));
+      // Why the figures may not be the drive's (results/validity.py): a badge by the state, the reasons below.
+      if (step.suspect && step.suspect.length) {
+        const badge = el("span", {class: "badge suspect", title: step.suspect.join("\n")}, "suspect");
+        box.querySelector("h3").append(" ", badge);
+        box.append(el("ul", {class: "suspect"}, ...step.suspect.map((reason) => el("li", {}, reason))));
+      }
       box.append(metricsTable([doc], step.key));
       stepsSection.append(box);
       for (const spec of stepCharts(doc, step)) render(spec, box);

@@ -148,8 +148,13 @@ RUN = _object(
                     **STEP["properties"],
                     "job_file": NULLABLE_STRING,
                     "metrics": {"type": "array", "items": METRIC},
+                    "suspect": {
+                        **STRINGS,
+                        "description": "why the step's figures may not be the drive's (docs/methodology.md, "
+                        "Validity guards); empty when nothing is wrong",
+                    },
                 },
-                [*STEP["required"], "metrics"],
+                [*STEP["required"], "metrics", "suspect"],
             ),
         },
         "series": {"type": "array", "items": SERIES},

@@ -1,0 +1,206 @@
+"""Why a step's figures may not be the drive's: the validity guards (docs/methodology.md, "Validity guards").
+
+Every guard reads the stored run alone (the drive's identity, and each step's fio job file, metrics and
+detail), so a run imported from a bundle, or made with a suite this image does not ship, is judged as a
+local one. Each guard says nothing when it cannot know.
+"""
+
+import re
+
+from .. import human
+
+# Above this share of one CPU (user + system) for one fio job, fio's core, not the drive, sets the pace.
+CPU_LIMIT = 90.0
+BANDWIDTH = re.compile(r"(?:(.+)\.)?(read|write)\.bw")
+WRITES = ("write", "randwrite", "rw", "readwrite", "randrw")
+NOT_RUN = ("pending", "skipped")
+
+
+def suspects(run):
+    """For each step of the run, in order, the reasons its figures may not be the drive's (none: an empty list)."""
+    link = run["drive"].get("link")
+    limit = link_limit(link)
+    unwritten = unwritten_reads(run)
+    out = []
+    for step, never_written in zip(run["steps"], unwritten):
+        metrics = _metrics(step)
+        out.append(cpu_bound(metrics) + over_link(metrics, limit, link) + never_written)
+    return out
+
+
+def cpu_bound(metrics):
+    """Rule 1: a job of the step kept fio's core busier than CPU_LIMIT."""
+    busy = []
+    for name, usr in metrics.items():
+        if name == "usr_cpu" or name.endswith(".usr_cpu"):
+            prefix = name.removesuffix("usr_cpu")
+            total = usr + metrics.get(prefix + "sys_cpu", 0.0)
+            if total > CPU_LIMIT:
+                busy.append(f"{total:.1f}%" + (f" in {prefix[:-1]}" if prefix else ""))
+    if not busy:
+        return []
+    return [
+        f"fio used {', '.join(busy)} of a CPU (user + system), over {CPU_LIMIT:.0f}%: the host, not the drive, "
+        "set the pace"
+    ]
+
+
+def link_limit(link):
+    """The payload bytes per second the drive's link carries, or None when no link is known (a loop device,
+    a virtual disk). SATA encodes 8b/10b; PCIe Gen1 and Gen2 (up to 5 GT/s) 8b/10b, Gen3 on 128b/130b."""
+    if not isinstance(link, dict):
+        return None
+    speed = re.match(r"(\d+(?:\.\d+)?) G", str(link.get("speed") or ""))
+    if not speed:
+        return None
+    bits = float(speed.group(1)) * 1e9  # per second on one lane, before encoding
+    if link.get("kind") == "sata":
+        return bits * 8 / 10 / 8
+    lanes = re.fullmatch(r"x(\d+)", str(link.get("width") or ""))
+    if link.get("kind") != "pcie" or not lanes or not int(lanes.group(1)):
+        return None
+    encoding = 8 / 10 if bits < 8e9 else 128 / 130
+    return bits * encoding / 8 * int(lanes.group(1))
+
+
+def over_link(metrics, limit, link):
+    """Rule 2: a bandwidth above what the drive's link can carry, so a cache answered, not the drive."""
+    if limit is None:
+        return []
+    fast = []
+    for name, value in metrics.items():
+        found = BANDWIDTH.fullmatch(name)
+        if found and value > limit:
+            job, direction = found.groups()
+            fast.append((f"{job} " if job else "") + f"{direction} {value / 1e6:,.0f} MB/s")
+    if not fast:
+        return []
+    carrier = " ".join(str(link[k]) for k in ("speed", "width") if link.get(k))
+    return [
+        f"{', '.join(fast)}: above the {limit / 1e6:,.0f} MB/s that the drive's link ({carrier}) carries, "
+        "so something cached it"
+    ]
+
+
+def unwritten_reads(run):
+    """Rule 3, for each step in order: reads of LBAs that hold nothing, never written since the last purge or
+    TRIM. A purged drive answers them from its map, with zeros, without reading its flash.
+
+    What is written is followed through the steps as byte ranges, and kept as the most that can have been
+    written: a write job counts over its whole span (a random one may miss some LBAs), a trace over its
+    whole footprint. Before the run's first purge anything may hold data, so nothing is flagged. A sweep
+    reads each zone right after writing it, and a trace's reads are not known here: neither is flagged.
+    """
+    out = [[] for _ in run["steps"]]
+    capacity = run["drive"].get("capacity_bytes")
+    if not isinstance(capacity, int) or capacity <= 0:
+        return out
+    written, since = None, None  # None: unknown, until the next purge or TRIM
+    for step, reasons in zip(run["steps"], out):
+        if step["state"] in NOT_RUN:
+            continue
+        if step["kind"] in ("purge", "trim"):
+            written = [] if step["state"] == "done" else None
+            since = f"the {step['kind']} in step {step['idx'] + 1}"
+        elif written is None:
+            continue
+        elif step["kind"] == "trace":
+            written = _union(written, (0, _trace_footprint(step, capacity)))
+        else:
+            written, short = _fio_step(step, written, capacity)
+            if short:
+                reasons.append(
+                    f"reads LBAs never written since {since} ({'; '.join(short)}): the drive answers them "
+                    "without reading its flash"
+                )
+    return out
+
+
+def _fio_step(step, written, capacity):
+    """(what is written after a fio step, what its jobs read that was never written). Its jobs run one after
+    another, but for a burst's two at once: the background's writes, listed first, count before the
+    foreground's reads."""
+    metrics = _metrics(step)
+    jobs = _fio_jobs(step["job_file"] or "")
+    short = []
+    for name, options in jobs:
+        prefix = f"{name}." if len(jobs) > 1 else ""
+        try:
+            reads, writes = _job_io(options, metrics.get(f"{prefix}read.io_bytes"), capacity)
+        except ValueError:
+            return None, short  # a span this guard cannot read: what is written is unknown from here
+        if reads:
+            never = reads[1] - reads[0] - _covered(written, reads)
+            if never > 0:
+                total = human.size(reads[1] - reads[0])
+                short.append(f"{human.size(never)} of {total}" + (f" in {name}" if prefix else ""))
+        if writes:
+            written = _union(written, writes)
+    return written, short
+
+
+def _fio_jobs(text):
+    """The jobs of a fio job file, in order: (name, options), each with the [global] options under its own."""
+    sections = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("[") and line.endswith("]"):
+            sections.append((line[1:-1], {}))
+        elif sections and "=" in line and not line.startswith((";", "#")):
+            key, _, value = line.partition("=")
+            sections[-1][1][key.strip()] = value.strip()
+    shared = {k: v for name, options in sections if name == "global" for k, v in options.items()}
+    return [(name, {**shared, **options}) for name, options in sections if name != "global"]
+
+
+def _job_io(options, read_bytes, capacity):
+    """(read range, write range) of one fio job as (start, end) bytes, or None where it has none.
+
+    A job read only if fio counted its reads (`read_bytes`); a sequential read walks from its offset, so it
+    covers no more than it read. A write job may have written anywhere in its span."""
+    offset = int(options.get("offset", 0))
+    end = offset + int(options.get("size", capacity - offset))
+    rw = options.get("rw", "read")
+    reads = None
+    if read_bytes:
+        reads = (offset, min(end, offset + int(read_bytes)) if rw == "read" else end)
+    return reads, (offset, end) if rw in WRITES else None
+
+
+def _trace_footprint(step, capacity):
+    """The end of a trace's highest IO on the drive; the whole drive when the trace was folded onto it or
+    its figures are not known."""
+    footprint = _get(step["detail"], "trace", "stats", "footprint_bytes")
+    if _get(step["detail"], "trace", "mapped_to_capacity") or not isinstance(footprint, int):
+        return capacity
+    return min(footprint, capacity)
+
+
+def _metrics(step):
+    """A step's figures by name; a value that is not a number (an imported document's) is no figure."""
+    return {m["name"]: m["value"] for m in step["metrics"] if isinstance(m["value"], (int, float))}
+
+
+def _get(value, *keys):
+    """A field deep in a stored detail, or None where the path leads through something else."""
+    for key in keys:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+def _union(ranges, new):
+    """Disjoint ranges, in order, with `new` merged in."""
+    start, end = new
+    kept = []
+    for a, b in ranges:
+        if b < start or a > end:
+            kept.append((a, b))
+        else:
+            start, end = min(a, start), max(b, end)
+    return sorted([*kept, (start, end)])
+
+
+def _covered(ranges, span):
+    """Bytes of `span` that the disjoint ranges cover."""
+    start, end = span
+    return sum(max(0, min(b, end) - max(a, start)) for a, b in ranges)

@@ -1,0 +1,339 @@
+"""The validity guards (results/validity.py): runs planned by the real planner and written through the real
+store, each guard shown flagging a step and leaving a sound one alone; and a run of the real engine."""
+
+import json
+
+import pytest
+from conftest import needs_root
+
+from ssdbench.results import document, store, validity
+from ssdbench.run import plan, playback
+from ssdbench.run.fio_output import Metric
+from ssdbench.suites import locked
+
+GIB = 2**30
+MB = 10**6
+SATA_3G = {"kind": "sata", "port": "ata1", "speed": "3.0 Gbps", "generation": "SATA Gen2"}
+PCIE_GEN3_X4 = {"kind": "pcie", "speed": "8.0 GT/s PCIe", "width": "x4", "generation": "PCIe Gen3"}
+
+
+def toml(value):
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f"{k} = {toml(v)}" for k, v in value.items()) + " }"
+    if isinstance(value, list):
+        return "[" + ", ".join(toml(v) for v in value) + "]"
+    return json.dumps(value)  # strings and numbers are written alike in TOML
+
+
+def load_suite(tmp_path, *steps):
+    """A suite of these steps, loaded from its file as any suite is (non-standard)."""
+    lines = ["format = 1", 'name = "guards"', "version = 1", 'title = "Validity guards"']
+    for step in steps:
+        lines += ["[[steps]]", *(f"{k} = {toml(v)}" for k, v in step.items())]
+    path = tmp_path / "guards.toml"
+    path.write_text("\n".join(lines) + "\n")
+    return locked.load(path=path, allow_non_standard=True)
+
+
+def device_step(kind, key=None):
+    return {"id": key or kind, "kind": kind, "title": kind}
+
+
+def fio_step(key, rw, size, **more):
+    return {
+        "id": key,
+        "kind": "fio",
+        "title": key,
+        "rw": rw,
+        "bs": "128k",
+        "iodepth": 1,
+        "numjobs": 1,
+        "span": {"offset": "0", "size": size},
+        "data": "n/a" if locked.reads_only(rw) else "incompressible",
+        **more,
+    }
+
+
+def record(data_dir, suite, figures=(), capacity=GIB, link=None, details=()):
+    """A run of `suite` on a drive of `capacity` bytes, as the runner leaves it: every step planned by the
+    planner and done, with its `figures` ({step id: {metric: value}}) and `details`. Its run document."""
+    db = store.connect(data_dir)
+    drive = {"path": "/dev/sdx", "model": "Guarded SSD", "serial": "G1", "capacity_bytes": capacity, "link": link}
+    steps = plan.compile_plan(suite, capacity)
+    run_id = store.create_run(db, drive, suite, steps)
+    for step in steps:
+        sid = store.start_step(db, run_id, step.index, f"runs/{run_id}/{step.index:02d}-{step.id}")
+        metrics = [Metric(name, float(value), "", "test") for name, value in dict(figures).get(step.id, {}).items()]
+        store.finish_step(db, sid, "done", detail=dict(details).get(step.id), metrics=metrics)
+    store.finish_run(db, run_id, "done")
+    doc = document.run_document(db, run_id)
+    db.close()
+    return doc
+
+
+def suspect(doc):
+    return {step["key"]: step["suspect"] for step in doc["steps"]}
+
+
+# Rule 1: fio's own core
+
+CPU_REASON = "of a CPU (user + system), over 90%: the host, not the drive, set the pace"
+
+
+def test_a_job_that_kept_fio_s_core_over_90_percent_busy_flags_its_step(tmp_path):
+    suite = load_suite(
+        tmp_path,
+        fio_step("busy", "randread", "1GiB", runtime=1),
+        fio_step("just-under", "randread", "1GiB", runtime=1),
+        {
+            **fio_step("rows", "read", "1GiB", runtime=1),
+            "kind": "matrix",
+            "jobs": [{"name": "q1", "iodepth": 1}, {"name": "q32", "iodepth": 32}],
+        },
+    )
+    doc = record(
+        tmp_path,
+        suite,
+        {
+            "busy": {"usr_cpu": 61.5, "sys_cpu": 30.0},
+            "just-under": {"usr_cpu": 60.0, "sys_cpu": 30.0},
+            "rows": {"q1.usr_cpu": 20.0, "q1.sys_cpu": 20.0, "q32.usr_cpu": 40.0, "q32.sys_cpu": 55.3},
+        },
+    )
+    assert suspect(doc) == {
+        "busy": [f"fio used 91.5% {CPU_REASON}"],
+        "just-under": [],
+        "rows": [f"fio used 95.3% in q32 {CPU_REASON}"],
+    }
+
+
+# Rule 2: the drive's link
+
+
+@pytest.mark.parametrize(
+    "link, mb_s",
+    [
+        ({"kind": "sata", "speed": "1.5 Gbps"}, 150),
+        (SATA_3G, 300),
+        ({"kind": "sata", "speed": "6.0 Gb/s"}, 600),
+        ({"kind": "pcie", "speed": "2.5 GT/s PCIe", "width": "x1"}, 250),
+        ({"kind": "pcie", "speed": "5.0 GT/s PCIe", "width": "x4"}, 2000),
+        (PCIE_GEN3_X4, 8e3 * 4 * 128 / 130 / 8),
+        ({"kind": "pcie", "speed": "16.0 GT/s PCIe", "width": "x4"}, 16e3 * 4 * 128 / 130 / 8),
+        (None, None),
+        ({"kind": "sata", "port": "ata2", "speed": None, "generation": None}, None),
+        ({"kind": "pcie", "speed": "Unknown", "width": "x4"}, None),
+        ({"kind": "pcie", "speed": "8.0 GT/s PCIe", "width": "x0"}, None),
+    ],
+)
+def test_a_link_carries_its_rate_less_its_encoding(link, mb_s):
+    limit = validity.link_limit(link)
+    assert limit == (pytest.approx(mb_s * MB) if mb_s else None)
+
+
+def test_a_bandwidth_above_the_link_flags_its_step_and_no_link_says_nothing(tmp_path):
+    suite = load_suite(
+        tmp_path,
+        fio_step("cached", "read", "1GiB", runtime=1),
+        fio_step("at-the-link", "read", "1GiB", runtime=1),
+        {
+            **fio_step("rows", "read", "1GiB", runtime=1),
+            "kind": "matrix",
+            "jobs": [
+                {"name": "seq-read", "rw": "read"},
+                {"name": "seq-write", "rw": "write", "data": "incompressible"},
+            ],
+        },
+    )
+    figures = {
+        "cached": {"read.bw": 512 * MB},
+        "at-the-link": {"read.bw": 300 * MB},
+        "rows": {"seq-read.read.bw": 280 * MB, "seq-write.write.bw": 1234 * MB},
+    }
+    above = "above the 300 MB/s that the drive's link (3.0 Gbps) carries, so something cached it"
+    assert suspect(record(tmp_path / "sata", suite, figures, link=SATA_3G)) == {
+        "cached": [f"read 512 MB/s: {above}"],
+        "at-the-link": [],
+        "rows": [f"seq-write write 1,234 MB/s: {above}"],
+    }
+    assert suspect(record(tmp_path / "nvme", suite, figures, link=PCIE_GEN3_X4)) == {
+        "cached": [],
+        "at-the-link": [],
+        "rows": [],
+    }
+    # A loop device, a virtual disk: no link, no check.
+    assert suspect(record(tmp_path / "loop", suite, figures)) == {"cached": [], "at-the-link": [], "rows": []}
+
+
+# Rule 3: reads of LBAs that hold nothing
+
+
+def never_written(read, total, since="the purge in step 1", job=""):
+    return (
+        f"reads LBAs never written since {since} ({read} of {total}{job}): the drive answers them without "
+        "reading its flash"
+    )
+
+
+def test_a_read_past_what_was_written_since_the_purge_is_flagged_and_one_within_it_is_not(tmp_path):
+    suite = load_suite(
+        tmp_path,
+        device_step("purge"),
+        fio_step("fill-half", "write", "50%"),
+        fio_step("read-all", "randread", "100%", runtime=1),
+        fio_step("read-half", "randread", "50%", runtime=1),
+        fio_step("fill", "write", "100%"),
+        fio_step("read-again", "randread", "100%", runtime=1),
+    )
+    reads = {"read.io_bytes": GIB}
+    doc = record(tmp_path, suite, {"read-all": reads, "read-half": reads, "read-again": reads})
+    assert suspect(doc) == {
+        "purge": [],
+        "fill-half": [],
+        "read-all": [never_written("536.9 MB", "1.1 GB")],
+        "read-half": [],
+        "fill": [],
+        "read-again": [],
+    }
+    assert f"step read-all is suspect: {never_written('536.9 MB', '1.1 GB')}" in doc["warnings"]
+    assert not [w for w in doc["warnings"] if "read-half" in w or "read-again" in w]
+
+
+def test_before_the_first_purge_anything_may_hold_data(tmp_path):
+    suite = load_suite(
+        tmp_path, fio_step("fill-half", "write", "50%"), fio_step("read-all", "randread", "100%", runtime=1)
+    )
+    assert suspect(record(tmp_path, suite, {"read-all": {"read.io_bytes": GIB}})) == {"fill-half": [], "read-all": []}
+
+
+def test_a_trim_empties_the_drive_as_a_purge_does(tmp_path):
+    suite = load_suite(
+        tmp_path,
+        device_step("purge"),
+        fio_step("fill", "write", "100%"),
+        device_step("trim"),
+        fio_step("read-quarter", "randread", "25%", runtime=1),
+    )
+    doc = record(tmp_path, suite, {"read-quarter": {"read.io_bytes": MB}})
+    assert suspect(doc)["read-quarter"] == [never_written("268.4 MB", "268.4 MB", since="the trim in step 3")]
+
+
+def test_a_sequential_read_counts_only_what_it_read_from_its_offset(tmp_path):
+    suite = load_suite(
+        tmp_path,
+        device_step("purge"),
+        fio_step("fill-half", "write", "50%"),
+        fio_step("short", "read", "100%", runtime=1),
+        fio_step("long", "read", "100%", runtime=1),
+    )
+    doc = record(tmp_path, suite, {"short": {"read.io_bytes": GIB // 4}, "long": {"read.io_bytes": 3 * GIB // 4}})
+    assert suspect(doc)["short"] == []
+    assert suspect(doc)["long"] == [never_written("268.4 MB", "805.3 MB")]
+
+
+def test_a_matrix_names_its_jobs_and_a_job_that_did_not_read_is_not_flagged(tmp_path):
+    suite = load_suite(
+        tmp_path,
+        device_step("purge"),
+        fio_step("fill-quarter", "write", "25%"),
+        {
+            **fio_step("pts", "randrw", "100%", runtime=1),
+            "kind": "matrix",
+            "axes": {"rwmixread": [100, 0]},
+        },
+    )
+    # fio reports only the directions a job used: the write-only mix has no read figures.
+    figures = {"pts": {"mix100.read.io_bytes": GIB, "mix0.write.io_bytes": GIB}}
+    assert suspect(record(tmp_path, suite, figures))["pts"] == [never_written("805.3 MB", "1.1 GB", job=" in mix100")]
+
+
+def test_mixed_burst_reads_outside_its_background_span_so_it_needs_the_fill(tmp_path):
+    burst = {
+        "id": "burst",
+        "kind": "burst",
+        "title": "burst",
+        "span": {"offset": "0", "size": "256MiB"},
+        "background": {"bs": "4k", "iodepth": 4, "burst": "4000000", "every_s": 0.5},
+        "foreground": {"bs": "64k", "iodepth": 2, "burst": "4000000", "bursts": 3, "idle_s": 0.5},
+    }
+    reads = {"burst": {"foreground.read.io_bytes": 12 * MB, "background.write.io_bytes": 8 * MB}}
+    bare = load_suite(tmp_path, device_step("purge"), burst)
+    assert suspect(record(tmp_path / "bare", bare, reads))["burst"] == [
+        never_written("12.0 MB", "12.0 MB", job=" in foreground")
+    ]
+    filled = load_suite(tmp_path, device_step("purge"), fio_step("fill", "write", "100%"), burst)
+    assert suspect(record(tmp_path / "filled", filled, reads))["burst"] == []
+
+
+def test_a_sweep_reads_what_it_wrote_and_a_trace_is_never_flagged(tmp_path):
+    suite = load_suite(
+        tmp_path,
+        device_step("purge"),
+        {"id": "sweep", "kind": "sweep", "title": "sweep", "zones": 4, "zone_size": "4MiB", "bs": "128k"},
+        {"id": "trace", "kind": "trace", "title": "trace", "profile": "smoke", "seed": 1, "scale": 1.0},
+        fio_step("read-footprint", "randread", "32MiB", runtime=1),
+        fio_step("read-beyond", "randread", "64MiB", runtime=1),
+    )
+    reads = {"read.io_bytes": MB}
+    figures = {"sweep": {"write.avg_mb_s": 300, "read.avg_mb_s": 500}, "read-footprint": reads, "read-beyond": reads}
+    # The trace may have written anywhere in its footprint (the end of its highest IO), and nowhere else.
+    detail = {"trace": {"stats": {"footprint_bytes": 32 * 2**20}, "mapped_to_capacity": False}}
+    assert suspect(record(tmp_path, suite, figures, details={"trace": detail})) == {
+        "purge": [],
+        "sweep": [],
+        "trace": [],
+        "read-footprint": [],
+        "read-beyond": [never_written("33.6 MB", "67.1 MB")],
+    }
+
+
+def reads_everywhere(steps):
+    """Every job that can read, read as far as fio could: a write-only job has no read figures."""
+    figures = {}
+    for step in steps:
+        for job, options in step.jobs:
+            if options["rw"] not in ("write", "randwrite"):
+                prefix = f"{job}." if len(step.jobs) > 1 else ""
+                figures.setdefault(step.id, {})[f"{prefix}read.io_bytes"] = 2**50
+    return figures
+
+
+@pytest.mark.parametrize("name", ["quick", "standard", "full"])
+def test_the_shipped_suites_read_only_what_they_wrote(tmp_path, name):
+    suite = locked.load(name)
+    doc = record(tmp_path, suite, reads_everywhere(plan.compile_plan(suite, 2**40)), capacity=2**40)
+    assert [key for key, reasons in suspect(doc).items() if reasons] == []
+
+
+def test_smoke_reads_the_trimmed_drive_in_its_burst_and_pts_rows(tmp_path):
+    # Smoke only checks that every step works, so it never fills the drive after its TRIM: the burst's
+    # foreground and the PTS rows then read far beyond what its sweep, trace and burst background wrote.
+    suite, capacity = locked.load("smoke"), 4 * GIB
+    steps = plan.compile_plan(suite, capacity)
+    trace = next(step for step in steps if step.kind == "trace")
+    _, played = playback.prepare(trace, tmp_path / "trace", capacity, suite)
+    doc = record(tmp_path, suite, reads_everywhere(steps), capacity, details={"trace": {"trace": played}})
+    flagged = {key: reasons for key, reasons in suspect(doc).items() if reasons}
+    assert sorted(flagged) == ["burst", "pts"]
+    assert all(
+        reason.startswith("reads LBAs never written since the trim in step 13 (") for [reason] in flagged.values()
+    )
+
+
+# A run of the real engine on a loop device: no link, so only fio's CPU and the plan can flag a step.
+
+
+@needs_root()
+def test_the_engine_run_flags_its_read_beyond_the_fill_and_nothing_else(finished_run):
+    data_dir, _ = finished_run
+    db = store.connect(data_dir)
+    doc = document.run_document(db, 1)
+    steps = {step["key"]: step for step in doc["steps"]}
+    # The engine suite fills the first 256 MiB of a 512 MiB drive, then reads all of it sequentially.
+    read = {m["name"]: m["value"] for m in steps["seq-read-128k"]["metrics"]}["read.io_bytes"]
+    seen = min(512 * 2**20, read)
+    reason = never_written(f"{(seen - 256 * 2**20) / MB:.1f} MB", f"{seen / MB:.1f} MB")
+    assert steps["seq-read-128k"]["suspect"] == [reason]
+    assert f"step seq-read-128k is suspect: {reason}" in doc["warnings"]
+    for key in ("purge", "seq-fill", "rand-read-4k", "rand-write-4k", "seq-write-128k"):
+        assert steps[key]["suspect"] == [], key
