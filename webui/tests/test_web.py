@@ -259,7 +259,7 @@ def test_run_and_compare_pages_show_a_suspect_step(client, data_dir, token):
     add_run(data_dir, link={"kind": "pcie", "speed": "2.5 GT/s PCIe", "width": "x1", "generation": "PCIe Gen1"})
     add_run(data_dir, link={"kind": "pcie", "speed": "8.0 GT/s PCIe", "width": "x4", "generation": "PCIe Gen3"})
     reason = (
-        "read 404 MB/s: above the 250 MB/s that the drive's link (2.5 GT/s PCIe x1) carries, so something cached it"
+        "read 404.5 MB/s: above the 250 MB/s that the drive's link (2.5 GT/s PCIe x1) carries, so something cached it"
     )
     line = f"step rand-read-4k is suspect: {reason}"
     for page in ("/runs/1", "/compare?run=1&run=2"):

@@ -72,7 +72,7 @@ def over_link(metrics, limit, link):
         found = BANDWIDTH.fullmatch(name)
         if found and value > limit:
             job, direction = found.groups()
-            fast.append((f"{job} " if job else "") + f"{direction} {value / 1e6:,.0f} MB/s")
+            fast.append((f"{job} " if job else "") + f"{direction} {value / 1e6:,g} MB/s")
     if not fast:
         return []
     carrier = " ".join(str(link[k]) for k in ("speed", "width") if link.get(k))
