@@ -53,7 +53,13 @@ def suite_steps(s):
     """Each step with its fio parameters as the suite declares them (spans before resolution)."""
     out = []
     for step in s.steps:
-        entry = {"id": step["id"], "kind": step["kind"], "title": step["title"], "jobs": plan.declared_jobs(step)}
+        entry = {
+            "id": step["id"],
+            "kind": step["kind"],
+            "title": step["title"],
+            "cooldown": step["cooldown"],
+            "jobs": plan.declared_jobs(step),
+        }
         if step.get("note"):
             entry["note"] = step["note"]
         out.append(entry)
@@ -74,12 +80,13 @@ def cmd_suites(args):
         return out_json(data)
     print(f"{s.name} v{s.data['version']}: {s.data['title']}\nsha256 {s.sha256}")
     for step in data["steps"]:
-        print(f"  {step['id']:<24} {step['kind']:<6} {step['title']}")
+        idle = "idles first" if step["cooldown"] else "no idle"
+        print(f"  {step['id']:<24} {step['kind']:<6} {idle:<11} {step['title']}")
         for job in step["jobs"]:
             params = " ".join(
                 f"{k}={job[k]}" for k in ("rw", "bs", "iodepth", "numjobs", "runtime", "data") if job.get(k) is not None
             )
-            print(f"  {'':<24} {'':<6}   {job['name']}: {params}")
+            print(f"  {'':<24} {'':<6} {'':<11}   {job['name']}: {params}")
     return None
 
 

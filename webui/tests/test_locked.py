@@ -53,6 +53,8 @@ def test_unknown_suite_name_lists_the_suites():
         (lambda d: d["steps"][15]["foreground"].pop("idle_s"), "foreground must have exactly the keys"),
         (lambda d: d["steps"][8].update(steady={"from_s": 6}), "steady must be"),
         (lambda d: d["steps"][1].update(bogus=1), "unknown keys"),
+        (lambda d: d["steps"][1].pop("cooldown"), "cooldown must be true or false"),
+        (lambda d: d["steps"][1].update(cooldown="yes"), "cooldown must be true or false"),
         (lambda d: d.update(format=9), "format must be 1"),
     ],
 )
@@ -223,6 +225,24 @@ def test_quick_suite_is_the_cdm_rows_and_a_short_four_corners():
     est = plan.estimate_seconds(plan.compile_plan(quick, 4 * 1024**4))
     assert 5 * 60 < est < 15 * 60
     assert "cdm" in steps_by_id("quick")
+
+
+def test_idle_only_where_the_methodology_idles():
+    """A step that measures the state the step before it left (after a fill, a precondition, a torture
+    write or a TRIM) starts at once; the tests of a settled drive idle first. suites show says which."""
+    from conftest import ssdbench
+
+    for name in locked.names():
+        shown = json.loads(ssdbench("suites", "show", name, "--json", check=True).stdout)
+        cooldown = {s["id"]: s["cooldown"] for s in shown["steps"]}
+        assert set(cooldown) == {s["id"] for s in locked.load(name).steps}
+        for after_state in ("consistency", "consistency-spare", "sweep-dirty", "sweep-recovered", "burst", "pts"):
+            assert cooldown.get(after_state) in (False, None), (name, after_state)
+        for prep in ("purge", "seq-fill", "fill-torture", "torture-write", "trim", "precondition-burst"):
+            assert cooldown.get(prep) in (False, None), (name, prep)
+        for test in ("rand-write-4k-qd3", "rand-read-4k-qd3", "seq-read-128k", "cdm", "trace-heavy", "oltp"):
+            assert cooldown.get(test) in (True, None), (name, test)
+    assert "idles first" in ssdbench("suites", "show", "standard", check=True).stdout
 
 
 def test_suites_show_lists_every_fio_job_with_its_parameters():

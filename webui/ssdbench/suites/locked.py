@@ -18,7 +18,8 @@ FORMAT = 1
 RW_MODES = ("read", "write", "randread", "randwrite", "rw", "randrw", "trim", "randtrim")
 DATA_KINDS = ("incompressible", "compressible", "n/a")
 SUITE_KEYS = {"format", "name", "version", "title", "comparable", "fio", "estimate", "steps", "description"}
-COMMON_KEYS = {"id", "kind", "title", "note"}
+# cooldown: whether the drive idles back to its idle temperature before the step (see the methodology).
+COMMON_KEYS = {"id", "kind", "title", "note", "cooldown"}
 JOB_KEYS = {"rw", "bs", "iodepth", "numjobs", "span", "runtime", "data", "rwmixread"}
 # The keys each kind of step takes besides COMMON_KEYS; see the methodology section in each comment.
 STEP_KEYS = {
@@ -175,6 +176,8 @@ def validate(data, origin="suite"):
         unknown = set(step) - COMMON_KEYS - STEP_KEYS[step["kind"]]
         if unknown:
             fail(f"step {sid}: unknown keys {sorted(unknown)}")
+        if not isinstance(step.get("cooldown"), bool):
+            fail(f"step {sid}: cooldown must be true or false (whether the drive idles before the step)")
         try:
             _CHECKS.get(step["kind"], lambda s, i: None)(step, ids)
         except ValueError as exc:
