@@ -1,7 +1,9 @@
 """The locked suites: load the files, check them against the shipped hash manifest, validate.
 
 A suite's hash is the sha256 of its canonical form (the parsed TOML as sorted,
-compact JSON), so comments and layout may change but no value can.
+compact JSON), so comments and layout may change but no value can. The manifest
+also locks each suite's workload hash, which run/workload.py computes over
+everything the suite makes a drive do (job files, data pattern, traces).
 """
 
 import hashlib
@@ -55,7 +57,8 @@ class Suite:
     name: str
     data: dict
     sha256: str
-    locked: bool  # True when the hash matches the shipped manifest
+    locked: bool  # True when the hash matches the shipped manifest (and the workload's, once checked)
+    workload_sha256: str | None = None  # set by run/workload.py when a run is about to use the suite
 
     @property
     def steps(self):
@@ -96,7 +99,14 @@ def _suite_dir():
 
 
 def manifest():
+    """{suite name: {"suite_sha256": ..., "workload_sha256": ...}}, as shipped."""
     return json.loads((_suite_dir() / "MANIFEST.json").read_text())
+
+
+def locked_hashes(name):
+    """The suite's locked (suite hash, workload hash); (None, None) for a suite that is not shipped."""
+    entry = manifest().get(name, {})
+    return entry.get("suite_sha256"), entry.get("workload_sha256")
 
 
 def names():
@@ -127,7 +137,7 @@ def load(name=None, path=None, allow_non_standard=False):
         origin = f"{name}.toml"
     data = _parse(text, origin)
     digest = suite_hash(data)
-    expected = manifest().get(data["name"])
+    expected = locked_hashes(data["name"])[0]
     locked = digest == expected
     if not locked and not allow_non_standard:
         if expected is None:
