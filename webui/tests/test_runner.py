@@ -9,7 +9,7 @@ import time
 from conftest import ENGINE_SUITE, needs_root, show, ssdbench, wait_until
 
 from ssdbench.results import store
-from ssdbench.run import fio_output, plan
+from ssdbench.run import fio_output, plan, workload
 from ssdbench.suites import locked
 
 pytestmark = needs_root()
@@ -69,6 +69,8 @@ def test_run_end_to_end_and_every_metric_traces_to_fio(loopdev, tmp_path):
     assert run["steps"][0]["detail"]["method"].startswith("discard")
     env = run["environment"]
     assert env["kernel"]["release"] == os.uname().release and env["tools"]["fio"].startswith("fio-")
+    engine = locked.load(path=ENGINE_SUITE[1], allow_non_standard=True)
+    assert env["suite"]["workload_sha256"] == workload.workload_sha256(engine)
     assert {"cmdline", "version"} <= set(env["kernel"]) and {"model", "governor", "cstates"} <= set(env["cpu"])
     # Every quiet-OS control is recorded as applied or unavailable with a reason; none is skipped.
     controls = env["controls"]
