@@ -55,8 +55,8 @@ def fio_step(key, seconds, direction="write"):
             ("mb_s", "MB/s"),
             ("lat_mean", "ns"),
             ("lat_max", "ns"),
-            ("clat_p99", "ns"),
-            ("clat_p99.99", "ns"),
+            ("lat_p99", "ns"),
+            ("lat_p99.99", "ns"),
         )
     ]
     series = [

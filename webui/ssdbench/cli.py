@@ -13,7 +13,7 @@ from .drives import discovery
 from .errors import SsdbenchError
 from .human import clock, printable, size
 from .results import bundle, store, usbexport
-from .run import plan, queue, runner
+from .run import plan, queue, runner, workload
 from .suites import locked
 
 DEFAULT_DATA_DIR = "/var/lib/ssdbench"
@@ -53,7 +53,13 @@ def suite_steps(s):
     """Each step with its fio parameters as the suite declares them (spans before resolution)."""
     out = []
     for step in s.steps:
-        entry = {"id": step["id"], "kind": step["kind"], "title": step["title"], "jobs": plan.declared_jobs(step)}
+        entry = {
+            "id": step["id"],
+            "kind": step["kind"],
+            "title": step["title"],
+            "cooldown": step["cooldown"],
+            "jobs": plan.declared_jobs(step),
+        }
         if step.get("note"):
             entry["note"] = step["note"]
         out.append(entry)
@@ -68,18 +74,24 @@ def cmd_suites(args):
         for r in rows:
             print(f"{r['name']:<10} v{r['version']}  {r['steps']:>3} steps  {r['sha256'][:16]}  {r['title']}")
         return None
-    s = locked.load(args.name)
-    data = {**locked.summary(s), "fio_global": s.data.get("fio", {}), "steps": suite_steps(s)}
+    s = workload.verified(locked.load(args.name))
+    data = {
+        **locked.summary(s),
+        "workload_sha256": s.workload_sha256,
+        "fio_global": s.data.get("fio", {}),
+        "steps": suite_steps(s),
+    }
     if args.json:
         return out_json(data)
-    print(f"{s.name} v{s.data['version']}: {s.data['title']}\nsha256 {s.sha256}")
+    print(f"{s.name} v{s.data['version']}: {s.data['title']}\nsha256 {s.sha256}\nworkload sha256 {s.workload_sha256}")
     for step in data["steps"]:
-        print(f"  {step['id']:<24} {step['kind']:<6} {step['title']}")
+        idle = "idles first" if step["cooldown"] else "no idle"
+        print(f"  {step['id']:<24} {step['kind']:<6} {idle:<11} {step['title']}")
         for job in step["jobs"]:
             params = " ".join(
                 f"{k}={job[k]}" for k in ("rw", "bs", "iodepth", "numjobs", "runtime", "data") if job.get(k) is not None
             )
-            print(f"  {'':<24} {'':<6}   {job['name']}: {params}")
+            print(f"  {'':<24} {'':<6} {'':<11}   {job['name']}: {params}")
     return None
 
 
@@ -105,6 +117,7 @@ def cmd_plan(args):
 
 def cmd_run(args):
     s = locked.load(args.suite, path=args.suite_file, allow_non_standard=args.non_standard)
+    s = workload.verified(s, allow_non_standard=args.non_standard)
     last = [0.0]
 
     def show(idx, count, percent, eta, iops, bw):

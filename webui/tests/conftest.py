@@ -227,7 +227,7 @@ def add_run(data_dir, state="done", model="Fast SSD 1TB", serial="S123", suite_h
                 Metric("read.iops", 98765.4321, "IOPS", "/jobs/0/read/iops"),
                 Metric("read.bw", 404.5e6, "B/s", "/jobs/0/read/bw_bytes"),
                 Metric("read.mb_s", 404.5, "MB/s", "/jobs/0/read/bw_bytes / 1e6"),
-                Metric("read.clat_p99", 123456.0, "ns", "/jobs/0/read/clat_ns/percentile/99.000000"),
+                Metric("read.lat_p99", 123456.0, "ns", "/jobs/0/read/lat_ns/percentile/99.000000"),
             ],
             [("read.iops", "IOPS", "rand-read-4k_iops.1.log:direction=0", ms)],
         ),

@@ -43,6 +43,8 @@ def test_bundle_holds_what_the_issue_lists(finished_run, finished_bundle):
     } <= names
     assert set(manifest["files"]) == names - {"manifest.json"}
     assert manifest["suite"]["sha256"] == result["suite_hash"] and manifest["format_version"] == bundle.FORMAT_VERSION
+    assert manifest["suite"]["workload_sha256"] == result["environment"]["suite"]["workload_sha256"]
+    assert len(manifest["suite"]["workload_sha256"]) == 64
     # Every figure in the CSV is the stored value, to the last digit, and names fio's field.
     iops = next(
         m

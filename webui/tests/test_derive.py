@@ -93,7 +93,7 @@ def test_four_corners_report_fios_average_and_max_latency(smoke):
         assert m[f"{d}.lat_max"]["value"] == doc["jobs"][0][d]["lat_ns"]["max"]
         assert m[f"{d}.lat_mean"]["value"] == doc["jobs"][0][d]["lat_ns"]["mean"]
         assert m[f"{d}.mb_s"]["value"] == doc["jobs"][0][d]["bw_bytes"] / 1e6
-        assert m[f"{d}.clat_p99.99"]["source"].endswith("/clat_ns/percentile/99.990000")
+        assert m[f"{d}.lat_p99.99"]["source"].endswith("/lat_ns/percentile/99.990000")
 
 
 def written_blocks_ratio(path, bs=4096):
@@ -246,7 +246,7 @@ def test_mixed_burst_counts_throughput_only_inside_bursts(smoke):
         fg["read"]["io_bytes"] / m["burst.read.service_s"]["value"] / 1e6, rel=1e-9
     )
     for p in ("50", "90", "99", "99.9", "99.99"):
-        assert f"foreground.read.clat_p{p}" in m and f"background.write.clat_p{p}" in m
+        assert f"foreground.read.lat_p{p}" in m and f"background.write.lat_p{p}" in m
 
 
 def test_section_9_rows_come_from_their_fio_jobs(smoke):
@@ -260,7 +260,7 @@ def test_section_9_rows_come_from_their_fio_jobs(smoke):
     pts = metrics(step(run, "pts"))
     assert {"mix100.bs4k.read.iops", "mix0.bs1m.write.iops", "mix65.bs4k.write.iops"} <= set(pts)
     lat = metrics(step(run, "qd1-latency"))
-    assert "randread.read.clat_p99.99" in lat and "randwrite.write.clat_p99.99" in lat
+    assert "randread.read.lat_p99.99" in lat and "randwrite.write.lat_p99.99" in lat
     oltp = fio_doc(data_dir, step(run, "oltp"))["jobs"][0]
     share = oltp["read"]["total_ios"] / (oltp["read"]["total_ios"] + oltp["write"]["total_ios"])
     assert 0.6 < share < 0.8

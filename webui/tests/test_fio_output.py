@@ -15,10 +15,24 @@ def test_fio_plain_json_metrics_point_at_their_fields():
     metrics = {m.name: m for m in fio_output.fio_metrics(doc)}
     assert metrics["read.iops"].value == doc["jobs"][0]["read"]["iops"]
     assert metrics["write.lat_max"].value == doc["jobs"][0]["write"]["lat_ns"]["max"]
-    assert metrics["read.clat_p99.99"].source == "/jobs/0/read/clat_ns/percentile/99.990000"
     assert "trim.iops" not in metrics  # no trim I/O was done
     for m in metrics.values():
         assert fio_output.source_value(json.loads(text), m.source) == pytest.approx(m.value, rel=0, abs=0)
+
+
+def test_every_latency_figure_is_total_latency():
+    # Captured with the suites' lat_percentiles=1 and clat_percentiles=0.
+    doc = fio_output.fio_result(data("fio-3.33-randrw-lat.json"))
+    metrics = {m.name: m for m in fio_output.fio_metrics(doc)}
+    for d in ("read", "write"):
+        assert metrics[f"{d}.lat_p99.99"].source == f"/jobs/0/{d}/lat_ns/percentile/99.990000"
+        assert metrics[f"{d}.lat_max"].source == f"/jobs/0/{d}/lat_ns/max"
+        assert metrics[f"{d}.lat_p50"].value <= metrics[f"{d}.lat_p99.99"].value
+    assert not [name for name in metrics if "clat" in name]
+    # An output with completion-latency percentiles only (fio's default) gives no percentile at all,
+    # rather than figures of another basis beside the total-latency mean and max.
+    plain = {m.name for m in fio_output.fio_metrics(fio_output.fio_result(data("fio-3.33-randrw.json")))}
+    assert "read.lat_mean" in plain and not [name for name in plain if "_p9" in name or "_p50" in name]
 
 
 def test_fio_note_before_json_is_skipped():

@@ -1,22 +1,61 @@
 """Suites are data: hashed over a canonical form, checked against the shipped manifest."""
 
+import hashlib
 import json
 import tomllib
 from importlib import resources
 
 import pytest
 
+from ssdbench import __version__
 from ssdbench.errors import SsdbenchError
-from ssdbench.run import plan
-from ssdbench.suites import locked
+from ssdbench.run import plan, workload
+from ssdbench.suites import locked, trace_profiles
 
 SMOKE = resources.files("ssdbench") / "suites" / "smoke.toml"
 
 
 def test_every_shipped_suite_matches_the_manifest():
-    for name, digest in locked.manifest().items():
-        s = locked.load(name)
-        assert s.locked and s.sha256 == digest
+    assert workload.manifest() == locked.manifest()
+    for name in locked.names():
+        assert workload.verified(locked.load(name)).locked
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        # One number of a trace profile, in the code: the suite file is the same.
+        lambda mp: mp.setitem(trace_profiles.PROFILES["smoke"], "footprint", 33 * 1024 * 1024),
+        # The compressible-data definition.
+        lambda mp: mp.setitem(plan.DATA_OPTIONS["compressible"], "buffer_compress_percentage", 80),
+        # A fio option that every replayed trace segment gets.
+        lambda mp: mp.setattr(plan, "PER_IO_LOGS", {**plan.PER_IO_LOGS, "log_offset": 0}),
+    ],
+    ids=["trace-profile", "data-pattern", "job-option"],
+)
+def test_a_changed_workload_refuses_to_run_as_standard(monkeypatch, change):
+    monkeypatch.setattr(workload, "_computed", {})
+    change(monkeypatch)
+    s = locked.load("smoke")
+    assert s.locked  # the suite file itself is unchanged
+    with pytest.raises(SsdbenchError, match="workload hash .* differs from the locked .*--non-standard"):
+        workload.verified(s)
+    marked = workload.verified(s, allow_non_standard=True)
+    assert not marked.locked and marked.workload_sha256 != locked.manifest()["smoke"]["workload_sha256"]
+
+
+def test_the_workload_hash_leaves_out_the_release_and_covers_each_job_file():
+    s = locked.load("smoke")
+    covered = dict(workload.parts(s))
+    assert set(covered) >= {"suite.json", "trace/trace.txt", "trace/trace.fio", "burst/burst.fio"}
+    step = next(p for p in plan.compile_plan(s, workload.REFERENCE_CAPACITY) if p.id == "seq-fill")
+    assert __version__ in step.job_file and s.sha256 in step.job_file  # in the comment lines only
+    assert (
+        covered["seq-fill/seq-fill.fio"]
+        == hashlib.sha256(
+            "".join(line + "\n" for line in step.job_file.splitlines() if not line.startswith(";")).encode()
+        ).hexdigest()
+    )
 
 
 def test_layout_and_comments_do_not_change_the_hash(tmp_path):
@@ -31,7 +70,7 @@ def test_tampered_suite_is_refused_unless_non_standard(tmp_path):
     with pytest.raises(SsdbenchError, match="differs from the locked hash.*--non-standard"):
         locked.load(path=f)
     s = locked.load(path=f, allow_non_standard=True)
-    assert not s.locked and s.sha256 != locked.manifest()["smoke"]
+    assert not s.locked and s.sha256 != locked.manifest()["smoke"]["suite_sha256"]
 
 
 def test_unknown_suite_name_lists_the_suites():
@@ -53,6 +92,8 @@ def test_unknown_suite_name_lists_the_suites():
         (lambda d: d["steps"][15]["foreground"].pop("idle_s"), "foreground must have exactly the keys"),
         (lambda d: d["steps"][8].update(steady={"from_s": 6}), "steady must be"),
         (lambda d: d["steps"][1].update(bogus=1), "unknown keys"),
+        (lambda d: d["steps"][1].pop("cooldown"), "cooldown must be true or false"),
+        (lambda d: d["steps"][1].update(cooldown="yes"), "cooldown must be true or false"),
         (lambda d: d.update(format=9), "format must be 1"),
     ],
 )
@@ -108,7 +149,8 @@ def test_suites_show_json_lists_fio_parameters():
     from conftest import ssdbench
 
     shown = json.loads(ssdbench("suites", "show", "smoke", "--json", check=True).stdout)
-    assert shown["sha256"] == locked.manifest()["smoke"]
+    assert shown["sha256"] == locked.manifest()["smoke"]["suite_sha256"]
+    assert shown["workload_sha256"] == locked.manifest()["smoke"]["workload_sha256"]
     job = next(st for st in shown["steps"] if st["id"] == "rand-read-4k")["jobs"][0]
     assert (job["rw"], job["bs"], job["iodepth"], job["numjobs"], job["runtime"], job["data"]) == (
         "randread",
@@ -225,11 +267,29 @@ def test_quick_suite_is_the_cdm_rows_and_a_short_four_corners():
     assert "cdm" in steps_by_id("quick")
 
 
+def test_idle_only_where_the_methodology_idles():
+    """A step that measures the state the step before it left (after a fill, a precondition, a torture
+    write or a TRIM) starts at once; the tests of a settled drive idle first. suites show says which."""
+    from conftest import ssdbench
+
+    for name in locked.names():
+        shown = json.loads(ssdbench("suites", "show", name, "--json", check=True).stdout)
+        cooldown = {s["id"]: s["cooldown"] for s in shown["steps"]}
+        assert set(cooldown) == {s["id"] for s in locked.load(name).steps}
+        for after_state in ("consistency", "consistency-spare", "sweep-dirty", "sweep-recovered", "burst", "pts"):
+            assert cooldown.get(after_state) in (False, None), (name, after_state)
+        for prep in ("purge", "seq-fill", "fill-torture", "torture-write", "trim", "precondition-burst"):
+            assert cooldown.get(prep) in (False, None), (name, prep)
+        for test in ("rand-write-4k-qd3", "rand-read-4k-qd3", "seq-read-128k", "cdm", "trace-heavy", "oltp"):
+            assert cooldown.get(test) in (True, None), (name, test)
+    assert "idles first" in ssdbench("suites", "show", "standard", check=True).stdout
+
+
 def test_suites_show_lists_every_fio_job_with_its_parameters():
     from conftest import ssdbench
 
     out = json.loads(ssdbench("suites", "show", "standard", "--json", check=True).stdout)
-    assert out["locked"] and out["sha256"] == locked.manifest()["standard"]
+    assert out["locked"] and out["sha256"] == locked.manifest()["standard"]["suite_sha256"]
     for s in out["steps"]:
         if s["kind"] in ("purge", "trim"):
             continue

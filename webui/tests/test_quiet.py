@@ -9,4 +9,8 @@ def test_cpulist():
 
 def test_cool_down_without_a_sensor_says_so():
     result = quiet.cool_down({"temperature_source": None}, None, lambda: False)
-    assert result == {"state": "unavailable", "reason": "cool-down: the drive's temperature cannot be read"}
+    assert result == {
+        "state": "unavailable",
+        "reason": "cool-down: the drive's temperature cannot be read",
+        "idled_s": 0.0,
+    }

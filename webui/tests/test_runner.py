@@ -9,7 +9,8 @@ import time
 from conftest import ENGINE_SUITE, needs_root, show, ssdbench, wait_until
 
 from ssdbench.results import store
-from ssdbench.run import fio_output
+from ssdbench.run import fio_output, plan, workload
+from ssdbench.suites import locked
 
 pytestmark = needs_root()
 
@@ -68,6 +69,8 @@ def test_run_end_to_end_and_every_metric_traces_to_fio(loopdev, tmp_path):
     assert run["steps"][0]["detail"]["method"].startswith("discard")
     env = run["environment"]
     assert env["kernel"]["release"] == os.uname().release and env["tools"]["fio"].startswith("fio-")
+    engine = locked.load(path=ENGINE_SUITE[1], allow_non_standard=True)
+    assert env["suite"]["workload_sha256"] == workload.workload_sha256(engine)
     assert {"cmdline", "version"} <= set(env["kernel"]) and {"model", "governor", "cstates"} <= set(env["cpu"])
     # Every quiet-OS control is recorded as applied or unavailable with a reason; none is skipped.
     controls = env["controls"]
@@ -77,7 +80,12 @@ def test_run_end_to_end_and_every_metric_traces_to_fio(loopdev, tmp_path):
     assert controls["scheduler"]["value"].startswith("[none]") and controls["nomerges"]["value"] == "2"
     name = os.path.basename(dev)
     assert open(f"/sys/block/{name}/queue/nomerges").read().strip() == "2"
-    assert all("cool_down" in s["detail"] for s in run["steps"][1:])
+    # Each step records its cool-down as the suite asks (the fill that follows the purge: none) and the
+    # drive's temperature as it began (a loop device has none).
+    for step, spec in zip(run["steps"], locked.load(path=ENGINE_SUITE[1], allow_non_standard=True).steps):
+        cool = step["detail"]["cool_down"]
+        assert (cool["state"] != "not asked") == spec["cooldown"] and cool["idled_s"] == 0.0, step["key"]
+        assert "began_at_c" in step["detail"] and step["detail"]["began_at_c"] is None
     for step in run["steps"][1:]:
         folder = data_dir / step["out_dir"]
         doc = fio_output.fio_result((folder / "fio.json").read_text())
@@ -112,6 +120,30 @@ def test_re_run_the_saved_job_file_with_plain_fio(loopdev, tmp_path):
         check=True,
     ).stdout
     assert fio_output.fio_result(out)["jobs"][0]["read"]["total_ios"] > 0
+
+
+@needs_root()
+def test_random_steps_issue_the_same_offsets_every_run(loopdev, tmp_path):
+    """The suite's randseed and norandommap: two runs of the same random step issue the same offsets, and
+    an offset may come again before the span is covered (as in Iometer), unlike fio's default random map."""
+    dev, _ = loopdev()
+    suite = locked.load("smoke")
+    step = next(s for s in plan.compile_plan(suite, 512 << 20) if s.id == "rand-read-4k")
+    assert "norandommap=1" in step.job_file and "randseed=2011" in step.job_file
+    offsets = []
+    for n in range(2):
+        job = tmp_path / f"run{n}.fio"
+        job.write_text(step.job_file + f"write_iolog=run{n}.iolog\n")  # the step's one job is last
+        env = dict(os.environ, SSDBENCH_DUT=dev)
+        fio = ["fio", "--output-format=json", str(job)]
+        subprocess.run(fio, cwd=tmp_path, env=env, capture_output=True, check=True)
+        issued = fio_output.fio_iolog((tmp_path / f"run{n}.iolog").read_text())
+        offsets.append([io.offset for io in issued])
+    blocks = step.size // 4096
+    common = min(len(offsets[0]), len(offsets[1]))
+    assert common >= blocks, "too few IOs in the step's runtime to cover the span once"
+    assert offsets[0][:common] == offsets[1][:common]
+    assert len(set(offsets[0][:blocks])) < 0.8 * blocks  # a random map would make every one distinct
 
 
 def test_second_run_is_refused_while_one_is_active(loopdev, tmp_path):

@@ -270,6 +270,21 @@ def test_run_and_compare_pages_show_a_suspect_step(client, data_dir, token):
     assert all(s["suspect"] == [] for s in client.get("/api/runs/2").get_json()["steps"])
 
 
+def test_compare_flags_runs_of_different_workloads_or_fio_versions(client, data_dir, token):
+    db = store.connect(data_dir)
+    for workload, fio in (("w1", "fio-3.33"), ("w1", "fio-3.33"), ("w2", "fio-3.33"), ("w1", "fio-3.41")):
+        run_id = add_run(data_dir)
+        store.set_environment(db, run_id, {"suite": {"workload_sha256": workload * 32}, "tools": {"fio": fio}})
+    add_run(data_dir)  # recorded before runs carried a workload hash
+    assert client.get("/api/compare?run=1&run=2").get_json()["warning"] is None
+    workloads = client.get("/api/compare?run=1&run=3").get_json()["warning"]
+    assert "different workloads (run 1: w1w1w1w1w1w1, run 3: w2w2w2w2w2w2)" in workloads
+    fio = client.get("/api/compare?run=1&run=4").get_json()["warning"]
+    assert "different fio versions (run 1: fio-3.33, run 4: fio-3.41)" in fio and "workloads" not in fio
+    assert "run 5: not recorded" in client.get("/api/compare?run=1&run=5").get_json()["warning"]
+    assert b"different fio versions" in client.get("/compare?run=1&run=4").data
+
+
 def test_history_shows_every_state(client, data_dir, token):
     states = ["done", "failed", "cancelled", "interrupted", "running", "queued"]
     for state in states:
@@ -349,7 +364,9 @@ def test_the_suites_api_lists_the_locked_suites_with_their_hashes(client, token)
     from ssdbench.suites import locked
 
     body = client.get("/api/suites").get_json()
-    assert {s["name"]: s["sha256"] for s in body["suites"]} == locked.manifest()
+    assert {s["name"]: s["sha256"] for s in body["suites"]} == {
+        name: hashes["suite_sha256"] for name, hashes in locked.manifest().items()
+    }
     assert body["problems"] == [] and all(s["locked"] for s in body["suites"])
 
 

@@ -217,7 +217,12 @@ def _write(db, data_dir, run_id, out_dir):
         "format_version": FORMAT_VERSION,
         "ssdbench_version": __version__,
         "created_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "suite": {"name": doc["suite"], "sha256": doc["suite_hash"], "standard": bool(doc["standard"])},
+        "suite": {
+            "name": doc["suite"],
+            "sha256": doc["suite_hash"],
+            "workload_sha256": document.recorded(doc, "suite", "workload_sha256"),
+            "standard": bool(doc["standard"]),
+        },
         "run": {"id": doc["id"], "state": doc["state"], "origin": doc["origin"], "host": socket.gethostname()},
         "drive": {k: doc["drive"].get(k) for k in ("model", "serial", "firmware", "capacity_bytes", "transport")},
     }

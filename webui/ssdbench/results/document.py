@@ -17,6 +17,12 @@ def shipped_suite(run):
     return suite if suite.sha256 == run["suite_hash"] else None
 
 
+def recorded(run, section, key):
+    """A value of the run's recorded environment, such as ("suite", "workload_sha256") or ("tools", "fio");
+    None for a run that has none (queued, or recorded before the value was)."""
+    return ((run.get("environment") or {}).get(section) or {}).get(key)
+
+
 def run_warnings(run):
     """Why a result should not be set against others, in words for the report."""
     out = []

@@ -7,6 +7,7 @@ import os
 
 from ..errors import SsdbenchError
 from ..human import when
+from . import document
 
 STATIC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "static")
 ASSETS = {"css": ("vendor/uPlot.min.css", "style.css"), "js": ("vendor/uPlot.iife.min.js", "report.js")}
@@ -42,6 +43,7 @@ def render(doc):
         ),
         ("Device", f"{drive.get('path')} ({drive.get('transport')}, {drive.get('capacity_bytes')} bytes)"),
         ("Suite", f"{doc['suite']}, sha256 {doc['suite_hash']}" + ("" if doc["standard"] else " (non-standard)")),
+        ("Workload", f"sha256 {document.recorded(doc, 'suite', 'workload_sha256') or 'not recorded'}"),
         ("Times (UTC)", f"started {when(doc['started_at'])}, ended {when(doc['finished_at'])}"),
         ("Origin", doc["origin"]),
     ]

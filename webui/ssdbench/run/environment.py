@@ -52,6 +52,7 @@ def fingerprint(suite, drive):
             "name": suite.name,
             "version": suite.data["version"],
             "sha256": suite.sha256,
+            "workload_sha256": suite.workload_sha256,
             "standard": suite.locked,
         },
         "drive": {

@@ -23,6 +23,21 @@ def _write_replay(path, ios):
         f.write(f"{DEVICE_NAME} close\n")
 
 
+def replay_job(k, qd):
+    """The fio job that replays segment k of a trace, at the segment's queue depth: (name, options)."""
+    name = f"seg{k:04d}"
+    return name, {
+        "read_iolog": f"{name}.replay",
+        "replay_no_stall": 1,
+        "replay_redirect": f"${{{plan.DUT_VAR}}}",
+        "iodepth": qd,
+        "stonewall": 1,
+        **plan.DATA_OPTIONS["incompressible"],
+        "write_lat_log": name,
+        **plan.PER_IO_LOGS,
+    }
+
+
 def prepare(step, out_dir, capacity, suite):
     """Generate the step's trace into its folder, and the fio job file that replays it."""
     os.makedirs(out_dir, exist_ok=True)
@@ -33,23 +48,8 @@ def prepare(step, out_dir, capacity, suite):
     mapped, was_mapped = trace_file.map_to_capacity(trace, capacity)
     jobs = []
     for k, (qd, ios) in enumerate(trace_file.segments(mapped)):
-        name = f"seg{k:04d}"
-        _write_replay(os.path.join(out_dir, f"{name}.replay"), ios)
-        jobs.append(
-            (
-                name,
-                {
-                    "read_iolog": f"{name}.replay",
-                    "replay_no_stall": 1,
-                    "replay_redirect": f"${{{plan.DUT_VAR}}}",
-                    "iodepth": qd,
-                    "stonewall": 1,
-                    **plan.DATA_OPTIONS["incompressible"],
-                    "write_lat_log": name,
-                    **plan.PER_IO_LOGS,
-                },
-            )
-        )
+        jobs.append(replay_job(k, qd))
+        _write_replay(os.path.join(out_dir, f"{jobs[-1][0]}.replay"), ios)
     info = {
         "profile": spec["profile"],
         "label": trace.label,

@@ -14,7 +14,7 @@ import traceback
 from ..errors import SsdbenchError
 from ..results import store
 from ..suites import locked
-from . import runner
+from . import runner, workload
 
 POLL_S = 0.5
 
@@ -26,7 +26,7 @@ def enqueue(db, suite_name, device, confirm, destroy_data=False, allow_usb=False
     target is refused. The service checks the drive again when it takes the run: it may have changed.
     """
     store.check_idle(db)
-    suite = locked.load(suite_name)
+    suite = workload.verified(locked.load(suite_name))
     drive, steps = runner.prepare(suite, device, confirm, destroy_data, allow_usb)
     request = {
         "device": drive["path"],
@@ -114,7 +114,7 @@ def start_claimed(db, data_dir, lock, row, signals):
         return "cancelled", None
     request = json.loads(row["request_json"])
     try:
-        suite = locked.load(row["suite"])
+        suite = workload.verified(locked.load(row["suite"]))
         if suite.sha256 != row["suite_hash"]:
             raise SsdbenchError(f"the suite {row['suite']} changed since the run was queued")
         drive, steps = runner.prepare(

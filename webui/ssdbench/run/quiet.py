@@ -126,14 +126,18 @@ def parse_cpulist(text):
 
 
 def cool_down(drive, idle_c, should_stop, max_wait_s=COOL_DOWN_MAX_WAIT_S):
-    """Wait until the drive is back within a margin of its idle temperature, for at most max_wait_s."""
+    """Wait until the drive is back within a margin of its idle temperature, for at most max_wait_s.
+    The record says how many seconds it idled."""
     source = drive.get("temperature_source")
     if not source or idle_c is None:
-        return _unavailable("cool-down: the drive's temperature cannot be read")
+        return {**_unavailable("cool-down: the drive's temperature cannot be read"), "idled_s": 0.0}
     started = time.monotonic()
     while time.monotonic() - started < max_wait_s and not should_stop():
         temp = health.read_temperature(source)
+        idled = time.monotonic() - started
         if temp is not None and temp <= idle_c + COOL_DOWN_MARGIN_C:
-            return _applied(f"{temp:.1f} C after {time.monotonic() - started:.0f} s (idle {idle_c:.1f} C)")
+            return {**_applied(f"{temp:.1f} C after {idled:.0f} s (idle {idle_c:.1f} C)"), "idled_s": idled}
         time.sleep(1)
-    return _applied(f"gave up after {max_wait_s} s above idle {idle_c:.1f} C + {COOL_DOWN_MARGIN_C} C")
+    idled = time.monotonic() - started
+    gave_up = f"gave up after {idled:.0f} s above idle {idle_c:.1f} C + {COOL_DOWN_MARGIN_C} C"
+    return {**_applied(gave_up), "idled_s": idled}

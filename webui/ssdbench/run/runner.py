@@ -173,12 +173,16 @@ class Run:
         out_dir = os.path.join(self.data_dir, out_rel)
         sid = store.start_step(self.db, self.run_id, step.index, out_rel)
         self.progress(step.index, 0.0)
+        detail = self.settle(step)
+        if self.should_stop():
+            store.finish_step(self.db, sid, "cancelled", error=STOPPED, detail=detail)
+            return "cancelled", STOPPED
         if step.kind in ("purge", "trim"):
             try:
-                detail = purge.purge(self.drive) if step.kind == "purge" else purge.timed_trim(self.drive)
+                detail |= purge.purge(self.drive) if step.kind == "purge" else purge.timed_trim(self.drive)
             except SsdbenchError as exc:
                 state, error = self.failed_or_cancelled(str(exc))
-                store.finish_step(self.db, sid, state, error=error)
+                store.finish_step(self.db, sid, state, error=error, detail=detail)
                 return state, error
             metrics = (
                 []
@@ -191,10 +195,6 @@ class Run:
             )
             store.finish_step(self.db, sid, "done", detail=detail, metrics=metrics)
             return "done", None
-        detail = {"cool_down": quiet.cool_down(self.drive, self.idle_c, self.should_stop)}
-        if self.should_stop():
-            store.finish_step(self.db, sid, "cancelled", error=STOPPED, detail=detail)
-            return "cancelled", STOPPED
         job_text = step.job_file
         if step.kind == "trace":
             job_text, detail["trace"] = playback.prepare(step, out_dir, self.drive["capacity_bytes"], self.suite)
@@ -223,6 +223,15 @@ class Run:
             self.db, sid, outcome.state, error=outcome.error, detail=detail, metrics=metrics, series=series
         )
         return outcome.state, outcome.error
+
+    def settle(self, step):
+        """Before a step: the cool-down its suite asks for (none where the step measures the state the step
+        before it left), then the drive's temperature as the step begins."""
+        if step.spec["cooldown"]:
+            cool = quiet.cool_down(self.drive, self.idle_c, self.should_stop)
+        else:
+            cool = {"state": "not asked", "reason": "the suite starts this step at once", "idled_s": 0.0}
+        return {"cool_down": cool, "began_at_c": health.read_temperature(self.drive.get("temperature_source"))}
 
     def failed_or_cancelled(self, error):
         """A step that breaks after a cancel was asked for is cancelled: stopping fio early, or a

@@ -128,22 +128,30 @@
     return specs;
   }
 
-  const PERCENTILE_RE = /^(?:(.+)\.)?(read|write|trim)\.clat_p([\d.]+)$/;
+  // lat_p: total latency, the one basis of every latency figure since suite format 1's second versions;
+  // clat_p: completion latency, which runs of the earlier versions report.
+  const PERCENTILE_RE = /^(?:(.+)\.)?(read|write|trim)\.(c?lat)_p([\d.]+)$/;
+  const BASIS = {lat: "total latency (submission + completion)", clat: "completion latency"};
 
-  // A step's completion-latency percentiles in µs, one curve per direction (and job, for multi-job steps).
+  // A step's latency percentiles in µs, one curve per direction (and job, for multi-job steps).
   function percentileCurves(step) {
     const curves = new Map();
     for (const m of step.metrics || []) {
       const match = PERCENTILE_RE.exec(m.name);
       if (!match) continue;
-      const key = `${match[2]}|${match[1] || ""}`;
-      if (!curves.has(key)) curves.set(key, {dir: match[2], job: match[1] || "", values: {}});
-      curves.get(key).values["p" + match[3]] = m.value / 1000;
+      const key = `${match[2]}|${match[1] || ""}|${match[3]}`;
+      if (!curves.has(key)) curves.set(key, {dir: match[2], job: match[1] || "", basis: match[3], values: {}});
+      curves.get(key).values["p" + match[4]] = m.value / 1000;
     }
-    return [...curves.values()].map(({dir, job, values}) => {
+    return [...curves.values()].map(({dir, job, basis, values}) => {
       const x = PERCENTILES.map((p) => "p" + p).filter((p) => p in values);
-      return {dir, job, x, y: x.map((p) => values[p])};
+      return {dir, job, basis, x, y: x.map((p) => values[p])};
     });
+  }
+
+  // The title's words for the bases the curves use: one, or both when runs of both kinds are compared.
+  function basisWords(curves) {
+    return [...new Set(curves.map((c) => BASIS[c.basis]))].join(" / ");
   }
 
   const PERCENTILE_AXES = {xAxis: {kind: "category", label: "percentile"}, yAxis: {label: "µs", log: true}};
@@ -153,11 +161,11 @@
     const byDir = {read: [], write: [], trim: []};
     for (const step of doc.steps.filter((st) => st.kind !== "matrix")) {
       for (const c of percentileCurves(step)) {
-        byDir[c.dir].push({label: c.job ? `${step.key} ${c.job}` : step.key, x: c.x, y: c.y});
+        byDir[c.dir].push({label: c.job ? `${step.key} ${c.job}` : step.key, x: c.x, y: c.y, basis: c.basis});
       }
     }
     return Object.entries(byDir).filter(([, lines]) => lines.length).map(([dir, lines]) => ({
-      ...PERCENTILE_AXES, id: `latency-${dir}`, title: `${dir} completion latency percentiles`, lines}));
+      ...PERCENTILE_AXES, id: `latency-${dir}`, title: `${dir} ${basisWords(lines)} percentiles`, lines}));
   }
 
   function consistencyCharts(doc) {
@@ -239,7 +247,7 @@
   function stepCharts(doc, step) {
     const curves = percentileCurves(step);
     const percentiles = curves.length ? [{
-      ...PERCENTILE_AXES, id: `step-${step.key}-percentiles`, title: `${step.title}: completion latency percentiles`,
+      ...PERCENTILE_AXES, id: `step-${step.key}-percentiles`, title: `${step.title}: ${basisWords(curves)} percentiles`,
       lines: curves.map((c) => ({label: [c.job, c.dir].filter(Boolean).join(" "), x: c.x, y: c.y}))}] : [];
     const groups = {};
     for (const s of stepSeries(doc, step)) {
@@ -402,7 +410,8 @@
     for (const step of doc.steps) {
       const box = el("section", {class: `step state-${step.state}`},
                      el("h3", {}, `${step.idx + 1}. ${step.title} `, el("span", {class: "badge"}, step.state)),
-                     el("p", {class: "meta"}, `${step.key} · ${step.kind} · estimated ${clock(step.estimate_s)}`));
+                     el("p", {class: "meta"}, [`${step.key} · ${step.kind} · estimated ${clock(step.estimate_s)}`,
+                                               ...settled(step)].join(" · ")));
       if (step.error) box.append(el("p", {class: "error"}, step.error));
       // Why the figures may not be the drive's (results/validity.py): a badge by the state, the reasons below.
       if (step.suspect && step.suspect.length) {
@@ -415,6 +424,18 @@
       for (const spec of stepCharts(doc, step)) render(spec, box);
       if (step.job_file) box.append(el("details", {}, el("summary", {}, "fio job file"), el("pre", {}, step.job_file)));
     }
+  }
+
+  // How the step began: the seconds the drive idled first (the suite says which steps idle) and its
+  // temperature then. Runs recorded before steps said so have neither.
+  function settled(step) {
+    const detail = step.detail || {};
+    const out = [];
+    if (detail.cool_down && "idled_s" in detail.cool_down) {
+      out.push(detail.cool_down.state === "not asked" ? "no idle first" : `idled ${clock(detail.cool_down.idled_s)} first`);
+    }
+    if (typeof detail.began_at_c === "number") out.push(`began at ${detail.began_at_c} °C`);
+    return out;
   }
 
   // Several runs: each chart of any run, with the same chart of the others overlaid on it.

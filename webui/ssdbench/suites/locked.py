@@ -1,7 +1,9 @@
 """The locked suites: load the files, check them against the shipped hash manifest, validate.
 
 A suite's hash is the sha256 of its canonical form (the parsed TOML as sorted,
-compact JSON), so comments and layout may change but no value can.
+compact JSON), so comments and layout may change but no value can. The manifest
+also locks each suite's workload hash, which run/workload.py computes over
+everything the suite makes a drive do (job files, data pattern, traces).
 """
 
 import hashlib
@@ -18,7 +20,8 @@ FORMAT = 1
 RW_MODES = ("read", "write", "randread", "randwrite", "rw", "randrw", "trim", "randtrim")
 DATA_KINDS = ("incompressible", "compressible", "n/a")
 SUITE_KEYS = {"format", "name", "version", "title", "comparable", "fio", "estimate", "steps", "description"}
-COMMON_KEYS = {"id", "kind", "title", "note"}
+# cooldown: whether the drive idles back to its idle temperature before the step (see the methodology).
+COMMON_KEYS = {"id", "kind", "title", "note", "cooldown"}
 JOB_KEYS = {"rw", "bs", "iodepth", "numjobs", "span", "runtime", "data", "rwmixread"}
 # The keys each kind of step takes besides COMMON_KEYS; see the methodology section in each comment.
 STEP_KEYS = {
@@ -54,7 +57,8 @@ class Suite:
     name: str
     data: dict
     sha256: str
-    locked: bool  # True when the hash matches the shipped manifest
+    locked: bool  # True when the hash matches the shipped manifest (and the workload's, once checked)
+    workload_sha256: str | None = None  # set by run/workload.py when a run is about to use the suite
 
     @property
     def steps(self):
@@ -95,7 +99,14 @@ def _suite_dir():
 
 
 def manifest():
+    """{suite name: {"suite_sha256": ..., "workload_sha256": ...}}, as shipped."""
     return json.loads((_suite_dir() / "MANIFEST.json").read_text())
+
+
+def locked_hashes(name):
+    """The suite's locked (suite hash, workload hash); (None, None) for a suite that is not shipped."""
+    entry = manifest().get(name, {})
+    return entry.get("suite_sha256"), entry.get("workload_sha256")
 
 
 def names():
@@ -126,7 +137,7 @@ def load(name=None, path=None, allow_non_standard=False):
         origin = f"{name}.toml"
     data = _parse(text, origin)
     digest = suite_hash(data)
-    expected = manifest().get(data["name"])
+    expected = locked_hashes(data["name"])[0]
     locked = digest == expected
     if not locked and not allow_non_standard:
         if expected is None:
@@ -175,6 +186,8 @@ def validate(data, origin="suite"):
         unknown = set(step) - COMMON_KEYS - STEP_KEYS[step["kind"]]
         if unknown:
             fail(f"step {sid}: unknown keys {sorted(unknown)}")
+        if not isinstance(step.get("cooldown"), bool):
+            fail(f"step {sid}: cooldown must be true or false (whether the drive idles before the step)")
         try:
             _CHECKS.get(step["kind"], lambda s, i: None)(step, ids)
         except ValueError as exc:

@@ -61,17 +61,22 @@ def _show(value):
     return " ".join(str(value).split())  # one line, whatever a file name holds
 
 
+def text_chunks(trace):
+    """The trace in its file format, a chunk at a time: the header (with qd None), then each segment's
+    lines with the segment's qd."""
+    yield None, f"# ssdbench trace {VERSION}\n" + "".join(f"# {k}: {_show(v)}\n" for k, v in trace.meta.items())
+    for qd, ios in segments(trace):
+        yield qd, "".join([f"{qd} {op} {offset} {length}\n" for op, offset, length in ios])
+
+
 def write(trace, path):
     """Write a trace, streamed segment by segment; the file appears whole or not at all."""
     part = f"{os.fspath(path)}.part"
     f = open(part, "w", encoding="utf-8", newline="\n")
     try:
         with f:
-            f.write(f"# ssdbench trace {VERSION}\n")
-            for key, value in trace.meta.items():
-                f.write(f"# {key}: {_show(value)}\n")
-            for qd, ios in segments(trace):
-                f.write("".join([f"{qd} {op} {offset} {length}\n" for op, offset, length in ios]))
+            for _, text in text_chunks(trace):
+                f.write(text)
     except BaseException:
         os.remove(part)
         raise

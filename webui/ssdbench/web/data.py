@@ -7,6 +7,7 @@ from flask import url_for
 from ..drives import discovery, health
 from ..errors import SsdbenchError
 from ..results import store, usbexport
+from ..results.document import recorded
 from ..run import plan, queue
 from ..suites import locked
 
@@ -63,12 +64,27 @@ def load_runs(load, db, run_ids):
     return runs
 
 
+# What two comparable runs share: the suite, everything it made the drive do, and the fio that did it.
+SAME = (
+    ("suites", lambda r: r["suite_hash"], lambda r: f"{r['suite']} {r['suite_hash'][:12]}"),
+    (
+        "workloads",
+        lambda r: recorded(r, "suite", "workload_sha256"),
+        lambda r: r["environment"]["suite"]["workload_sha256"][:12],
+    ),
+    ("fio versions", lambda r: recorded(r, "tools", "fio"), lambda r: r["environment"]["tools"]["fio"]),
+)
+
+
 def comparability(runs):
-    """None when the runs share one suite hash, else the warning that they are not comparable."""
-    if len({r["suite_hash"] for r in runs}) == 1:
-        return None
-    names = ", ".join(f"run {r['id']}: {r['suite']} {r['suite_hash'][:12]}" for r in runs)
-    return f"not comparable: these runs used different suites ({names})"
+    """None when the runs share one suite hash, one workload hash and one fio version; else the warning
+    that says which differ."""
+    differ = []
+    for what, key, show in SAME:
+        if len({key(r) for r in runs}) > 1:
+            shown = ", ".join(f"run {r['id']}: {show(r) if key(r) else 'not recorded'}" for r in runs)
+            differ.append(f"different {what} ({shown})")
+    return f"not comparable: these runs used {'; '.join(differ)}" if differ else None
 
 
 def start_run(db, body, config):

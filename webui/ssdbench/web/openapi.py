@@ -101,7 +101,7 @@ RUN_SUMMARY = _object(
 )
 METRIC = _object(
     {
-        "name": {"type": "string", "examples": ["read.iops", "write.clat_p99.99", "steady.avg_iops"]},
+        "name": {"type": "string", "examples": ["read.iops", "write.lat_p99.99", "steady.avg_iops"]},
         "value": {"type": "number", "description": "full precision, never rounded"},
         "unit": {"type": "string"},
         "source": {"type": "string", "description": "the fio JSON pointer it was read from, or how it was derived"},

@@ -36,6 +36,12 @@ cp mixed_iops.1.log "$out/fio-3.33-randrw_iops.1.log"
 cp mixed_bw.1.log "$out/fio-3.33-randrw_bw.1.log"
 cp mixed_clat_hist.1.log "$out/fio-3.33-randrw_clat_hist.1.log"
 
+# The same job with the suites' latency and offset options: percentiles of total latency only, a fixed
+# random seed and no random map.
+sed -e 's/^percentile_list=.*/&\nlat_percentiles=1\nclat_percentiles=0\nnorandommap=1\nrandseed=2011/' \
+    -e 's/=mixed$/=mixed-lat/' mixed.fio > mixed-lat.fio
+fio --output-format=json --output="$out/fio-3.33-randrw-lat.json" mixed-lat.fio
+
 # A synchronous engine with iodepth > 1 makes fio print a note on stdout before the JSON.
 fio --output-format=json --name=note --filename="$dev" --ioengine=psync --iodepth=4 \
     --rw=read --bs=64k --size=32M --direct=1 > "$out/fio-3.33-note-before-json.txt"
