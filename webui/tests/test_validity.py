@@ -36,7 +36,7 @@ def load_suite(tmp_path, *steps):
 
 
 def device_step(kind, key=None):
-    return {"id": key or kind, "kind": kind, "title": kind}
+    return {"id": key or kind, "kind": kind, "title": kind, "cooldown": False}
 
 
 def fio_step(key, rw, size, **more):
@@ -44,6 +44,7 @@ def fio_step(key, rw, size, **more):
         "id": key,
         "kind": "fio",
         "title": key,
+        "cooldown": False,
         "rw": rw,
         "bs": "128k",
         "iodepth": 1,
@@ -251,6 +252,7 @@ def test_mixed_burst_reads_outside_its_background_span_so_it_needs_the_fill(tmp_
     burst = {
         "id": "burst",
         "kind": "burst",
+        "cooldown": False,
         "title": "burst",
         "span": {"offset": "0", "size": "256MiB"},
         "background": {"bs": "4k", "iodepth": 4, "burst": "4000000", "every_s": 0.5},
@@ -269,8 +271,24 @@ def test_a_sweep_reads_what_it_wrote_and_a_trace_is_never_flagged(tmp_path):
     suite = load_suite(
         tmp_path,
         device_step("purge"),
-        {"id": "sweep", "kind": "sweep", "title": "sweep", "zones": 4, "zone_size": "4MiB", "bs": "128k"},
-        {"id": "trace", "kind": "trace", "title": "trace", "profile": "smoke", "seed": 1, "scale": 1.0},
+        {
+            "id": "sweep",
+            "kind": "sweep",
+            "title": "sweep",
+            "cooldown": False,
+            "zones": 4,
+            "zone_size": "4MiB",
+            "bs": "128k",
+        },
+        {
+            "id": "trace",
+            "kind": "trace",
+            "title": "trace",
+            "cooldown": True,
+            "profile": "smoke",
+            "seed": 1,
+            "scale": 1.0,
+        },
         fio_step("read-footprint", "randread", "32MiB", runtime=1),
         fio_step("read-beyond", "randread", "64MiB", runtime=1),
     )
