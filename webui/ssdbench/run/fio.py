@@ -18,6 +18,7 @@ from .plan import DUT_VAR
 
 TICK_S = 0.5
 STOP_GRACE_S = 30
+STOPPED = "stopped by cancel"  # the error of every cancelled step and run
 PR_SET_PDEATHSIG = 1
 
 
@@ -130,17 +131,14 @@ def collect(out_dir, rc, cancelled=False):
     except FileNotFoundError:  # fio stopped, or failed, before it opened its output
         text = ""
     docs = fio_output.fio_documents(text)
-    message = stderr_message(out_dir)
-    if not docs:
-        return Outcome(
-            "cancelled" if cancelled else "failed", message or f"fio exited with status {rc} and wrote no result"
-        )
-    doc = docs[-1]
-    outcome = Outcome("done", doc=doc)
-    job_error = fio_output.fio_job_error(doc)
+    doc = docs[-1] if docs else None
+    # A cancelled step says so, whatever fio managed to write before it stopped (maybe nothing at all).
     if cancelled:
-        outcome.state, outcome.error = "cancelled", "stopped by cancel"
-    elif rc != 0 or job_error:
-        outcome.state = "failed"
-        outcome.error = message or f"fio reported error {job_error} ({os.strerror(job_error)})"
-    return outcome
+        return Outcome("cancelled", STOPPED, doc)
+    message = stderr_message(out_dir)
+    if doc is None:
+        return Outcome("failed", message or f"fio exited with status {rc} and wrote no result")
+    job_error = fio_output.fio_job_error(doc)
+    if rc != 0 or job_error:
+        return Outcome("failed", message or f"fio reported error {job_error} ({os.strerror(job_error)})", doc)
+    return Outcome("done", doc=doc)

@@ -18,7 +18,7 @@ from ..system import durable, tools
 from . import derive, environment, fio, fio_output, plan, playback, quiet
 
 LOCK_NAME = "run.lock"
-STOPPED = "stopped by cancel"
+STOPPED = fio.STOPPED
 
 
 class RunLock:
