@@ -11,6 +11,8 @@ SSDBENCH_SITE = $(BR2_EXTERNAL_SSDBENCH_PATH)/webui
 SSDBENCH_SITE_METHOD = local
 SSDBENCH_SETUP_TYPE = setuptools
 SSDBENCH_LICENSE = GPL-2.0+
+# webui/LICENSE; the LICENSE at the top of the tree links to it.
+SSDBENCH_LICENSE_FILES = LICENSE
 SSDBENCH_DEPENDENCIES = uplot
 # Only the package itself goes into the image, not its tests or local
 # build leftovers; uPlot comes from the uplot package, hash-checked.

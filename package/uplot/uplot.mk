@@ -6,8 +6,9 @@
 
 # Keep in step with UPLOT_VERSION in the top-level Makefile (make assets).
 UPLOT_VERSION = 1.6.31
-# The tarball comes from the npm registry that the build machine's npm client is set up for.
-UPLOT_SITE = $(patsubst %/,%,$(shell npm config get registry 2>/dev/null))/uplot/-
+# The tarball comes from the npm registry, at the same address as for
+# make assets; uplot.hash checks it. No npm is needed on the build host.
+UPLOT_SITE = https://registry.npmjs.org/uplot/-
 UPLOT_SOURCE = uplot-$(UPLOT_VERSION).tgz
 UPLOT_LICENSE = MIT
 UPLOT_LICENSE_FILES = LICENSE

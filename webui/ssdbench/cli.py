@@ -115,24 +115,36 @@ def cmd_plan(args):
     return None
 
 
-def cmd_run(args):
-    s = locked.load(args.suite, path=args.suite_file, allow_non_standard=args.non_standard)
-    s = workload.verified(s, allow_non_standard=args.non_standard)
-    last = [0.0]
+# On a pipe or a log file (the runner service's log, CI), a line redrawn once a second would be thousands
+# of lines: there, a line when a step starts and at most one progress line every LOG_PROGRESS_S.
+LOG_PROGRESS_S = 10
+
+
+def progress_printer(suite, stream):
+    """The on_progress of a run in the foreground: one line redrawn on a terminal, a readable log elsewhere."""
+    on_terminal = stream.isatty()
+    last = {"at": 0.0, "step": None}
 
     def show(idx, count, percent, eta, iops, bw):
         now = time.monotonic()
-        if now - last[0] < 1.0 and idx < count:
+        new_step = idx != last["step"]
+        if now - last["at"] < (1.0 if on_terminal else LOG_PROGRESS_S) and not new_step:
             return
-        last[0] = now
+        last["at"], last["step"] = now, idx
+        step = f"step {min(idx + 1, count)}/{count} {suite.steps[idx]['id'] if idx < count else 'done'}"
         rate = f"{iops:,.0f} IOPS {bw / 1e6:,.1f} MB/s" if iops is not None else ""
-        print(
-            f"\rstep {min(idx + 1, count)}/{count} {percent:5.1f}%  ETA {clock(eta)}  {rate:<32}",
-            end="",
-            file=sys.stderr,
-            flush=True,
-        )
+        line = f"{step:<36} {percent:5.1f}%  ETA {clock(eta)}  {rate}"
+        if on_terminal:
+            print(f"\r{line:<80}", end="", file=stream, flush=True)
+        else:
+            print(line.rstrip(), file=stream, flush=True)
 
+    return show
+
+
+def cmd_run(args):
+    s = locked.load(args.suite, path=args.suite_file, allow_non_standard=args.non_standard)
+    s = workload.verified(s, allow_non_standard=args.non_standard)
     run_id, state, error = runner.run_in_foreground(
         data_dir(args),
         s,
@@ -140,9 +152,10 @@ def cmd_run(args):
         args.confirm,
         destroy_data=args.destroy_data,
         allow_usb=args.allow_usb,
-        on_progress=show,
+        on_progress=progress_printer(s, sys.stderr),
     )
-    print(file=sys.stderr)
+    if sys.stderr.isatty():
+        print(file=sys.stderr)  # past the redrawn line
     print(f"run {run_id}: {state}" + (f": {error}" if error else ""))
     return 0 if state == "done" else 1
 

@@ -62,7 +62,14 @@ def test_run_end_to_end_and_every_metric_traces_to_fio(loopdev, tmp_path):
     proc = ssdbench("run", *ENGINE_SUITE, "--drive", dev, "--confirm", os.path.basename(dev), data_dir=data_dir)
     assert proc.returncode == 0, proc.stderr
     assert "run 1: done" in proc.stdout
+    # On a pipe, progress is a log: a line as each step starts, and at most one more every 10 s of a step.
+    lines = proc.stderr.splitlines()
+    assert "\r" not in proc.stderr
+    for n, key in enumerate(["purge", "seq-fill", "rand-read-4k", "rand-write-4k", "seq-read-128k"], 1):
+        assert any(line.startswith(f"step {n}/6 {key} ") for line in lines), (key, lines)
     run = show(1, data_dir)
+    elapsed = run["finished_at"] - run["started_at"]
+    assert len(lines) <= 6 + 1 + elapsed / 10 + 6, lines
     assert run["state"] == "done" and run["percent"] == 100.0
     assert run["standard"] == 0 and run["suite_hash"] == run["environment"]["suite"]["sha256"]
     assert [s["state"] for s in run["steps"]] == ["done"] * 6

@@ -1,0 +1,30 @@
+"""make bench keeps working: its short mode runs here, so that a change in the engine or the web breaks
+the tests rather than the benchmark. The figures are checked by make bench itself, on a quiet machine."""
+
+import json
+import os
+import subprocess
+import sys
+
+from conftest import needs_root
+
+BENCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench")
+
+
+def short_bench(name):
+    proc = subprocess.run(
+        [sys.executable, os.path.join(BENCH, name), "--short"], capture_output=True, text=True, timeout=900
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@needs_root()
+def test_the_engine_bench_runs():
+    result = short_bench("bench_engine.py")
+    assert result["ok"] and result["iops_ratio"] > 0 and result["ingest_s"] > 0
+
+
+def test_the_web_bench_runs():
+    result = short_bench("bench_web.py")
+    assert result["ok"] and all(result[k] > 0 for k in ("report_json_ms", "report_page_ms", "bundle_ms"))
