@@ -1,15 +1,18 @@
 """The runner end to end: real fio on real loop devices, results in a real SQLite file."""
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+from types import SimpleNamespace
 
 from conftest import ENGINE_SUITE, needs_root, show, ssdbench, wait_until
 
 from ssdbench.results import store
-from ssdbench.run import fio_output, plan, workload
+from ssdbench.run import fio_output, plan, runner, workload
 from ssdbench.suites import locked
 
 pytestmark = needs_root()
@@ -93,6 +96,8 @@ def test_run_end_to_end_and_every_metric_traces_to_fio(loopdev, tmp_path):
         cool = step["detail"]["cool_down"]
         assert (cool["state"] != "not asked") == spec["cooldown"] and cool["idled_s"] == 0.0, step["key"]
         assert "began_at_c" in step["detail"] and step["detail"]["began_at_c"] is None
+    # Nor a temperature series: with no source, nothing samples.
+    assert not [s for s in run["series"] if s["step_id"] is None]
     for step in run["steps"][1:]:
         folder = data_dir / step["out_dir"]
         doc = fio_output.fio_result((folder / "fio.json").read_text())
@@ -151,6 +156,139 @@ def test_random_steps_issue_the_same_offsets_every_run(loopdev, tmp_path):
     assert common >= blocks, "too few IOs in the step's runtime to cover the span once"
     assert offsets[0][:common] == offsets[1][:common]
     assert len(set(offsets[0][:blocks])) < 0.8 * blocks  # a random map would make every one distinct
+
+
+def set_sensor(path, celsius):
+    """The test's drive sensor: millidegrees, as an hwmon temp1_input holds them, replaced whole so that a
+    read never meets a half-written file."""
+    new = path.with_name(path.name + ".new")
+    new.write_text(f"{celsius * 1000}\n")
+    os.replace(new, path)
+
+
+@contextlib.contextmanager
+def run_with_sensor(dev, data_dir, sensor, warning_c):
+    """The engine suite on `dev`, run in this process on a thread of its own, the drive as discovery sees it
+    but with `sensor` as its temperature source and `warning_c` as its warning temperature: a loop device has
+    neither. Yields the run: its `id`, its `thread`, and its `outcome` once the thread has ended. A check that
+    fails meanwhile cancels it, so that no run is left idling for a sensor that will not cool."""
+    suite = locked.load(path=ENGINE_SUITE[1], allow_non_standard=True)
+    drive, steps = runner.prepare(suite, dev, os.path.basename(dev))
+    drive |= {"temperature_source": f"hwmon:{sensor}", "warning_temp_c": warning_c}
+    db = store.connect(data_dir)
+    lock = runner.RunLock(data_dir).acquire()
+    run = SimpleNamespace(id=store.create_run(db, drive, suite, steps), outcome=None)
+
+    def execute():
+        own = store.connect(data_dir)
+        try:
+            signals = runner.StopSignals()  # not installed: only the main thread may take signals
+            run.outcome = runner.run_under_lock(own, data_dir, lock, run.id, suite, drive, steps, signals)
+        finally:
+            own.close()
+            lock.release()
+
+    run.thread = threading.Thread(target=execute)
+    run.thread.start()
+    try:
+        yield run
+    finally:
+        if run.thread.is_alive():
+            store.request_cancel(db, run.id)
+        run.thread.join()
+        db.close()
+
+
+def run_series(data_dir, run_id):
+    """The run, and its run-level series by name as (ms since the run started, value) points."""
+    db = store.connect(data_dir)
+    try:
+        run = store.get_run(db, run_id)
+        series = {s["name"]: store.series_points(db, s["id"]) for s in run["series"] if s["step_id"] is None}
+    finally:
+        db.close()
+    return run, series
+
+
+def at_ms(run, t):
+    """A time of the run (its steps' started_at and finished_at) in the series' x: ms since it started."""
+    return (t - run["started_at"]) * 1000
+
+
+def sampled_after(data_dir, run_id, key, after_s):
+    """Whether the step `key` is running and the temperature series has a point `after_s` into it."""
+    run, series = run_series(data_dir, run_id)
+    step = next(s for s in run["steps"] if s["key"] == key)
+    if step["state"] != "running":
+        return False
+    start = at_ms(run, step["started_at"])
+    return any(x >= start + after_s * 1000 for x, _ in series.get("temperature", []))
+
+
+def sampler_alive(run_id):
+    return any(t.name == f"run {run_id} temperature" for t in threading.enumerate())
+
+
+def test_temperature_is_sampled_through_the_whole_run(loopdev, tmp_path):
+    """Once a second from the steps' start to their end, whatever the runner is doing: a cool-down with no
+    fio running is sampled too. The drive idles hot (above its warning temperature) through the cool-down of
+    rand-read-4k until the test cools it. The purge of a loop device takes milliseconds, less than the
+    second between samples, so it is checked as part of the whole: no gap over 3 s from the first step's
+    start to the last one's end (the VM test checks an NVMe purge)."""
+    dev, _ = loopdev()
+    data_dir = tmp_path / "data"
+    sensor = tmp_path / "temp1_input"
+    set_sensor(sensor, 40)
+    with run_with_sensor(dev, data_dir, sensor, warning_c=45) as r:
+        # The run has read its idle temperature, 40 °C, once its sampler has written a point.
+        wait_until(lambda: run_series(data_dir, r.id)[1].get("temperature"), "the first temperature point")
+        set_sensor(sensor, 50)
+        wait_until(lambda: sampled_after(data_dir, r.id, "rand-read-4k", 2), "2 s of samples in the cool-down")
+        set_sensor(sensor, 40)
+        wait_until(lambda: not r.thread.is_alive(), "the run to end")
+    assert r.outcome == ("done", None)
+    assert not sampler_alive(r.id)
+    run, series = run_series(data_dir, r.id)
+    steps = {s["key"]: s for s in run["steps"]}
+    assert [s["state"] for s in run["steps"]] == ["done"] * 6
+    cool = steps["rand-read-4k"]["detail"]["cool_down"]
+    assert cool["state"] == "applied" and cool["idled_s"] >= 2.0 and steps["rand-read-4k"]["detail"]["began_at_c"] == 40
+    # Points through the cool-down, where no fio status ticks.
+    cool_from = at_ms(run, steps["rand-read-4k"]["started_at"])
+    assert len([x for x, _ in series["temperature"] if cool_from <= x <= cool_from + cool["idled_s"] * 1000]) >= 2
+    # The whole run: no gap over 3 s from the first step's start to the last step's end, and nothing after the
+    # run ended.
+    xs = [x for x, _ in series["temperature"]]
+    edges = sorted([at_ms(run, run["steps"][0]["started_at"]), at_ms(run, run["steps"][-1]["finished_at"]), *xs])
+    assert max(b - a for a, b in zip(edges, edges[1:])) < 3000, xs
+    assert xs[0] >= 0 and xs[-1] <= at_ms(run, run["finished_at"])
+    # The hot seconds, and only they, are marked above the warning temperature.
+    hot = [p for p in series["temperature"] if p[1] > 45]
+    assert hot and series["temperature.above_warning"] == hot
+
+
+def test_cancel_during_a_cool_down_stops_the_sampler(loopdev, tmp_path):
+    """A cancel while the drive idles: the run ends cancelled, its sampler stopped before it returns, and no
+    point after its end."""
+    dev, _ = loopdev()
+    data_dir = tmp_path / "data"
+    sensor = tmp_path / "temp1_input"
+    set_sensor(sensor, 40)
+    with run_with_sensor(dev, data_dir, sensor, warning_c=None) as r:
+        wait_until(lambda: run_series(data_dir, r.id)[1].get("temperature"), "the first temperature point")
+        set_sensor(sensor, 50)  # the drive never cools: rand-read-4k idles until the cancel
+        wait_until(lambda: sampled_after(data_dir, r.id, "rand-read-4k", 1), "samples in the cool-down")
+        assert sampler_alive(r.id)
+        db = store.connect(data_dir)
+        store.request_cancel(db, r.id)
+        db.close()
+        wait_until(lambda: not r.thread.is_alive(), "the run to end")
+        # The run returns only once its sampler has stopped.
+        assert r.outcome == ("cancelled", runner.STOPPED) and not sampler_alive(r.id)
+    run, series = run_series(data_dir, r.id)
+    assert [s["state"] for s in run["steps"]][2:] == ["cancelled", "skipped", "skipped", "skipped"]
+    assert series["temperature"][-1][0] <= at_ms(run, run["finished_at"])
+    assert "temperature.above_warning" not in series  # no warning temperature, no marks
 
 
 def test_second_run_is_refused_while_one_is_active(loopdev, tmp_path):

@@ -294,9 +294,30 @@ def test_boot_runs_export_and_verify(boot, disks, tmp_path):
         assert state == "done", vm.run(run_id)["error"]
         run_ids.append(run_id)
     # QEMU formats one namespace at a time (FNA 0): Format is used, and says nothing of nvme0n2.
-    purge = next(s for s in vm.run(run_ids[0])["steps"] if s["kind"] == "purge")["detail"]
+    nvme_run = vm.run(run_ids[0])
+    purge = next(s for s in nvme_run["steps"] if s["kind"] == "purge")["detail"]
     print(f"NVMe purge with nvme0n2 mounted: {purge['method']}; attempts {purge['attempts']}")
     assert purge["method"] == "NVMe Format NVM, user data erase"
+    # QEMU's NVMe reports a temperature: it is sampled beside the steps, once a second, through the purge and
+    # the TRIM too, where no fio status ticks. A step of 2 s or more holds a point; a shorter one may fall
+    # between two, and is then covered by the rule for the whole: no gap over 5 s (TCG is slow) from the first
+    # step's start to the last one's end.
+    temperature = [s for s in nvme_run["series"] if s["step_id"] is None and s["name"] == "temperature"]
+    assert len(temperature) == 1 and temperature[0]["x"], temperature
+    xs = temperature[0]["x"]
+
+    def at_ms(t):
+        return (t - nvme_run["started_at"]) * 1000
+
+    for step in (s for s in nvme_run["steps"] if s["kind"] in ("purge", "trim")):
+        start, end = at_ms(step["started_at"]), at_ms(step["finished_at"])
+        inside = [x for x in xs if start <= x <= end]
+        print(f"NVMe {step['key']}: {end - start:.0f} ms, {len(inside)} temperature points inside")
+        assert inside or end - start < 2000, (step["key"], start, end, xs)
+    edges = sorted([at_ms(nvme_run["steps"][0]["started_at"]), at_ms(nvme_run["steps"][-1]["finished_at"]), *xs])
+    gap = max(b - a for a, b in zip(edges, edges[1:]))
+    print(f"NVMe temperature: {len(xs)} points over the run, the longest gap {gap:.0f} ms")
+    assert gap <= 5000, xs
 
     status, body = vm.api("POST", "/api/export", {})
     assert status == 200, body

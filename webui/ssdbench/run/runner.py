@@ -1,4 +1,5 @@
-"""Execute a run: hold the lock, walk the plan, write progress, handle cancel, crash and failure.
+"""Execute a run: hold the lock, walk the plan, write progress, sample the drive's temperature beside the
+steps, handle cancel, crash and failure.
 
 This is the only writer of run state. Each step is stored whole when it ends, so
 whatever stops the run (cancel, a vanished drive, a power cut) leaves every
@@ -9,6 +10,7 @@ import fcntl
 import json
 import os
 import signal
+import threading
 import time
 
 from ..drives import discovery, health, purge
@@ -104,11 +106,6 @@ class Run:
         self.total_estimate = plan.estimate_seconds(steps) or 1.0
         self.signals = signals
         self.cancel = False
-        self.started = time.monotonic()
-        self.temp_source = drive.get("temperature_source")
-        self.temp_series = None
-        self.hot_series = None
-        self.last_temp = 0.0
         self.last_cancel_check = 0.0
         self.run_dir = store.run_dir(data_dir, run_id)
         os.makedirs(self.run_dir, exist_ok=True)
@@ -123,31 +120,6 @@ class Run:
             self.cancel = store.cancel_requested(self.db, self.run_id)
         return self.cancel
 
-    def sample_temperature(self):
-        now = time.monotonic()
-        if self.temp_series is None or now - self.last_temp < 1.0:
-            return
-        self.last_temp = now
-        value = health.read_temperature(self.temp_source)
-        if value is None:
-            return
-        t_ms = int((now - self.started) * 1000)
-        store.append_points(self.db, self.temp_series, [(t_ms, value)])
-        warning = self.drive.get("warning_temp_c")
-        if warning is not None and value > warning:
-            # Each second above the drive's own warning temperature is marked in a series of its own.
-            if self.hot_series is None:
-                self.hot_series = store.add_series(
-                    self.db,
-                    self.run_id,
-                    None,
-                    "temperature.above_warning",
-                    "°C",
-                    f"{self.temp_source}, seconds above {warning} °C",
-                    [],
-                )
-            store.append_points(self.db, self.hot_series, [(t_ms, value)])
-
     def progress(self, idx, fraction, iops=None, bw=None):
         done = sum(s.estimate_s for s in self.steps[:idx])
         current = self.steps[idx].estimate_s if idx < len(self.steps) else 0
@@ -156,7 +128,6 @@ class Run:
         store.update_progress(self.db, self.run_id, idx, percent, eta, iops, bw)
         if self.on_progress:
             self.on_progress(idx, len(self.steps), percent, eta, iops, bw)
-        self.sample_temperature()
 
     def fraction(self, step, doc, started):
         """How far the step is: fio's own count for a single job, else time against the estimate."""
@@ -244,30 +215,31 @@ class Run:
         return store.step_metric(self.db, self.run_id, key, "write.avg_mb_s") if key else None
 
     def walk_steps(self):
-        if self.temp_source:
-            self.temp_series = store.add_series(self.db, self.run_id, None, "temperature", "°C", self.temp_source, [])
-        self.write_json("health-before.json", health.snapshot(self.drive))
-        state, error = "done", None
-        for step in self.steps:
-            if self.should_stop():
-                state, error = "cancelled", STOPPED
-                break
-            try:
-                step_state, step_error = self.run_step(step)
-            except (SsdbenchError, OSError) as exc:
-                step_state, step_error = self.failed_or_cancelled(f"step {step.id}: {exc}")
-            if step_state != "done":
-                state, error = step_state, step_error
-                break
-        if state != "failed":
-            before = self.read_json("health-before.json")
-            after = health.snapshot(self.drive)
-            after["host_bytes_written_during_run"] = health.written_between(before, after)
-            self.write_json("health-after.json", after)
+        with TemperatureLog(self.data_dir, self.run_id, self.drive):
+            state, error = self.each_step()
+            if state != "failed":
+                before = self.read_json("health-before.json")
+                after = health.snapshot(self.drive)
+                after["host_bytes_written_during_run"] = health.written_between(before, after)
+                self.write_json("health-after.json", after)
         if state == "done":
             self.progress(len(self.steps), 0.0)
         store.finish_run(self.db, self.run_id, state, error)
         return state, error
+
+    def each_step(self):
+        """The health snapshot before, then the steps in order until one does not end done."""
+        self.write_json("health-before.json", health.snapshot(self.drive))
+        for step in self.steps:
+            if self.should_stop():
+                return "cancelled", STOPPED
+            try:
+                state, error = self.run_step(step)
+            except (SsdbenchError, OSError) as exc:
+                state, error = self.failed_or_cancelled(f"step {step.id}: {exc}")
+            if state != "done":
+                return state, error
+        return "done", None
 
     def read_json(self, name):
         with open(os.path.join(self.run_dir, name)) as f:
@@ -276,6 +248,60 @@ class Run:
     def write_json(self, name, data):
         with open(os.path.join(self.run_dir, name), "w") as f:
             json.dump(data, f, indent=1)
+
+
+class TemperatureLog:
+    """The drive's temperature once a second, from the start of the steps to their end, into the run's series
+    "temperature", and each second above the drive's warning temperature into "temperature.above_warning".
+
+    A thread of its own samples beside the steps, so that no second goes unread while the runner waits on
+    something else: a purge, a TRIM, a cool-down, fio. It writes through a connection of its own, as a SQLite
+    connection must not pass between threads. Leaving the block stops it at once (an event, not a sleep) and
+    waits for it, whatever ended the steps, so that the run is recorded as ended only with all its points. A
+    drive with no temperature source gets neither series nor thread."""
+
+    def __init__(self, data_dir, run_id, drive):
+        self.data_dir, self.run_id = data_dir, run_id
+        self.source = drive.get("temperature_source")
+        self.warning = drive.get("warning_temp_c")
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self.sample, name=f"run {run_id} temperature")
+
+    def __enter__(self):
+        if self.source:
+            self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stopped.set()
+        if self.source:
+            self.thread.join()
+
+    def sample(self):
+        db = store.connect(self.data_dir)
+        try:
+            # x is in ms since the run's recorded start, by the wall clock: the clock of the steps'
+            # started_at and finished_at, which the report draws the series under.
+            started_at = store.get_run(db, self.run_id)["started_at"]
+            series = store.add_series(db, self.run_id, None, "temperature", "°C", self.source, [])
+            hot = None
+            due = time.monotonic()
+            while not self.stopped.is_set():
+                value = health.read_temperature(self.source)
+                if value is not None:
+                    point = (int((time.time() - started_at) * 1000), value)
+                    store.append_points(db, series, [point])
+                    if self.warning is not None and value > self.warning:
+                        if hot is None:
+                            source = f"{self.source}, seconds above {self.warning} °C"
+                            hot = store.add_series(db, self.run_id, None, "temperature.above_warning", "°C", source, [])
+                        store.append_points(db, hot, [point])
+                # On the second, not a second after the last read: a slow read (smartctl) does not push every
+                # later sample back, and one that took longer than a second is followed at once.
+                due = max(due + 1.0, time.monotonic())
+                self.stopped.wait(due - time.monotonic())
+        finally:
+            db.close()
 
 
 def check_host():

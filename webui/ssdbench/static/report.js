@@ -230,11 +230,22 @@
     }).filter((spec) => spec.lines.length);
   }
 
+  // The run's temperature, sampled through every step (purge, TRIM and idle too), drawn over the steps: each
+  // step a band from its start to its end, in the same seconds since the run started.
   function temperatureCharts(doc) {
     const lines = doc.series.filter((s) => s.step_id === null && s.name === "temperature")
       .map((s) => line("°C", s));
-    return lines.length ? [{id: "temperature", title: "Drive temperature over the run", lines,
-                            xAxis: {kind: "time", label: "seconds since the run started"}, yAxis: {label: "°C"}}] : [];
+    return lines.length ? [{id: "temperature", title: "Drive temperature over the run, under its steps", lines,
+                            xAxis: {kind: "time", label: "seconds since the run started"}, yAxis: {label: "°C"},
+                            bands: stepBands(doc)}] : [];
+  }
+
+  // Where each step that began ran. A step cut off by the run's end (cancel, power cut) has no end of its own:
+  // its band runs on to the run's.
+  function stepBands(doc) {
+    return doc.steps.filter((st) => st.started_at !== null).map((st) => ({
+      label: st.key, from: st.started_at - doc.started_at, to: (st.finished_at ?? doc.finished_at) - doc.started_at,
+    }));
   }
 
   function figures(doc) {
@@ -268,6 +279,47 @@
     return (u, splits) => splits.map((v) => num(v));
   }
 
+  // Spans of the x axis under a chart's lines (a run's steps under its temperature), drawn first, under the
+  // grid and the lines: a shade for each (two, alternating, so that steps that touch stay apart), a line where
+  // each begins (a step shorter than a pixel still shows), and its label where the band is wide enough for it.
+  // The x axis spans every band, even where no point falls, and the legend names the band under the cursor.
+  function bandsPlugin(bands) {
+    const first = Math.min(...bands.map((b) => b.from));
+    const last = Math.max(...bands.map((b) => b.to));
+    const range = (u, min, max) => [Math.min(min, first), Math.max(max, last)];
+    const opts = (u, given) => {
+      const [x, ...lines] = given.series;
+      const value = (self, v, ...rest) => `${x.value(self, v, ...rest)} ${bandAt(bands, v)}`.trim();
+      return {...given, scales: {...given.scales, x: {...given.scales.x, range}}, series: [{...x, value}, ...lines]};
+    };
+    const draw = (u) => {
+      const {ctx, bbox} = u;
+      ctx.save();
+      ctx.beginPath();
+      ctx.rect(bbox.left, bbox.top, bbox.width, bbox.height);
+      ctx.clip();
+      ctx.font = `${10 * uPlot.pxRatio}px sans-serif`;
+      ctx.textBaseline = "top";
+      bands.forEach((b, i) => {
+        const left = u.valToPos(b.from, "x", true);
+        const right = u.valToPos(b.to, "x", true);
+        ctx.fillStyle = i % 2 ? "rgba(127, 127, 127, 0.12)" : "rgba(31, 119, 180, 0.10)";
+        ctx.fillRect(left, bbox.top, right - left, bbox.height);
+        ctx.fillStyle = "rgba(0, 0, 0, 0.35)";
+        ctx.fillRect(left, bbox.top, uPlot.pxRatio, bbox.height);
+        const text = 4 * uPlot.pxRatio + ctx.measureText(b.label).width;
+        if (text <= right - left) ctx.fillText(b.label, left + 2 * uPlot.pxRatio, bbox.top + 2 * uPlot.pxRatio);
+      });
+      ctx.restore();
+    };
+    return {opts, hooks: {drawClear: [draw]}};
+  }
+
+  function bandAt(bands, x) {
+    const band = x === null ? null : bands.find((b) => b.from <= x && x <= b.to);
+    return band ? band.label : "";
+  }
+
   function chartData(spec, yLog) {
     const clean = (ys) => ys.map((v) => (v === null || v === undefined || (yLog && v <= 0) ? null : v));
     if (spec.xAxis.kind === "category") {
@@ -293,6 +345,7 @@
     const width = Math.max(360, Math.min(1100, (parent.clientWidth || 900) - 8));
     const opts = {
       width, height: 280,
+      plugins: spec.bands ? [bandsPlugin(spec.bands)] : [],
       scales: {
         x: isCategory ? {time: false, range: () => [-0.5, categories.length - 0.5]}
                       : {time: false, distr: spec.xAxis.log ? 3 : 1, log: 2},
@@ -444,7 +497,8 @@
     perRun.forEach(({doc, specs}) => {
       for (const spec of specs) {
         const lines = spec.lines.map((l) => ({...l, label: `run ${doc.id} ${l.label}`}));
-        if (!merged.has(spec.id)) merged.set(spec.id, {...spec, lines: [], note: null, categories: []});
+        // Each run's steps ran at times of its own, so overlaid runs get no step bands.
+        if (!merged.has(spec.id)) merged.set(spec.id, {...spec, lines: [], note: null, categories: [], bands: null});
         const into = merged.get(spec.id);
         into.lines.push(...lines);
         into.categories = [...new Set([...into.categories, ...(spec.categories || [])])];
