@@ -18,8 +18,9 @@ import sys
 import tempfile
 import time
 
+from ssdbench.drives import discovery
 from ssdbench.results import store
-from ssdbench.run import derive, fio, fio_output, plan
+from ssdbench.run import derive, fio, fio_output, plan, quiet
 from ssdbench.suites import locked
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -61,10 +62,25 @@ def ssdbench_iops(dev, data_dir, suite_file):
 
 
 def plain_fio_iops(dev, job_file, work):
+    """Plain fio on the saved job file, under the same quiet-OS controls as a run: without them the ratio
+    would measure the controls (C-states held off, the scheduler, CPU pinning), not the harness."""
     path = os.path.join(work, "plain.fio")
     with open(path, "w") as f:
         f.write(job_file)
-    out = sh("fio", "--output-format=json", path, cwd=work, env=dict(os.environ, SSDBENCH_DUT=dev))
+    controls = quiet.Quiet(discovery.find(dev))
+    controls.apply()
+    try:
+        out = subprocess.run(
+            ["fio", "--output-format=json", path],
+            cwd=work,
+            env=dict(os.environ, SSDBENCH_DUT=dev),
+            preexec_fn=(lambda: os.sched_setaffinity(0, controls.cpus)) if controls.cpus else None,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+    finally:
+        controls.release()
     return fio_output.fio_result(out)["jobs"][0]["read"]["iops"]
 
 
