@@ -64,15 +64,12 @@ def load_runs(load, db, run_ids):
     return runs
 
 
-# What two comparable runs share: the suite, everything it made the drive do, and the fio that did it.
+# What two comparable runs share: the suite, everything it made the drive do, and the fio that did it. Each:
+# what the warning calls it, the run's value, and how the warning shows that value.
 SAME = (
-    ("suites", lambda r: r["suite_hash"], lambda r: f"{r['suite']} {r['suite_hash'][:12]}"),
-    (
-        "workloads",
-        lambda r: recorded(r, "suite", "workload_sha256"),
-        lambda r: r["environment"]["suite"]["workload_sha256"][:12],
-    ),
-    ("fio versions", lambda r: recorded(r, "tools", "fio"), lambda r: r["environment"]["tools"]["fio"]),
+    ("suites", lambda r: r["suite_hash"], lambda r, value: f"{r['suite']} {value[:12]}"),
+    ("workloads", lambda r: recorded(r, "suite", "workload_sha256"), lambda r, value: value[:12]),
+    ("fio versions", lambda r: recorded(r, "tools", "fio"), lambda r, value: value),
 )
 
 
@@ -81,8 +78,9 @@ def comparability(runs):
     that says which differ."""
     differ = []
     for what, key, show in SAME:
-        if len({key(r) for r in runs}) > 1:
-            shown = ", ".join(f"run {r['id']}: {show(r) if key(r) else 'not recorded'}" for r in runs)
+        values = [key(r) for r in runs]
+        if len(set(values)) > 1:
+            shown = ", ".join(f"run {r['id']}: {show(r, v) if v else 'not recorded'}" for r, v in zip(runs, values))
             differ.append(f"different {what} ({shown})")
     return f"not comparable: these runs used {'; '.join(differ)}" if differ else None
 
