@@ -139,8 +139,8 @@ def check(document):
     for param in op["parameters"]:
         name, schema = param["name"], param["schema"]
         if param["in"] == "path":
-            value = request.view_args[name]
-            found = problem(schema, _from_url(schema, str(value)), name)
+            # Flask's converter (<int:run_id>) has already made the value its type.
+            found = problem(schema, request.view_args[name], name)
             if found:
                 raise Refused(404, found)
         elif param["in"] == "query":
