@@ -357,4 +357,3 @@ def test_the_engine_run_flags_its_read_beyond_the_fill_and_nothing_else(finished
     assert f"step seq-read-128k is suspect: {reason}" in doc["warnings"]
     for key in ("purge", "seq-fill", "rand-read-4k", "rand-write-4k", "seq-write-128k"):
         assert steps[key]["suspect"] == validity.cpu_bound(metrics[key]), key
-
