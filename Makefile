@@ -6,16 +6,15 @@ PYTEST ?= $(PYTHON) -m pytest
 VERSION ?= $(shell git -C $(CURDIR) describe --tags --always --dirty 2>/dev/null || echo unknown)
 VERSION := $(VERSION)
 # uPlot draws the charts. It is served from the app's own static files, never from a CDN,
-# and not committed: fetched from npm at this pinned version and checked against its hash.
-UPLOT_VERSION = 1.6.31
-UPLOT_SHA256 = 015d4be9095072922bc31d8c63f93bc1b7cd5b27d14d17a1708ff76775f9eb90
+# and not committed: webui/fetch_uplot.py fetches it from the npm registry at a pinned version
+# and checks it against its hash (a wheel build does the same).
 VENDOR = webui/ssdbench/static/vendor
 
 .PHONY: help setup assets lint test test-vm bench vm-image demo
 
 help:
 	@echo "make setup   install the ssdbench package (editable) with its test dependencies"
-	@echo "make assets  fetch the pinned uPlot into $(VENDOR) (needs npm)"
+	@echo "make assets  fetch the pinned uPlot into $(VENDOR)"
 	@echo "make lint    ruff on webui/, shellcheck on the shell scripts of board/, overlay/ and .ci/"
 	@echo "make test    run every test (needs root: loop devices, real fio)"
 	@echo "make bench   measure the harness against plain fio, and result ingestion"
@@ -28,15 +27,11 @@ help:
 setup:
 	$(PYTHON) -m pip install -q -e 'webui[test]'
 
-assets: $(VENDOR)/uPlot.iife.min.js
+assets: $(VENDOR)/uPlot.LICENSE
 
-$(VENDOR)/uPlot.iife.min.js:
-	rm -rf webui/build/uplot && mkdir -p webui/build/uplot $(VENDOR)
-	cd webui/build/uplot && npm pack --silent uplot@$(UPLOT_VERSION) >/dev/null
-	echo "$(UPLOT_SHA256)  webui/build/uplot/uplot-$(UPLOT_VERSION).tgz" | sha256sum -c --quiet
-	tar -xzf webui/build/uplot/uplot-$(UPLOT_VERSION).tgz -C webui/build/uplot
-	cp webui/build/uplot/package/dist/uPlot.min.css $(VENDOR)/
-	cp webui/build/uplot/package/dist/uPlot.iife.min.js $(VENDOR)/
+$(VENDOR)/uPlot.LICENSE: webui/fetch_uplot.py
+	rm -f $(VENDOR)/uPlot.*
+	$(PYTHON) webui/fetch_uplot.py $(VENDOR)
 
 # Every shell script of the image builders, the boot flow and CI, found by its #! line.
 SHELL_SCRIPTS = $(shell grep -rlE '^\#! ?/(usr/)?bin/(env )?(ba|da)?sh' board overlay .ci | sort)
@@ -60,7 +55,7 @@ bench: assets
 # package, release) are rebuilt separately, each only when its inputs change.
 VM_DIR = build/vm
 VM_BASE_INPUTS = board/vm/build-base.sh board/vm/packages board/vm/rootfs/etc/modules
-VM_IMAGE_INPUTS = board/vm/build-image.sh board/ssdbench/post-build.sh $(VENDOR)/uPlot.iife.min.js \
+VM_IMAGE_INPUTS = board/vm/build-image.sh board/ssdbench/post-build.sh $(VENDOR)/uPlot.LICENSE \
 	$(VM_DIR)/version $(shell find overlay board/vm/rootfs webui/ssdbench -type f -not -path '*/__pycache__/*')
 
 vm-image: $(VM_DIR)/stick.img

@@ -20,7 +20,8 @@ SSDBENCH_OVERRIDE_SRCDIR_RSYNC_EXCLUSIONS = \
 	--exclude /tests --exclude /bench --exclude /build \
 	--exclude '*.egg-info' --exclude __pycache__ --exclude .pytest_cache \
 	--exclude /ssdbench/static/vendor
-# The Python build can read the release name from the environment.
-SSDBENCH_ENV = SSDBENCH_VERSION=$(SSDBENCH_VERSION)
+# The Python build can read the release name from the environment. It must
+# not fetch uPlot itself (webui/setup.py): the uplot package installs it.
+SSDBENCH_ENV = SSDBENCH_VERSION=$(SSDBENCH_VERSION) SSDBENCH_UPLOT=external
 
 $(eval $(python-package))

@@ -4,10 +4,10 @@
 #
 ################################################################################
 
-# Keep in step with UPLOT_VERSION in the top-level Makefile (make assets).
+# Keep in step with VERSION in webui/fetch_uplot.py (make assets, wheels).
 UPLOT_VERSION = 1.6.31
 # The tarball comes from the npm registry, at the same address as for
-# make assets; uplot.hash checks it. No npm is needed on the build host.
+# make assets and wheel builds; uplot.hash checks it. No npm is needed.
 UPLOT_SITE = https://registry.npmjs.org/uplot/-
 UPLOT_SOURCE = uplot-$(UPLOT_VERSION).tgz
 UPLOT_LICENSE = MIT
