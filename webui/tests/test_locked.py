@@ -9,7 +9,7 @@ import pytest
 
 from ssdbench import __version__
 from ssdbench.errors import SsdbenchError
-from ssdbench.run import plan, workload
+from ssdbench.run import burst, plan, workload
 from ssdbench.suites import locked, trace_profiles
 
 SMOKE = resources.files("ssdbench") / "suites" / "smoke.toml"
@@ -30,8 +30,10 @@ def test_every_shipped_suite_matches_the_manifest():
         lambda mp: mp.setitem(plan.DATA_OPTIONS["compressible"], "buffer_compress_percentage", 80),
         # A fio option that every replayed trace segment gets.
         lambda mp: mp.setattr(plan, "PER_IO_LOGS", {**plan.PER_IO_LOGS, "log_offset": 0}),
+        # How many periods Mixed Burst's background replays: the bytes of its timed writes.
+        lambda mp: mp.setattr(burst, "HOLD", burst.HOLD + 1),
     ],
-    ids=["trace-profile", "data-pattern", "job-option"],
+    ids=["trace-profile", "data-pattern", "job-option", "burst-replay"],
 )
 def test_a_changed_workload_refuses_to_run_as_standard(monkeypatch, change):
     monkeypatch.setattr(workload, "_computed", {})
@@ -47,7 +49,14 @@ def test_a_changed_workload_refuses_to_run_as_standard(monkeypatch, change):
 def test_the_workload_hash_leaves_out_the_release_and_covers_each_job_file():
     s = locked.load("smoke")
     covered = dict(workload.parts(s))
-    assert set(covered) >= {"suite.json", "trace/trace.txt", "trace/trace.fio", "burst/burst.fio"}
+    assert set(covered) >= {
+        "suite.json",
+        "trace/trace.txt",
+        "trace/trace.fio",
+        "burst/burst.fio",
+        "burst/background1.replay",
+        "burst/background2.replay",
+    }
     step = next(p for p in plan.compile_plan(s, workload.REFERENCE_CAPACITY) if p.id == "seq-fill")
     assert __version__ in step.job_file and s.sha256 in step.job_file  # in the comment lines only
     assert (
@@ -90,6 +99,11 @@ def test_unknown_suite_name_lists_the_suites():
         (lambda d: d["steps"][13].update(baseline="sweep-recovered"), "baseline must name an earlier sweep"),
         (lambda d: d["steps"][14].update(profile="heavy-2099"), "profile must be one of"),
         (lambda d: d["steps"][15]["foreground"].pop("idle_s"), "foreground must have exactly the keys"),
+        (lambda d: d["steps"][15]["background"].pop("seed"), "background must have exactly the keys"),
+        (lambda d: d["steps"][15]["background"].update(every_s=0), "background.every_s must be seconds > 0"),
+        (lambda d: d["steps"][15]["background"].update(every_s=0.0005), "in whole milliseconds"),
+        (lambda d: d["steps"][15]["background"].update(every_s=float("nan")), "in whole milliseconds"),
+        (lambda d: d["steps"][15]["background"].update(iodepth=33), "background.iodepth must be at most 32"),
         (lambda d: d["steps"][8].update(steady={"from_s": 6}), "steady must be"),
         (lambda d: d["steps"][1].update(bogus=1), "unknown keys"),
         (lambda d: d["steps"][1].pop("cooldown"), "cooldown must be true or false"),
@@ -224,7 +238,7 @@ def test_standard_suite_has_the_methodologys_numbers():
     # 8: Mixed Burst
     b = st["burst"]
     assert b["span"]["size"] == "8GiB"
-    assert b["background"] == {"bs": "4k", "iodepth": 4, "burst": "40000000", "every_s": 2}
+    assert b["background"] == {"bs": "4k", "iodepth": 2, "burst": "40000000", "every_s": 2, "seed": 2011}
     assert {k: b["foreground"][k] for k in ("bs", "iodepth", "burst", "bursts")} == {
         "bs": "64k",
         "iodepth": 2,

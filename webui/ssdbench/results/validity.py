@@ -107,7 +107,7 @@ def unwritten_reads(run):
         elif step["kind"] == "trace":
             written = _union(written, (0, _trace_footprint(step, capacity)))
         else:
-            written, short = _fio_step(step, written, capacity)
+            written, short = _fio_step(step, _replayed(step, written), capacity)
             if short:
                 reasons.append(
                     f"reads LBAs never written since {since} ({'; '.join(short)}): the drive answers them "
@@ -118,8 +118,8 @@ def unwritten_reads(run):
 
 def _fio_step(step, written, capacity):
     """(what is written after a fio step, what its jobs read that was never written). Its jobs run one after
-    another, but for a burst's two at once: the background's writes, listed first, count before the
-    foreground's reads."""
+    another, but for a burst's at once: the background's writes, listed first (or replayed, see _replayed),
+    count before the foreground's reads."""
     metrics = _metrics(step)
     jobs = _fio_jobs(step["job_file"] or "")
     short = []
@@ -137,6 +137,16 @@ def _fio_step(step, written, capacity):
         if writes:
             written = _union(written, writes)
     return written, short
+
+
+def _replayed(step, written):
+    """What is written once a burst step's background has run: it replays timed writes that its job file does
+    not bound, over the span its detail records (runs before that kept the span in the job file)."""
+    span = _get(step["detail"], "background", "span")
+    offset, size = _get(span, "offset"), _get(span, "size")
+    if not all(isinstance(v, int) and v >= 0 for v in (offset, size)):
+        return written
+    return _union(written, (offset, offset + size))
 
 
 def _fio_jobs(text):

@@ -3,7 +3,8 @@
 Deterministic and free of I/O. A job file names the device as ${SSDBENCH_DUT}, which
 fio expands from the environment, so the saved file re-runs anywhere with plain fio.
 A trace step's job file depends on the generated trace, so `playback` writes it at
-run time; here it only gets its estimate.
+run time; here it only gets its estimate. Mixed Burst's job file is rendered here, and the timed
+writes its background replays are generated at run time by `burst`.
 """
 
 import math
@@ -179,30 +180,41 @@ def _microseconds(seconds):
     return round(seconds * 1e6)
 
 
+# Mixed Burst's clock starts this long after fio starts its jobs: its first background period is due then,
+# and the foreground starts then (startdelay). fio starts its jobs in about 0.1 s; every one has by then.
+CLOCK_START_S = 1
+
+
 def _burst(suite, i, step, capacity, rates):
+    """The background: `iodepth` synchronous writers, each replaying its share of the timed writes that
+    run/burst.py generates (the fixed clock is explained there). The foreground: read bursts with idle
+    between them. fio ends every job when one ends (exitall): the foreground's end ends the background."""
     offset, size = span(step["span"], capacity)
     bg, fg = step["background"], step["foreground"]
     fg_blocks = burst_blocks(fg)
     fg_bytes = fg["bursts"] * fg_blocks * parse_size(fg["bs"])
-    estimate = fg_bytes / rates.read + fg["bursts"] * fg["idle_s"]
-    # The background runs until the foreground's last burst ends (exitall); its runtime is only a bound.
-    bound = int(10 * estimate) + 600
-    background = {
-        "rw": "randwrite",
-        "bs": bg["bs"],
-        "iodepth": bg["iodepth"],
-        "offset": offset,
-        "size": size,
-        "time_based": 1,
-        "runtime": bound,
-        "thinktime": _microseconds(bg["every_s"]),
-        "thinktime_blocks": burst_blocks(bg),
-        **DATA_OPTIONS["incompressible"],
-        "write_iolog": "background.iolog",
-        "write_lat_log": "background",
-        **PER_IO_LOGS,
-    }
+    estimate = CLOCK_START_S + fg_bytes / rates.read + fg["bursts"] * fg["idle_s"]
+    # Every job logs on the Unix clock, so that the background's periods and the read bursts line up.
+    logs = {**PER_IO_LOGS, "log_unix_epoch": 1}
+    writers = [
+        (
+            "background",
+            {
+                "ioengine": "psync",
+                "iodepth": 1,
+                "read_iolog": f"background{k}.replay",
+                "read_iolog_chunked": 1,
+                "replay_redirect": f"${{{DUT_VAR}}}",
+                **DATA_OPTIONS["incompressible"],
+                "write_lat_log": f"background{k}",
+                **logs,
+            },
+        )
+        for k in range(1, bg["iodepth"] + 1)
+    ]
     foreground = {
+        # A group of its own, so that group_reporting sums the background's writers and not the reads.
+        "new_group": 1,
         "rw": "read",
         "bs": fg["bs"],
         "iodepth": fg["iodepth"],
@@ -211,22 +223,15 @@ def _burst(suite, i, step, capacity, rates):
         "io_size": fg_bytes,
         "thinktime": _microseconds(fg["idle_s"]),
         "thinktime_blocks": fg_blocks,
+        "startdelay": CLOCK_START_S,
         "write_iolog": "foreground.iolog",
         "write_lat_log": "foreground",
-        **PER_IO_LOGS,
+        **logs,
     }
-    jobs = [("background", background), ("foreground", foreground)]
+    jobs = [*writers, ("foreground", foreground)]
+    ends = {"exitall": 1, "exit_what": "all", "group_reporting": 1}
     return PlanStep(
-        i,
-        step["id"],
-        "burst",
-        step["title"],
-        estimate,
-        step,
-        offset,
-        size,
-        job_file(suite, step, jobs, {"exitall": 1}),
-        jobs,
+        i, step["id"], "burst", step["title"], estimate, step, offset, size, job_file(suite, step, jobs, ends), jobs
     )
 
 
@@ -285,15 +290,19 @@ def declared_jobs(step):
         return [
             {
                 "name": "background",
-                "rw": "randwrite",
+                "rw": "randwrite (a timed iolog, replayed)",
                 "bs": bg["bs"],
                 "iodepth": bg["iodepth"],
                 "numjobs": 1,
                 "span": step["span"],
-                "runtime": "until the last foreground burst ends",
+                "runtime": "until the foreground ends",
                 "data": "incompressible",
                 "burst_bytes": int(bg["burst"]),
                 "every_s": bg["every_s"],
+                "clock": f"fixed: a burst due every {bg['every_s']} s from {CLOCK_START_S} s after fio starts; "
+                "one that is late starts at once",
+                "writers": f"{bg['iodepth']} synchronous writers (psync), one write outstanding each",
+                "seed": bg["seed"],
             },
             {
                 "name": "foreground",
@@ -307,6 +316,7 @@ def declared_jobs(step):
                 "burst_bytes": int(fg["burst"]),
                 "bursts": fg["bursts"],
                 "idle_s": fg["idle_s"],
+                "starts_s": CLOCK_START_S,
             },
         ]
     if kind == "trace":

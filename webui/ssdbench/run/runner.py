@@ -17,7 +17,7 @@ from ..drives import discovery, health, purge
 from ..errors import SsdbenchError
 from ..results import store
 from ..system import durable, tools
-from . import derive, environment, fio, fio_output, plan, playback, quiet
+from . import burst, derive, environment, fio, fio_output, plan, playback, quiet
 
 LOCK_NAME = "run.lock"
 STOPPED = fio.STOPPED
@@ -170,6 +170,8 @@ class Run:
         if step.kind == "trace":
             job_text, detail["trace"] = playback.prepare(step, out_dir, self.drive["capacity_bytes"], self.suite)
             store.set_job_file(self.db, sid, job_text)
+        elif step.kind == "burst":
+            detail["background"] = burst.prepare(step, out_dir)
         started = time.monotonic()
 
         def tick(doc, iops, bw):

@@ -8,6 +8,7 @@ everything the suite makes a drive do (job files, data pattern, traces).
 
 import hashlib
 import json
+import math
 import re
 import tomllib
 from dataclasses import dataclass
@@ -35,9 +36,11 @@ STEP_KEYS = {
 }
 STEP_KINDS = tuple(STEP_KEYS)
 BURST_KEYS = {
-    "background": {"bs", "iodepth", "burst", "every_s"},
+    # iodepth: writes outstanding at once; seed: draws the random offsets of its writes
+    "background": {"bs", "iodepth", "burst", "every_s", "seed"},
     "foreground": {"bs", "iodepth", "burst", "bursts", "idle_s"},
 }
+MAX_BACKGROUND_QD = 32
 
 _UNITS = {
     "": 1,
@@ -333,9 +336,21 @@ def _check_burst(step, ids):
         _size(table["burst"])
         _whole(table, "iodepth")
     _whole(step["foreground"], "bursts")
-    for part, key in (("background", "every_s"), ("foreground", "idle_s")):
-        if not isinstance(step[part][key], (int, float)) or step[part][key] < 0:
-            raise ValueError(f"{part}.{key} must be seconds >= 0")
+    _whole(step["background"], "seed", 0)
+    # Each write the background keeps outstanding is a fio process of its own (run/burst.py).
+    if step["background"]["iodepth"] > MAX_BACKGROUND_QD:
+        raise ValueError(f"background.iodepth must be at most {MAX_BACKGROUND_QD}")
+    idle = step["foreground"]["idle_s"]
+    if not isinstance(idle, (int, float)) or idle < 0:
+        raise ValueError("foreground.idle_s must be seconds >= 0")
+    # fio's clock, a replayed iolog's wait, counts whole milliseconds
+    every = step["background"]["every_s"]
+    if (
+        not isinstance(every, (int, float))
+        or not 0 < every < math.inf
+        or abs(every * 1000 - round(every * 1000)) > 1e-6
+    ):
+        raise ValueError("background.every_s must be seconds > 0, in whole milliseconds")
 
 
 _CHECKS = {

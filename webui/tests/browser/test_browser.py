@@ -21,6 +21,18 @@ ARTIFACTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file_
 pytestmark = [needs_root(), pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="apt-get install chromium")]
 
 
+# The Mixed Burst timeline of a drawn report: how many read bursts it draws, and whether the background's
+# periods lie behind them (the legend names a period's band under the cursor, somewhere in the first 10 s).
+TIMELINE = """() => {
+  const u = SsdbenchReport.charts.find(
+    (c) => c.root.parentNode.querySelector("figcaption").textContent.includes("each read burst's service time"));
+  if (!u) return null;
+  let band = false;
+  for (let v = 0; v < 10 && !band; v += 0.001) band = u.series[0].value(u, v).includes("background writes");
+  return {bursts: u.data[1].filter((v) => v !== null).length, band};
+}"""
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -104,6 +116,7 @@ def test_log_in_start_the_smoke_suite_watch_it_and_read_the_report(appliance):
         assert len(drawn) > 5 and sum(1 for n in drawn if n > 0) > 5, drawn
         assert page.locator("#report canvas").count() >= len(drawn)
         assert page.locator("table.summary tbody tr").count() >= 4
+        assert page.evaluate(TIMELINE) == {"bursts": 3, "band": True}  # smoke's three read bursts
         run = page.evaluate("() => fetch('/api/runs/1').then((r) => r.json())")
         assert run["state"] == "done" and {s["state"] for s in run["steps"]} == {"done"}
         assert any(len(s["x"]) > 0 for s in run["series"])
@@ -143,6 +156,7 @@ def offline_report(browser, bundle_zip, folder):
         (u) => u.data.slice(1).reduce((n, ys) => n + ys.filter((v) => v !== null && v !== undefined).length, 0))""")
     assert len(drawn) > 5 and sum(1 for n in drawn if n > 0) > 5, drawn
     assert page.locator("table.summary tbody tr").count() >= 4
+    assert page.evaluate(TIMELINE) == {"bursts": 3, "band": True}
     assert [u for u in asked if not u.startswith("file://")] == []
     page.screenshot(path=os.path.join(ARTIFACTS, "bundle-report.png"), full_page=True)
     assert errors == []
