@@ -28,7 +28,8 @@ ARTIFACTS = os.path.join(TOP, "webui", "tests", "artifacts")
 PIN = "271828"
 # As board/vm/qemu.sh names them; QEMU 7.2 has no option for an NVMe model, so it is its own.
 NVME = {"serial": "SSDB-NVME-0001", "model": "QEMU NVMe Ctrl", "transport": "nvme"}
-SATA = {"serial": "SSDB-SATA-0001", "model": "SSDB-SATA-SSD", "transport": "sata"}
+# The SATA model has 40 characters, all that ATA IDENTIFY holds; lsblk shows its first 16.
+SATA = {"serial": "SSDB-SATA-0001", "model": "SSDB-SATA-SSD 1TB MODEL NAME OF 40 CHARS", "transport": "sata"}
 STICK_OFFSET = 1024 * 1024  # partition 1, SSDBENCH (board/vm/build-image.sh)
 BOOT_TIMEOUT_S = 300
 RUN_TIMEOUT_S = 900
@@ -276,9 +277,14 @@ def test_boot_runs_export_and_verify(boot, disks, tmp_path):
     for want in (NVME, SATA):
         drive = by_serial(found, want["serial"])
         assert (drive["model"], drive["transport"], drive["eligible"]) == (want["model"], want["transport"], True)
+    assert by_serial(found, SATA["serial"])["identity_source"] == "ATA IDENTIFY (smartctl)"
+    assert by_serial(found, NVME["serial"])["identity_source"] == "NVMe Identify Controller (nvme-cli)"
     sticks = [d for d in found if d["transport"] == "usb"]
     assert len(sticks) == 1 and not sticks[0]["eligible"], sticks
     assert "boot stick" in sticks[0]["reason"]
+    # QEMU's usb-storage passes no ATA command, as many bridges: its identity is the bridge's, and says so.
+    assert sticks[0]["identity_source"] == "the USB bridge only (SCSI INQUIRY)"
+    assert any(note.startswith("identity from the bridge only") for note in sticks[0]["notes"]), sticks[0]["notes"]
 
     # The status screen on the serial console: the URL (QEMU's user network gives 10.0.2.15) and the drives.
     start = vm.wait_console("Web UI: http://10.0.2.15/")
