@@ -181,15 +181,16 @@ class VM:
 
     def shell(self, command):
         """Run a command in a root shell on the serial console (Enter leaves the status screen; exit goes
-        back to it) and return its output's last line, marked so that the typed command is not mistaken
-        for it."""
+        back to it) and return its output, between {{{ and }}}. The typed command holds those marks only split
+        by quotes, so that its echo is never mistaken for the output: on a busy host the echo can come before
+        or after the shell's prompt, on the output's line or not."""
         mark = len(self.console_text())
         self.type("\r")
         self.wait_console("A root shell.", after=mark)
-        self.type(f'echo "@@$({command} 2>&1)@@"; exit\r')
-        start = self.wait_console("\r\n@@", after=mark)
-        end = self.wait_console("@@", after=start + 4)
-        return self.console_text()[start + 4 : end].strip()
+        self.type(f'echo "{{{{""{{$({command} 2>&1)}}""}}}}"; exit\r')
+        start = self.wait_console("{{{", after=mark)
+        end = self.wait_console("}}}", after=start + 3)
+        return self.console_text()[start + 3 : end].strip()
 
     def poweroff(self):
         """Enter leaves the status screen for a shell; poweroff goes through init's shutdown."""
