@@ -105,6 +105,18 @@ class VM:
             time.sleep(0.5)
         return self.console_text().index(text, after)
 
+    def wait_console_any(self, texts, timeout=120, after=0):
+        """The first of `texts` to appear after `after`: (its index, the text)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            console = self.console_text()
+            found = sorted((console.index(t, after), t) for t in texts if t in console[after:])
+            if found:
+                return found[0]
+            assert self.proc.poll() is None, f"QEMU exited while waiting for one of {texts!r} on the console"
+            assert time.monotonic() < deadline, f"none of {texts!r} appeared on the serial console"
+            time.sleep(0.5)
+
     def type(self, text):
         self.serial.sendall(text.encode())
 
@@ -182,21 +194,25 @@ class VM:
     def shell(self, command):
         """Run a command in a root shell on the serial console (Enter leaves the status screen; exit goes
         back to it) and return its output, between {{{ and }}}. The typed command holds those marks only split
-        by quotes, so that its echo is never mistaken for the output: on a busy host the echo can come before
-        or after the shell's prompt, on the output's line or not."""
-        mark = len(self.console_text())
-        self.type("\r")
-        self.wait_console("A root shell.", after=mark)
-        self.type(f'echo "{{{{""{{$({command} 2>&1)}}""}}}}"; exit\r')
-        start = self.wait_console("{{{", after=mark)
-        end = self.wait_console("}}}", after=start + 3)
-        return self.console_text()[start + 3 : end].strip()
+        by quotes, so that its echo is never mistaken for the output. It is typed once the shell has shown its
+        prompt; a shell that still ends without running it (seen on a busy host) is opened again."""
+        for _ in range(3):
+            mark = len(self.console_text())
+            self.type("\r")
+            opened = self.wait_console("A root shell.", after=mark)
+            typed = self.wait_console("# ", after=opened)
+            self.type(f'echo "{{{{""{{$({command} 2>&1)}}""}}}}"; exit\r')
+            start, found = self.wait_console_any(["{{{", "Press Enter for a shell."], after=typed)
+            if found == "{{{":
+                end = self.wait_console("}}}", after=start + 3)
+                return self.console_text()[start + 3 : end].strip()
+        raise AssertionError(f"the shell on the serial console ended three times without running {command!r}")
 
     def poweroff(self):
         """Enter leaves the status screen for a shell; poweroff goes through init's shutdown."""
         mark = len(self.console_text())
         self.type("\r")
-        self.wait_console("A root shell.", after=mark)
+        self.wait_console("# ", after=self.wait_console("A root shell.", after=mark))
         self.type("poweroff\r")
         assert self.proc.wait(timeout=120) == 0
 
