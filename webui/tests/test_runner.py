@@ -267,6 +267,32 @@ def test_temperature_is_sampled_through_the_whole_run(loopdev, tmp_path):
     assert hot and series["temperature.above_warning"] == hot
 
 
+def test_another_drive_on_the_same_node_fails_the_run_before_its_next_step(loopdev, tmp_path):
+    """The serial is read again before every step. The run idles in rand-read-4k's cool-down (its drive held
+    hot), where no fio holds the loop device, and there the device node is given another backing file: a
+    drive swapped on the same node. The step fails without touching it, and the steps before it stay."""
+    dev, img = loopdev()
+    other = tmp_path / "other.img"
+    subprocess.run(["truncate", "-s", "512M", str(other)], check=True)
+    data_dir = tmp_path / "data"
+    sensor = tmp_path / "temp1_input"
+    set_sensor(sensor, 40)
+    with run_with_sensor(dev, data_dir, sensor, warning_c=45) as r:
+        wait_until(lambda: run_series(data_dir, r.id)[1].get("temperature"), "the first temperature point")
+        set_sensor(sensor, 50)
+        wait_until(lambda: sampled_after(data_dir, r.id, "rand-read-4k", 1), "the cool-down of rand-read-4k")
+        subprocess.run(["losetup", "-d", dev], check=True)
+        # udev may still hold the node open for a moment after the detach: attach once it is free.
+        wait_until(lambda: subprocess.run(["losetup", dev, str(other)]).returncode == 0, f"{dev} to take {other}")
+        set_sensor(sensor, 40)
+        wait_until(lambda: not r.thread.is_alive(), "the run to end")
+    error = f"{dev} is now another drive (serial {other}), not the one this run began on (serial {img})"
+    assert r.outcome == ("failed", error)
+    run, _ = run_series(data_dir, r.id)
+    assert [s["state"] for s in run["steps"]] == ["done", "done", "failed", "skipped", "skipped", "skipped"]
+    assert run["steps"][2]["error"] == error and run["error"] == error
+
+
 def test_cancel_during_a_cool_down_stops_the_sampler(loopdev, tmp_path):
     """A cancel while the drive idles: the run ends cancelled, its sampler stopped before it returns, and no
     point after its end."""

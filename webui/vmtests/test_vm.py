@@ -28,7 +28,8 @@ ARTIFACTS = os.path.join(TOP, "webui", "tests", "artifacts")
 PIN = "271828"
 # As board/vm/qemu.sh names them; QEMU 7.2 has no option for an NVMe model, so it is its own.
 NVME = {"serial": "SSDB-NVME-0001", "model": "QEMU NVMe Ctrl", "transport": "nvme"}
-SATA = {"serial": "SSDB-SATA-0001", "model": "SSDB-SATA-SSD", "transport": "sata"}
+# The SATA model has 40 characters, all that ATA IDENTIFY holds; lsblk shows its first 16.
+SATA = {"serial": "SSDB-SATA-0001", "model": "SSDB-SATA-SSD 1TB MODEL NAME OF 40 CHARS", "transport": "sata"}
 STICK_OFFSET = 1024 * 1024  # partition 1, SSDBENCH (board/vm/build-image.sh)
 BOOT_TIMEOUT_S = 300
 RUN_TIMEOUT_S = 900
@@ -103,6 +104,18 @@ class VM:
             assert time.monotonic() < deadline, f"{text!r} did not appear on the serial console"
             time.sleep(0.5)
         return self.console_text().index(text, after)
+
+    def wait_console_any(self, texts, timeout=120, after=0):
+        """The first of `texts` to appear after `after`: (its index, the text)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            console = self.console_text()
+            found = sorted((console.index(t, after), t) for t in texts if t in console[after:])
+            if found:
+                return found[0]
+            assert self.proc.poll() is None, f"QEMU exited while waiting for one of {texts!r} on the console"
+            assert time.monotonic() < deadline, f"none of {texts!r} appeared on the serial console"
+            time.sleep(0.5)
 
     def type(self, text):
         self.serial.sendall(text.encode())
@@ -180,21 +193,26 @@ class VM:
 
     def shell(self, command):
         """Run a command in a root shell on the serial console (Enter leaves the status screen; exit goes
-        back to it) and return its output's last line, marked so that the typed command is not mistaken
-        for it."""
-        mark = len(self.console_text())
-        self.type("\r")
-        self.wait_console("A root shell.", after=mark)
-        self.type(f'echo "@@$({command} 2>&1)@@"; exit\r')
-        start = self.wait_console("\r\n@@", after=mark)
-        end = self.wait_console("@@", after=start + 4)
-        return self.console_text()[start + 4 : end].strip()
+        back to it) and return its output, between {{{ and }}}. The typed command holds those marks only split
+        by quotes, so that its echo is never mistaken for the output. It is typed once the shell has shown its
+        prompt; a shell that still ends without running it (seen on a busy host) is opened again."""
+        for _ in range(3):
+            mark = len(self.console_text())
+            self.type("\r")
+            opened = self.wait_console("A root shell.", after=mark)
+            typed = self.wait_console("# ", after=opened)
+            self.type(f'echo "{{{{""{{$({command} 2>&1)}}""}}}}"; exit\r')
+            start, found = self.wait_console_any(["{{{", "Press Enter for a shell."], after=typed)
+            if found == "{{{":
+                end = self.wait_console("}}}", after=start + 3)
+                return self.console_text()[start + 3 : end].strip()
+        raise AssertionError(f"the shell on the serial console ended three times without running {command!r}")
 
     def poweroff(self):
         """Enter leaves the status screen for a shell; poweroff goes through init's shutdown."""
         mark = len(self.console_text())
         self.type("\r")
-        self.wait_console("A root shell.", after=mark)
+        self.wait_console("# ", after=self.wait_console("A root shell.", after=mark))
         self.type("poweroff\r")
         assert self.proc.wait(timeout=120) == 0
 
@@ -276,9 +294,14 @@ def test_boot_runs_export_and_verify(boot, disks, tmp_path):
     for want in (NVME, SATA):
         drive = by_serial(found, want["serial"])
         assert (drive["model"], drive["transport"], drive["eligible"]) == (want["model"], want["transport"], True)
+    assert by_serial(found, SATA["serial"])["identity_source"] == "ATA IDENTIFY (smartctl)"
+    assert by_serial(found, NVME["serial"])["identity_source"] == "NVMe Identify Controller (nvme-cli)"
     sticks = [d for d in found if d["transport"] == "usb"]
     assert len(sticks) == 1 and not sticks[0]["eligible"], sticks
     assert "boot stick" in sticks[0]["reason"]
+    # QEMU's usb-storage passes no ATA command, as many bridges: its identity is the bridge's, and says so.
+    assert sticks[0]["identity_source"] == "the USB bridge only (SCSI INQUIRY)"
+    assert any(note.startswith("identity from the bridge only") for note in sticks[0]["notes"]), sticks[0]["notes"]
 
     # The status screen on the serial console: the URL (QEMU's user network gives 10.0.2.15) and the drives.
     start = vm.wait_console("Web UI: http://10.0.2.15/")

@@ -109,6 +109,7 @@ class Run:
         self.last_cancel_check = 0.0
         self.run_dir = store.run_dir(data_dir, run_id)
         os.makedirs(self.run_dir, exist_ok=True)
+        self.serial = discovery.serial_now(drive)
 
     def should_stop(self, now=False):
         """A signal, or a cancel in the database (read at most once a second, unless `now`)."""
@@ -148,6 +149,10 @@ class Run:
         if self.should_stop():
             store.finish_step(self.db, sid, "cancelled", error=STOPPED, detail=detail)
             return "cancelled", STOPPED
+        swapped = self.swapped()
+        if swapped:
+            store.finish_step(self.db, sid, "failed", error=swapped, detail=detail)
+            return "failed", swapped
         if step.kind in ("purge", "trim"):
             try:
                 detail |= purge.purge(self.drive) if step.kind == "purge" else purge.timed_trim(self.drive)
@@ -205,6 +210,17 @@ class Run:
         else:
             cool = {"state": "not asked", "reason": "the suite starts this step at once", "idled_s": 0.0}
         return {"cool_down": cool, "began_at_c": health.read_temperature(self.drive.get("temperature_source"))}
+
+    def swapped(self):
+        """Why the drive on the run's device node is no longer the one the run began on, if it is not: another
+        drive put on the same node (a hot swap, a re-enumeration after a reset) must not take the next step."""
+        now = discovery.serial_now(self.drive)
+        if self.serial is None or now == self.serial:
+            return None
+        path = self.drive["path"]
+        if now is None:
+            return f"the drive on {path} (serial {self.serial}) is gone"
+        return f"{path} is now another drive (serial {now}), not the one this run began on (serial {self.serial})"
 
     def failed_or_cancelled(self, error):
         """A step that breaks after a cancel was asked for is cancelled: stopping fio early, or a

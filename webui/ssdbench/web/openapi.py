@@ -52,6 +52,11 @@ DRIVE = _object(
         "model": NULLABLE_STRING,
         "serial": NULLABLE_STRING,
         "firmware": NULLABLE_STRING,
+        "identity_source": {
+            **NULLABLE_STRING,
+            "description": "where model, serial and firmware come from, e.g. ATA IDENTIFY (smartctl), or the USB "
+            "bridge only (SCSI INQUIRY) when the bridge passes no ATA command",
+        },
         "transport": {**NULLABLE_STRING, "examples": ["nvme", "sata", "usb"]},
         "capacity_bytes": {"type": "integer"},
         "eligible": {"type": "boolean"},
