@@ -1,6 +1,7 @@
 """The runner end to end: real fio on real loop devices, results in a real SQLite file."""
 
 import contextlib
+import html
 import os
 import signal
 import subprocess
@@ -9,9 +10,10 @@ import threading
 import time
 from types import SimpleNamespace
 
-from conftest import BLOCKS_SUITE, ENGINE_SUITE, needs_root, show, ssdbench, wait_until
+from conftest import BLOCKS_SUITE, ENGINE_SUITE, login, make_app, needs_root, show, ssdbench, wait_until
+from markupsafe import escape
 
-from ssdbench.results import document, store
+from ssdbench.results import document, offline_report, store
 from ssdbench.run import fio_output, plan, runner, workload
 from ssdbench.suites import locked
 
@@ -200,12 +202,16 @@ def test_a_4kn_drive_runs_512_b_rows_and_trace_ios_rounded_up_to_its_blocks(loop
     # And each IO that fio logged ran whole blocks.
     logged = [s for log in sorted(folder.glob("seg*_lat.*.log")) for s in fio_output.fio_log(log.read_text())]
     assert logged and all(s.offset % 4096 == 0 and s.bs % 4096 == 0 for s in logged)
-    # The run page, compare and the offline report carry it as a warning; each step shows its own notes.
-    warnings = document.run_document(db, 1)["warnings"]
-    assert (
+    # The run carries it as a warning, on its page and in its offline report; each step keeps its own notes.
+    warning = (
         "adapted to the drive's 4096 B logical blocks: in xfer, trace, the block sizes and trace IOs that are not "
         "whole logical blocks ran rounded up to them (each step says how)"
-    ) in warnings
+    )
+    doc = document.run_document(db, 1)
+    assert warning in doc["warnings"] and html.escape(warning).encode() in offline_report.render(doc)
+    client = make_app(data_dir).test_client()
+    login(client)
+    assert str(escape(warning)).encode() in client.get("/runs/1").data  # as Jinja escapes it
     assert not [s for s in run["steps"] if s["key"] not in ("xfer", "trace") and "adapted" in s["detail"]]
 
 

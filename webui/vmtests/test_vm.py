@@ -178,23 +178,26 @@ class VM:
         assert status == 200, body
         return body
 
-    def shell(self, command):
-        """Run a command in a root shell on the serial console (Enter leaves the status screen; exit goes
-        back to it) and return its output's last line, marked so that the typed command is not mistaken
-        for it."""
+    def root_shell(self):
+        """Enter leaves the status screen for a root shell (exit goes back to it). Return once the shell shows
+        its prompt: a command typed sooner can be lost, on a busy host, while the shell starts."""
         mark = len(self.console_text())
         self.type("\r")
-        self.wait_console("A root shell.", after=mark)
-        self.type(f'echo "@@$({command} 2>&1)@@"; exit\r')
-        start = self.wait_console("\r\n@@", after=mark)
-        end = self.wait_console("@@", after=start + 4)
-        return self.console_text()[start + 4 : end].strip()
+        self.wait_console("# ", after=self.wait_console("A root shell.", after=mark))
+        return mark
+
+    def shell(self, command):
+        """Run a command in a root shell on the serial console and return its output, between two @@ marks. It
+        writes each mark as octal escapes, so that the echo of the typed command never holds one."""
+        mark = self.root_shell()
+        self.type(f"printf '\\100\\100%s\\100\\100\\n' \"$({command} 2>&1)\"; exit\r")
+        start = self.wait_console("@@", after=mark)
+        end = self.wait_console("@@", after=start + 2)
+        return self.console_text()[start + 2 : end].strip()
 
     def poweroff(self):
-        """Enter leaves the status screen for a shell; poweroff goes through init's shutdown."""
-        mark = len(self.console_text())
-        self.type("\r")
-        self.wait_console("A root shell.", after=mark)
+        """poweroff, from a root shell, goes through init's shutdown."""
+        self.root_shell()
         self.type("poweroff\r")
         assert self.proc.wait(timeout=120) == 0
 
