@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from .. import __version__
 from ..suites import locked, trace_profiles
 from ..suites.locked import parse_size
+from ..suites.trace_file import SECTOR  # the logical block that suites and traces assume: the default here
 
 ALIGN = 1024 * 1024
-SECTOR = 512  # the logical block that a suite's sizes assume, and what fio's own alignment defaults to
 DUT_VAR = "SSDBENCH_DUT"
 DATA_OPTIONS = {
     "incompressible": {"refill_buffers": 1, "buffer_compress_percentage": 0},
