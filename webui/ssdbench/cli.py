@@ -97,7 +97,7 @@ def cmd_suites(args):
 
 def cmd_plan(args):
     s = locked.load(args.suite)
-    steps = plan.compile_plan(s, args.capacity)
+    steps = plan.compile_plan(s, args.capacity, args.logical_block)
     total = plan.estimate_seconds(steps)
     if args.json:
         return out_json(
@@ -105,12 +105,15 @@ def cmd_plan(args):
                 "suite": s.name,
                 "sha256": s.sha256,
                 "capacity_bytes": args.capacity,
+                "logical_block_bytes": args.logical_block,
                 "estimate_s": total,
                 "steps": [st.to_dict() for st in steps],
             }
         )
     for st in steps:
         print(f"{st.index + 1:>3}. {st.id:<22} {clock(st.estimate_s)}  {st.title}")
+        for note in plan.adaptation_notes(st.adapted):
+            print(f"{'':<5}{'':<22} adapted to {args.logical_block} B logical blocks: {note}")
     print(f"estimated total: {clock(total)} on a {size(args.capacity)} drive")
     return None
 
@@ -306,6 +309,21 @@ def cmd_auto(args):
     return 0 if all(state == "done" for _, state in ended) else 1
 
 
+def size_arg(text):
+    """A size on the command line; a bad one is argparse's one-line usage error, not a traceback."""
+    try:
+        return locked.parse_size(text)
+    except SsdbenchError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def logical_block_arg(text):
+    block = size_arg(text)
+    if block < plan.SECTOR or block > plan.ALIGN or block & (block - 1):
+        raise argparse.ArgumentTypeError(f"a logical block is a power of two from {plan.SECTOR} B to 1 MiB, not {text}")
+    return block
+
+
 def parser():
     p = argparse.ArgumentParser(prog="ssdbench", description="SSD test appliance: locked fio suites.")
     p.add_argument("--version", action="version", version=f"ssdbench {__version__}")
@@ -334,7 +352,14 @@ def parser():
 
     c = add("plan", cmd_plan, "print a suite's steps and estimated time for a capacity", as_json=True)
     c.add_argument("--suite", required=True)
-    c.add_argument("--capacity", required=True, type=locked.parse_size, help="drive size, e.g. 1000204886016 or 512GiB")
+    c.add_argument("--capacity", required=True, type=size_arg, help="drive size, e.g. 1000204886016 or 512GiB")
+    c.add_argument(
+        "--logical-block",
+        type=logical_block_arg,
+        default=plan.SECTOR,
+        metavar="BYTES",
+        help=f"the drive's logical block (default {plan.SECTOR}; 4096 for a 4Kn drive)",
+    )
 
     c = add("run", cmd_run, "run a suite on a drive (destroys its data)", data=True)
     c.add_argument("--suite", help="a locked suite by name")

@@ -28,6 +28,8 @@ from ssdbench.run.fio_output import Metric
 DATA = os.path.join(os.path.dirname(__file__), "data")
 # Six short steps: the engine's behaviour without the time the whole smoke suite takes.
 ENGINE_SUITE = ("--suite-file", os.path.join(DATA, "engine-suite.toml"), "--non-standard")
+# 512 B transfer-size rows and trace IOs, for a drive of 4096 B logical blocks.
+BLOCKS_SUITE = ("--suite-file", os.path.join(DATA, "blocks-suite.toml"), "--non-standard")
 
 
 def data(name):
@@ -39,23 +41,25 @@ def needs_root():
     return pytest.mark.skipif(os.geteuid() != 0, reason="needs root for loop devices")
 
 
-def attach(img, size=None):
-    """A loop device over the image file, made first as a sparse file of `size` when one is given."""
+def attach(img, size=None, sector_size=None):
+    """A loop device over the image file, made first as a sparse file of `size` when one is given; with
+    `sector_size` (4096: a 4Kn drive), its logical blocks are that many bytes."""
     if size is not None:
         subprocess.run(["truncate", "-s", size, str(img)], check=True)
+    sectors = ["--sector-size", str(sector_size)] if sector_size else []
     return subprocess.run(
-        ["losetup", "-f", "--show", str(img)], check=True, capture_output=True, text=True
+        ["losetup", "-f", "--show", *sectors, str(img)], check=True, capture_output=True, text=True
     ).stdout.strip()
 
 
 @pytest.fixture
 def loopdev(tmp_path):
-    """A fresh 512 MiB sparse file attached to a loop device."""
+    """A fresh 512 MiB sparse file attached to a loop device (of 512 B logical blocks, unless asked)."""
     made = []
 
-    def make(size="512M", name="disk.img"):
+    def make(size="512M", name="disk.img", sector_size=None):
         img = tmp_path / name
-        dev = attach(img, size)
+        dev = attach(img, size, sector_size)
         made.append(dev)
         return dev, img
 

@@ -13,6 +13,7 @@ import zlib
 import pytest
 from conftest import attach, needs_root, show, ssdbench
 
+from ssdbench.results import document, store
 from ssdbench.run import derive, fio_output, plan, steady
 from ssdbench.suites import locked
 
@@ -61,8 +62,6 @@ def series(run, data_dir, s, name):
 
 
 def points(data_dir, series_id):
-    from ssdbench.results import store
-
     db = store.connect(data_dir)
     try:
         return store.series_points(db, series_id)
@@ -227,6 +226,32 @@ def test_busy_time_counts_only_time_with_io_outstanding(smoke):
     # The step's wall time includes fio starting each segment's job; busy time leaves that out.
     wall = s["finished_at"] - s["started_at"]
     assert m["all.busy_s"]["value"] < wall
+
+
+def test_busy_time_is_checked_against_the_kernels_io_ticks(smoke):
+    run, data_dir = smoke
+    s = step(run, "trace")
+    m = metrics(s)
+    ticks = s["detail"]["io_ticks"]
+    assert ticks["file"] == f"/sys/class/block/{os.path.basename(run['drive']['path'])}/stat"
+    kernel, rebuilt = m["kernel.busy_s"], m["all.busy_s"]["value"]
+    assert kernel["value"] == (ticks["after_ms"] - ticks["before_ms"]) / 1000
+    assert (
+        kernel["source"] == f"io_ticks (field 10 of {ticks['file']}, ms) read after the step's fio minus before, / 1000"
+    )
+    # The kernel counted the drive busy for a part of the step, never for longer than the step took.
+    assert 0 < kernel["value"] <= s["finished_at"] - s["started_at"]
+    # The step is flagged exactly when the two differ by more than 5% of the kernel's count.
+    db = store.connect(data_dir)
+    flagged = [r for r in step(document.run_document(db, 1), "trace")["suspect"] if "io_ticks" in r]
+    off = abs(rebuilt - kernel["value"]) / kernel["value"]
+    assert len(flagged) == (off > 0.05)
+    if flagged:
+        says = (
+            f"rebuilt from fio's logs, {rebuilt:,.3f} s, is {off:.1%} off the {kernel['value']:,.3f} s that the kernel"
+        )
+        assert says in flagged[0]
+    assert not [x for x in run["steps"] if x["key"] != "trace" and "kernel.busy_s" in metrics(x)]
 
 
 def test_mixed_burst_counts_throughput_only_inside_bursts(smoke):

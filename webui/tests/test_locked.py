@@ -152,6 +152,30 @@ def test_plan_caps_spans_at_capacity_and_writes_runnable_job_files():
         assert line in job
 
 
+def test_a_4kn_drive_runs_the_block_sizes_it_cannot_take_rounded_up_and_the_plan_says_which():
+    s = locked.load("standard")
+    native, fitted = plan.compile_plan(s, 2**40), plan.compile_plan(s, 2**40, 4096)
+    assert not [step.id for step in native if step.adapted]
+    rows = [f"{rw}.qd{qd}.bs{bs}" for rw in ("read", "write") for qd in (1, 32) for bs in ("512", "1k", "2k")]
+    assert {step.id: step.adapted for step in fitted if step.adapted} == {
+        "xfer": {row: (row.rpartition(".bs")[2], 4096) for row in rows}
+    }
+    xfer = next(step for step in fitted if step.id == "xfer")
+    assert dict(xfer.jobs)["read.qd1.bs512"]["bs"] == 4096 and dict(xfer.jobs)["read.qd1.bs4k"]["bs"] == "4k"
+    assert "[read.qd1.bs512]\nrw=read\nbs=4096\n" in xfer.job_file
+    assert xfer.to_dict()["adapted"][0] == "bs 512 runs as 4096 B in " + ", ".join(r for r in rows if "bs512" in r)
+    assert f"; adapted to the drive: {xfer.to_dict()['adapted'][0]}\n" in xfer.job_file
+    # Every other step runs as on a drive of 512 B blocks.
+    assert [a.job_file for a in native if a.id != "xfer"] == [b.job_file for b in fitted if b.id != "xfer"]
+
+
+def test_a_burst_on_larger_blocks_still_writes_its_megabytes_per_period():
+    burst = next(step for step in plan.compile_plan(locked.load("smoke"), 2**30, 8192) if step.id == "burst")
+    background, foreground = dict(burst.jobs)["background"], dict(burst.jobs)["foreground"]
+    assert burst.adapted == {"background": ("4k", 8192)} and foreground["bs"] == "64k"
+    assert (background["bs"], background["thinktime_blocks"]) == (8192, -(-4_000_000 // 8192))
+
+
 def test_estimate_grows_with_capacity_for_size_based_steps():
     s = locked.load("smoke")
     assert plan.estimate_seconds(plan.compile_plan(s, 64 * 1024**2)) < plan.estimate_seconds(
@@ -325,3 +349,17 @@ def test_plan_estimate_grows_with_capacity_where_fills_and_sweeps_do():
         )
         # quick fills only its 8 GiB span, so it takes the same time on any drive
         assert big == small if name == "quick" else big > small, name
+
+
+def test_plan_for_a_4kn_drive_lists_what_it_adapts_and_refuses_a_block_that_is_no_block():
+    from conftest import ssdbench
+
+    argv = ("plan", "--suite", "standard", "--capacity", "1TiB", "--json", "--logical-block")
+    out = json.loads(ssdbench(*argv, "4k", check=True).stdout)
+    assert out["logical_block_bytes"] == 4096
+    assert {s["id"]: len(s["adapted"]) for s in out["steps"] if s["adapted"]} == {"xfer": 3}
+    assert not [s for s in json.loads(ssdbench(*argv, "512", check=True).stdout)["steps"] if s["adapted"]]
+    for bad in ("3000", "0", "2MiB", "4 parsecs"):
+        proc = ssdbench(*argv, bad)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, bad
+        assert proc.stderr.splitlines()[-1].startswith("ssdbench plan: error: argument --logical-block: "), bad

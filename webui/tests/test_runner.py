@@ -1,6 +1,7 @@
 """The runner end to end: real fio on real loop devices, results in a real SQLite file."""
 
 import contextlib
+import html
 import os
 import signal
 import subprocess
@@ -9,9 +10,10 @@ import threading
 import time
 from types import SimpleNamespace
 
-from conftest import ENGINE_SUITE, needs_root, show, ssdbench, wait_until
+from conftest import BLOCKS_SUITE, ENGINE_SUITE, login, make_app, needs_root, show, ssdbench, wait_until
+from markupsafe import escape
 
-from ssdbench.results import store
+from ssdbench.results import document, offline_report, store
 from ssdbench.run import fio_output, plan, runner, workload
 from ssdbench.suites import locked
 
@@ -132,6 +134,85 @@ def test_re_run_the_saved_job_file_with_plain_fio(loopdev, tmp_path):
         check=True,
     ).stdout
     assert fio_output.fio_result(out)["jobs"][0]["read"]["total_ios"] > 0
+
+
+def test_a_4kn_drive_runs_512_b_rows_and_trace_ios_rounded_up_to_its_blocks(loopdev, tmp_path):
+    """A drive of 4096 B logical blocks refuses 512 B direct IO. Its 512 B and 2 KiB transfer-size rows run 4096 B
+    blocks, its trace's IOs are widened to whole blocks, and the run says so; it does not fail."""
+    dev, _ = loopdev("256M", sector_size=4096)
+    # As the suite names it, a 512 B row is refused by such a drive.
+    row = ["fio", "--name=row", f"--filename={dev}", "--direct=1", "--rw=read", "--bs=512", "--size=1M"]
+    assert "Invalid argument" in subprocess.run(row, capture_output=True, text=True).stdout
+    data_dir = tmp_path / "data"
+    ssdbench("run", *BLOCKS_SUITE, "--drive", dev, "--confirm", os.path.basename(dev), data_dir=data_dir, check=True)
+    run = show(1, data_dir)
+    assert run["state"] == "done" and run["drive"]["logical_block_size"] == 4096
+    steps = {s["key"]: s for s in run["steps"]}
+
+    xfer = steps["xfer"]
+    assert xfer["detail"]["adapted"] == [
+        "bs 512 runs as 4096 B in read.bs512, write.bs512",
+        "bs 2k runs as 4096 B in read.bs2k, write.bs2k",
+    ]
+    doc = fio_output.fio_result((data_dir / xfer["out_dir"] / "fio.json").read_text())
+    ran = {job["jobname"]: job["job options"]["bs"] for job in doc["jobs"]}
+    assert ran == {"read.bs512": "4096", "read.bs2k": "4096", "read.bs4k": "4k"} | {
+        "write.bs512": "4096",
+        "write.bs2k": "4096",
+        "write.bs4k": "4k",
+    }
+    for job in doc["jobs"]:
+        moved = job[job["jobname"].split(".")[0]]
+        assert moved["io_bytes"] > 0 and moved["io_bytes"] % 4096 == 0, job["jobname"]
+    # The curve draws only the rows that ran the size they name; the others keep their figures, by name.
+    curves = [s for s in run["series"] if s["step_id"] == xfer["id"] and s["x_unit"] == "bytes"]
+    db = store.connect(data_dir)
+    assert sorted(s["name"] for s in curves) == ["read.mb_s", "write.mb_s"]
+    assert all([x for x, _ in store.series_points(db, s["id"])] == [4096] for s in curves)
+    assert {"read.bs512.read.mb_s", "write.bs2k.write.mb_s"} <= {m["name"] for m in xfer["metrics"]}
+
+    # The trace as generated, against what was played: every IO in whole 4096 B blocks, covering its bytes.
+    trace = steps["trace"]
+    folder = data_dir / trace["out_dir"]
+    declared = [line.split() for line in (folder / "trace.txt").read_text().splitlines() if line[0] != "#"]
+    played = [
+        line.split()[1:]
+        for replay in sorted(folder.glob("seg*.replay"))
+        for line in replay.read_text().splitlines()
+        if line.split()[1] in ("read", "write")
+    ]
+    assert len(played) == len(declared)
+    widened = added = 0
+    for (_, op, offset, length), (kind, start, size) in zip(declared, played):
+        offset, length, start, size = int(offset), int(length), int(start), int(size)
+        assert kind == {"R": "read", "W": "write"}[op] and start % 4096 == 0 and size % 4096 == 0
+        assert start <= offset and offset + length <= start + size < offset + length + 4096
+        widened += (start, size) != (offset, length)
+        added += size - length
+    assert widened and trace["detail"]["trace"]["widened"] == {
+        "block_bytes": 4096,
+        "ios": widened,
+        "of_ios": len(declared),
+        "bytes_added": added,
+    }
+    assert trace["detail"]["adapted"] == [
+        f"{widened} of {len(declared)} trace IOs widened to whole 4096 B blocks (start rounded down, end up): "
+        f"{added} bytes more in all"
+    ]
+    # And each IO that fio logged ran whole blocks.
+    logged = [s for log in sorted(folder.glob("seg*_lat.*.log")) for s in fio_output.fio_log(log.read_text())]
+    assert logged and all(s.offset % 4096 == 0 and s.bs % 4096 == 0 for s in logged)
+    # The run carries it as a warning, on its page and in its offline report; each step keeps its own notes.
+    warning = (
+        "adapted to the drive's 4096 B logical blocks: in xfer, trace, the block sizes and trace IOs that are not "
+        "whole logical blocks ran rounded up to them (each step says how)"
+    )
+    doc = document.run_document(db, 1)
+    assert warning in doc["warnings"] and html.escape(warning).encode() in offline_report.render(doc)
+    client = make_app(data_dir).test_client()
+    login(client)
+    assert str(escape(warning)).encode() in client.get("/runs/1").data  # as Jinja escapes it
+    assert not [s for s in run["steps"] if s["key"] not in ("xfer", "trace") and "adapted" in s["detail"]]
 
 
 @needs_root()

@@ -312,6 +312,39 @@ def test_a_sweep_reads_what_it_wrote_and_a_trace_is_never_flagged(tmp_path):
     }
 
 
+# Rule 4: a trace's busy time against the kernel's
+
+
+def busy_off(rebuilt, kernel, off):
+    return (
+        f"the disk busy time rebuilt from fio's logs, {rebuilt:.3f} s, is {off} off the {kernel:.3f} s that the "
+        "kernel counted (io_ticks), over 5%: the busy time and the MB/s from it may not be the drive's"
+    )
+
+
+def test_a_trace_s_busy_time_more_than_5_percent_off_the_kernel_s_flags_its_step(tmp_path):
+    keys = ("above", "below", "just-above", "just-below", "uncounted", "unknown")
+    trace = {"kind": "trace", "cooldown": False, "profile": "smoke", "seed": 1, "scale": 1.0}
+    suite = load_suite(tmp_path, *({"id": key, "title": key, **trace} for key in keys))
+    figures = {
+        "above": {"all.busy_s": 10.51, "kernel.busy_s": 10.0},
+        "below": {"all.busy_s": 9.49, "kernel.busy_s": 10.0},
+        "just-above": {"all.busy_s": 10.49, "kernel.busy_s": 10.0},
+        "just-below": {"all.busy_s": 9.51, "kernel.busy_s": 10.0},
+        # The kernel counted nothing (a queue whose iostats is off), or its stat could not be read: no check.
+        "uncounted": {"all.busy_s": 10.0, "kernel.busy_s": 0.0},
+        "unknown": {"all.busy_s": 10.0},
+    }
+    assert suspect(record(tmp_path, suite, figures)) == {
+        "above": [busy_off(10.51, 10.0, "5.1%")],
+        "below": [busy_off(9.49, 10.0, "5.1%")],
+        "just-above": [],
+        "just-below": [],
+        "uncounted": [],
+        "unknown": [],
+    }
+
+
 def reads_everywhere(steps):
     """Every job that can read, read as far as fio could: a write-only job has no read figures."""
     figures = {}

@@ -278,6 +278,25 @@ def second_namespace(folder):
     return img, ["-drive", f"if=none,id=ns2,file={img},format=raw", "-device", "nvme-ns,drive=ns2,bus=nvme0,nsid=2"]
 
 
+def namespace_4kn(folder):
+    """A namespace of 4096 B logical (and physical) blocks on the NVMe controller: a 4Kn drive. Small, as smoke
+    fills it whole."""
+    img = os.path.join(folder, "ns4k.img")
+    subprocess.run(["truncate", "-s", "256M", img], check=True)
+    return [
+        "-drive",
+        f"if=none,id=ns4k,file={img},format=raw,discard=unmap",
+        "-device",
+        "nvme-ns,drive=ns4k,bus=nvme0,nsid=2,logical_block_size=4096,physical_block_size=4096",
+    ]
+
+
+def busy_times(run):
+    """The trace step's busy time as rebuilt from fio's logs and as the kernel counted it, for the log."""
+    trace = {m["name"]: m["value"] for m in next(s for s in run["steps"] if s["kind"] == "trace")["metrics"]}
+    return f"busy {trace['all.busy_s']:.3f} s rebuilt from fio's logs, {trace.get('kernel.busy_s')} s by io_ticks"
+
+
 def test_boot_runs_export_and_verify(boot, disks, tmp_path):
     ns2_img, extra = second_namespace(disks)
     vm = boot(*extra)
@@ -313,7 +332,7 @@ def test_boot_runs_export_and_verify(boot, disks, tmp_path):
     for want in (NVME, SATA):
         run_id = vm.start_run(by_serial(found, want["serial"]))
         state, seconds = vm.wait_run(run_id)
-        print(f"smoke on {want['transport']}: {state} in {seconds:.0f} s")
+        print(f"smoke on {want['transport']}: {state} in {seconds:.0f} s; {busy_times(vm.run(run_id))}")
         assert state == "done", vm.run(run_id)["error"]
         run_ids.append(run_id)
     # QEMU formats one namespace at a time (FNA 0): Format is used, and says nothing of nvme0n2.
@@ -424,7 +443,8 @@ def test_power_cut_leaves_the_run_interrupted_with_its_steps(boot, disks):
     vm.kill()
     print(f"power cut after the steps {', '.join(done)}")
 
-    vm = boot()
+    # Booted again, with a 4Kn namespace beside the interrupted run's.
+    vm = boot(*namespace_4kn(disks))
     # The runner service marks the run when it starts, which may be just after the web UI.
     deadline = time.monotonic() + 120
     while (run := vm.run(run_id))["state"] == "running" and time.monotonic() < deadline:
@@ -441,10 +461,20 @@ def test_power_cut_leaves_the_run_interrupted_with_its_steps(boot, disks):
         if steps[key]["job_file"]:
             assert vm.file_status(run_id, f"{os.path.basename(steps[key]['out_dir'])}/fio.json") == 200, key
 
-    sata = by_serial(drives(vm), SATA["serial"])
-    state, seconds = vm.wait_run(vm.start_run(sata))
-    print(f"smoke on sata after the power cut: {state} in {seconds:.0f} s")
-    assert state == "done"
+    # Then smoke to the end, on the 4Kn namespace: the trace's 512 B IOs run widened to whole 4096 B blocks, and
+    # the run says so.
+    drive = next(d for d in drives(vm) if d["path"] == "/dev/nvme0n2")
+    assert drive["eligible"] and (drive["logical_block_size"], drive["physical_block_size"]) == (4096, 4096), drive
+    run_id = vm.start_run(drive)
+    state, seconds = vm.wait_run(run_id)
+    run = vm.run(run_id)
+    print(f"smoke on a 4Kn NVMe namespace after the power cut: {state} in {seconds:.0f} s; {busy_times(run)}")
+    assert state == "done", run["error"]
+    trace = next(s for s in run["steps"] if s["kind"] == "trace")
+    print(f"4Kn: {'; '.join(trace['detail']['adapted'])}")
+    assert trace["detail"]["trace"]["widened"]["block_bytes"] == 4096 and trace["detail"]["trace"]["widened"]["ios"]
+    assert [s["key"] for s in run["steps"] if "adapted" in (s["detail"] or {})] == ["trace"]
+    assert any(w.startswith("adapted to the drive's 4096 B logical blocks: in trace,") for w in run["warnings"])
     vm.poweroff()
     assert mtools("mdir", "-b", "-i", full_img, "::").split() == ["::/filler", "::/ssdbench-results/"]
     assert mtools("mdir", "-b", "-i", full_img, "::ssdbench-results").split() == []

@@ -404,6 +404,21 @@ def serial_now(drive):
     return (nodes[0].get("serial") or "").strip() or None
 
 
+def io_ticks(path):
+    """(stat file, ms) of the kernel's io_ticks for the device at `path`: the time, in ms, during which it had
+    at least one IO in flight (field 10 of its stat file), or None when the kernel does not count it.
+
+    The stat file is that of the device itself, as fio opens it: a partition's or a dm device's own counts
+    only the IOs sent to it, where its disk's, or the disks under it, also count others. A queue whose
+    iostats is off counts nothing."""
+    name = os.path.basename(os.path.realpath(path))
+    stat = f"{SYS}/class/block/{name}/stat"
+    fields = (sysfs.read(stat) or "").split()
+    if sysfs.read(f"{SYS}/class/block/{name}/queue/iostats") == "0" or len(fields) < 10 or not fields[9].isdigit():
+        return None
+    return stat, int(fields[9])
+
+
 def capacity(path):
     """The size now, from sysfs: 0 or missing when the drive is gone."""
     size = sysfs.read(f"{SYS}/class/block/{os.path.basename(os.path.realpath(path))}/size")

@@ -11,6 +11,8 @@ from .. import human
 
 # Above this share of one CPU (user + system) for one fio job, fio's core, not the drive, sets the pace.
 CPU_LIMIT = 90.0
+# Above this share of the kernel's count, a busy time rebuilt from fio's logs is not the drive's.
+BUSY_TOLERANCE = 0.05
 BANDWIDTH = re.compile(r"(?:(.+)\.)?(read|write)\.bw")
 WRITES = ("write", "randwrite", "rw", "readwrite", "randrw")
 NOT_RUN = ("pending", "skipped")
@@ -24,7 +26,7 @@ def suspects(run):
     out = []
     for step, never_written in zip(run["steps"], unwritten):
         metrics = _metrics(step)
-        out.append(cpu_bound(metrics) + over_link(metrics, limit, link) + never_written)
+        out.append(cpu_bound(metrics) + over_link(metrics, limit, link) + never_written + busy_mismatch(metrics))
     return out
 
 
@@ -79,6 +81,23 @@ def over_link(metrics, limit, link):
     return [
         f"{', '.join(fast)}: above the {limit / 1e6:,.0f} MB/s that the drive's link ({carrier}) carries, "
         "so something cached it"
+    ]
+
+
+def busy_mismatch(metrics):
+    """Rule 4: a trace's disk busy time, rebuilt from fio's logs (all.busy_s), differs from what the kernel
+    counted for the drive over the same fio (kernel.busy_s, its io_ticks) by more than BUSY_TOLERANCE of the
+    kernel's figure. Without the kernel's figure, or with none counted, there is no check."""
+    rebuilt, kernel = metrics.get("all.busy_s"), metrics.get("kernel.busy_s")
+    if rebuilt is None or kernel is None or kernel <= 0:
+        return []
+    off = abs(rebuilt - kernel) / kernel
+    if off <= BUSY_TOLERANCE:
+        return []
+    return [
+        f"the disk busy time rebuilt from fio's logs, {rebuilt:,.3f} s, is {off:.1%} off the {kernel:,.3f} s that "
+        f"the kernel counted (io_ticks), over {BUSY_TOLERANCE:.0%}: the busy time and the MB/s from it may not "
+        "be the drive's"
     ]
 
 

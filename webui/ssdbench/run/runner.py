@@ -172,17 +172,27 @@ class Run:
             store.finish_step(self.db, sid, "done", detail=detail, metrics=metrics)
             return "done", None
         job_text = step.job_file
+        adapted = plan.adaptation_notes(step.adapted)
         if step.kind == "trace":
-            job_text, detail["trace"] = playback.prepare(step, out_dir, self.drive["capacity_bytes"], self.suite)
+            job_text, detail["trace"] = playback.prepare(
+                step, out_dir, self.drive["capacity_bytes"], self.suite, self.drive["logical_block_size"]
+            )
+            adapted += playback.adaptation_notes(detail["trace"])
             store.set_job_file(self.db, sid, job_text)
         elif step.kind == "burst":
             detail["background"] = burst.prepare(step, out_dir)
+        if adapted:
+            detail["adapted"] = adapted
         started = time.monotonic()
 
         def tick(doc, iops, bw):
             self.progress(step.index, self.fraction(step, doc, started), iops, bw)
 
+        # The kernel's own count of the time the drive was busy, around the fio of a trace step only: the
+        # busy time that derive rebuilds from fio's logs is checked against it (results/validity).
+        ticks_before = discovery.io_ticks(self.drive["path"]) if step.kind == "trace" else None
         outcome = fio.run(job_text, step.id, out_dir, self.drive["path"], tick, self.should_stop, self.cpus)
+        ticks_after = discovery.io_ticks(self.drive["path"]) if ticks_before is not None else None
         if outcome.state == "failed" and discovery.capacity(self.drive["path"]) == 0:
             outcome.error = f"the drive {self.drive['path']} vanished during the step; fio said: {outcome.error}"
         metrics, series = [], []
@@ -193,6 +203,9 @@ class Run:
                 )
             except SsdbenchError as exc:
                 outcome.state, outcome.error = "failed", f"step {step.id}: {exc}"
+            if ticks_after is not None:
+                detail["io_ticks"] = {"file": ticks_before[0], "before_ms": ticks_before[1], "after_ms": ticks_after[1]}
+                metrics.append(kernel_busy(detail["io_ticks"]))
         if outcome.state == "failed":
             outcome.state, outcome.error = self.failed_or_cancelled(outcome.error)
         # fio's files reach the disk before their step is recorded as done: a power cut cannot split them.
@@ -268,6 +281,16 @@ class Run:
             json.dump(data, f, indent=1)
 
 
+def kernel_busy(ticks):
+    """The seconds the kernel counted the drive busy during a step: the rise of its io_ticks."""
+    return derive.Metric(
+        "kernel.busy_s",
+        (ticks["after_ms"] - ticks["before_ms"]) / 1000,
+        "s",
+        f"io_ticks (field 10 of {ticks['file']}, ms) read after the step's fio minus before, / 1000",
+    )
+
+
 class TemperatureLog:
     """The drive's temperature once a second, from the start of the steps to their end, into the run's series
     "temperature", and each second above the drive's warning temperature into "temperature.above_warning".
@@ -335,7 +358,7 @@ def prepare(suite, device, confirm, destroy_data=False, allow_usb=False):
     check_target(drive, confirm, destroy_data)
     if drive["transport"] == "nvme":
         tools.require("nvme")
-    return drive, plan.compile_plan(suite, drive["capacity_bytes"])
+    return drive, plan.compile_plan(suite, drive["capacity_bytes"], drive["logical_block_size"])
 
 
 def run_in_foreground(data_dir, suite, device, confirm, destroy_data=False, allow_usb=False, on_progress=None):

@@ -491,6 +491,12 @@
         box.querySelector("h3").append(" ", badge);
         box.append(el("ul", {class: "suspect"}, ...step.suspect.map((reason) => el("li", {}, reason))));
       }
+      // What ran otherwise than the suite names, to fit the drive's logical block (a 4Kn drive's 512 B rows).
+      const adapted = (step.detail || {}).adapted;
+      if (Array.isArray(adapted) && adapted.length) {
+        box.querySelector("h3").append(" ", el("span", {class: "badge adapted", title: adapted.join("\n")}, "adapted"));
+        box.append(el("ul", {class: "adapted"}, ...adapted.map((note) => el("li", {}, `adapted to the drive: ${note}`))));
+      }
       box.append(metricsTable([doc], step.key));
       stepsSection.append(box);
       for (const spec of stepCharts(doc, step)) render(spec, box);
