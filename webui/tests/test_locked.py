@@ -169,11 +169,13 @@ def test_a_4kn_drive_runs_the_block_sizes_it_cannot_take_rounded_up_and_the_plan
     assert [a.job_file for a in native if a.id != "xfer"] == [b.job_file for b in fitted if b.id != "xfer"]
 
 
-def test_a_burst_on_larger_blocks_still_writes_its_megabytes_per_period():
-    burst = next(step for step in plan.compile_plan(locked.load("smoke"), 2**30, 8192) if step.id == "burst")
-    background, foreground = dict(burst.jobs)["background"], dict(burst.jobs)["foreground"]
-    assert burst.adapted == {"background": ("4k", 8192)} and foreground["bs"] == "64k"
-    assert (background["bs"], background["thinktime_blocks"]) == (8192, -(-4_000_000 // 8192))
+def test_a_burst_on_larger_blocks_still_writes_its_megabytes_per_period(tmp_path):
+    burst_step = next(step for step in plan.compile_plan(locked.load("smoke"), 2**30, 8192) if step.id == "burst")
+    assert burst_step.adapted == {"background": ("4k", 8192)} and dict(burst_step.jobs)["foreground"]["bs"] == "64k"
+    detail = burst.prepare(burst_step, tmp_path)
+    assert detail["writes_per_period"] == -(-4_000_000 // 8192)
+    writes = [w for _, name in burst.writers(burst_step) for w in burst.planned_writes(tmp_path / name)]
+    assert {length for _, _, length in writes} == {8192} and all(offset % 8192 == 0 for _, offset, _ in writes)
 
 
 def test_estimate_grows_with_capacity_for_size_based_steps():

@@ -45,9 +45,17 @@ def period_count(step):
     return math.ceil(HOLD * step.estimate_s * 1000 / every_ms(step))
 
 
+def background(step):
+    """The background as it runs on this drive: its block size rounded up to whole logical blocks where the
+    plan had to (each period still writes its megabytes, in fewer, larger writes)."""
+    bg = step.spec["background"]
+    fitted = step.adapted.get("background")
+    return {**bg, "bs": fitted[1]} if fitted else bg
+
+
 def _pieces(step):
     """Each writer's replay, piece by piece: per piece, one text for each writer."""
-    bg = step.spec["background"]
+    bg = background(step)
     bs = parse_size(bg["bs"])
     slots = step.size // bs
     if not slots:
@@ -89,7 +97,7 @@ def replay_digests(step, out_dir=None):
 def prepare(step, out_dir):
     """Write the writers' replays into the step's folder; what they hold, for the step's record."""
     os.makedirs(out_dir, exist_ok=True)
-    bg = step.spec["background"]
+    bg = background(step)
     return {
         "periods": period_count(step),
         "every_s": bg["every_s"],
