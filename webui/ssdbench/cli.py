@@ -13,7 +13,7 @@ from .drives import discovery
 from .errors import SsdbenchError
 from .human import clock, printable, size
 from .results import bundle, store, usbexport
-from .run import plan, queue, runner, workload
+from .run import plan, queue, runner, space, workload
 from .suites import locked
 
 DEFAULT_DATA_DIR = "/var/lib/ssdbench"
@@ -99,6 +99,7 @@ def cmd_plan(args):
     s = locked.load(args.suite)
     steps = plan.compile_plan(s, args.capacity, args.logical_block)
     total = plan.estimate_seconds(steps)
+    room = space.needed_bytes(steps)
     if args.json:
         return out_json(
             {
@@ -107,6 +108,7 @@ def cmd_plan(args):
                 "capacity_bytes": args.capacity,
                 "logical_block_bytes": args.logical_block,
                 "estimate_s": total,
+                "room_needed_bytes": room,
                 "steps": [st.to_dict() for st in steps],
             }
         )
@@ -115,6 +117,7 @@ def cmd_plan(args):
         for note in plan.adaptation_notes(st.adapted):
             print(f"{'':<5}{'':<22} adapted to {args.logical_block} B logical blocks: {note}")
     print(f"estimated total: {clock(total)} on a {size(args.capacity)} drive")
+    print(f"room for its results: {size(room)} free in the data folder")
     return None
 
 
@@ -350,7 +353,7 @@ def parser():
     sh.add_argument("name")
     sh.add_argument("--json", action="store_true")
 
-    c = add("plan", cmd_plan, "print a suite's steps and estimated time for a capacity", as_json=True)
+    c = add("plan", cmd_plan, "print a suite's steps, estimated time and room for results on a capacity", as_json=True)
     c.add_argument("--suite", required=True)
     c.add_argument("--capacity", required=True, type=size_arg, help="drive size, e.g. 1000204886016 or 512GiB")
     c.add_argument(

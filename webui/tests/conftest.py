@@ -3,8 +3,9 @@ the web app over it, and a run finished by the real engine.
 
 Fixtures: `loopdev` (attach a sparse file as a loop device), `data_dir` (an empty data folder), `app`,
 `client` and `token` (the web app on that folder, a test client, and its CSRF token once logged in),
-`finished_run` (a data folder holding one run of the engine suite on a loop device, shared by a module)
-and `finished_bundle` (its bundle).
+`finished_run` (a data folder holding one run of the engine suite on a loop device, shared by a module),
+`finished_bundle` (its bundle), `smoke_run` (one run of the smoke suite, shared by the session) and
+`small_partition` (a data folder on a small ext4 file system of its own).
 Helpers: `ssdbench` (the real CLI in a child process), `web_server` (the real `ssdbench web` on a free port),
 `show`, `wait_until`, `make_app`, `login`, and `add_run` (a run written through the store, for pages that
 need one without running fio)."""
@@ -157,6 +158,45 @@ def finished_run(tmp_path_factory):
         yield data_dir, dev
     finally:
         subprocess.run(["losetup", "-d", dev], capture_output=True)
+
+
+@pytest.fixture(scope="session")
+def smoke_run(tmp_path_factory):
+    """One run of the smoke suite (every step type) on a 3 GiB loop device, shared by the session: (the run as
+    `ssdbench show` gives it, its data folder)."""
+    tmp = tmp_path_factory.mktemp("smoke")
+    # Big enough that the whole-drive fill lasts more than the 1 s between bandwidth samples.
+    dev = attach(tmp / "disk.img", "3G")
+    try:
+        data_dir = tmp / "data"
+        proc = ssdbench(
+            "run", "--suite", "smoke", "--drive", dev, "--confirm", os.path.basename(dev), data_dir=data_dir
+        )
+        assert proc.returncode == 0, proc.stderr
+        yield show(1, data_dir), data_dir
+    finally:
+        subprocess.run(["losetup", "-d", dev], capture_output=True)
+
+
+@pytest.fixture
+def small_partition(tmp_path, loopdev):
+    """A data folder on a file system of its own, of `size`, made as SSDB-DATA is (ext4, 4 KiB blocks, none
+    kept for root) on a loop device and mounted: make(size) returns its path."""
+    mounts = []
+
+    def make(size):
+        dev, _ = loopdev(size, name=f"partition{len(mounts)}.img")
+        subprocess.run(["mkfs.ext4", "-q", "-b", "4096", "-m", "0", dev], check=True)
+        mnt = tmp_path / f"partition{len(mounts)}"
+        mnt.mkdir()
+        subprocess.run(["mount", dev, str(mnt)], check=True)
+        mounts.append(mnt)
+        return mnt
+
+    yield make
+    for mnt in mounts:
+        if subprocess.run(["umount", str(mnt)]).returncode:
+            subprocess.run(["umount", "-l", str(mnt)])
 
 
 PIN = "424242"

@@ -1,6 +1,7 @@
 """The runner service: runs queued through the web API, executed by `ssdbench runner` in a process of its own."""
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -107,3 +108,23 @@ def test_service_takes_queued_runs_survives_a_failing_one_and_stops_on_cancel(lo
     assert states[:2] == ["done", "done"] and "cancelled" in states and states[-1] == "skipped"
     assert run["environment"]["drive"]["path"] == good
     assert service.poll() is None, service.stderr.read()
+
+
+def test_service_checks_the_room_again_when_it_takes_a_queued_run(loopdev, small_partition, runner_service):
+    """Room enough when the run was queued, none when the service takes it: the run fails before it starts,
+    naming the room it needs and the room there is, and nothing is written to the drive."""
+    dev, img = loopdev()
+    data_dir = small_partition("32M")
+    client = make_app(data_dir, SSDBENCH_EXTRA_DRIVES=[dev]).test_client()
+    body = {"drive": dev, "suite": "smoke", "confirm": os.path.basename(dev)}
+    assert client.post("/api/runs", json=body, headers={"X-CSRF-Token": login(client)}).status_code == 201
+    # Filled up, less 2 MiB: room for the service to record the run, not for its results.
+    subprocess.run(["dd", "if=/dev/zero", f"of={data_dir / 'filler'}", "bs=1M"], capture_output=True)
+    subprocess.run(["truncate", "-s", "-2M", str(data_dir / "filler")], check=True)
+    runner_service(data_dir)
+    wait_for(data_dir, state_is(1, "failed"))
+    run = store.get_run(store.connect(data_dir), 1)
+    assert run["error"].startswith("not enough room for the results: smoke on this drive needs "), run["error"]
+    free = re.search(rf"and the data partition \({re.escape(str(data_dir))}\) has ([0-9.]+) MB free", run["error"])
+    assert free and float(free.group(1)) < 3, run["error"]  # the 2 MiB left, and what SQLite gave back
+    assert {s["state"] for s in run["steps"]} == {"skipped"} and os.stat(img).st_blocks == 0

@@ -20,14 +20,14 @@ from ssdbench.suites import locked
 pytestmark = needs_root()
 
 
-def start_run(dev, data_dir, *extra):
+def start_run(dev, data_dir, *extra, suite=ENGINE_SUITE):
     """Start `ssdbench run` in the background, as a tester at the console would."""
     argv = [
         sys.executable,
         "-m",
         "ssdbench.cli",
         "run",
-        *ENGINE_SUITE,
+        *suite,
         "--drive",
         dev,
         "--confirm",
@@ -254,9 +254,9 @@ def run_with_sensor(dev, data_dir, sensor, warning_c):
     neither. Yields the run: its `id`, its `thread`, and its `outcome` once the thread has ended. A check that
     fails meanwhile cancels it, so that no run is left idling for a sensor that will not cool."""
     suite = locked.load(path=ENGINE_SUITE[1], allow_non_standard=True)
-    drive, steps = runner.prepare(suite, dev, os.path.basename(dev))
-    drive |= {"temperature_source": f"hwmon:{sensor}", "warning_temp_c": warning_c}
     db = store.connect(data_dir)
+    drive, steps = runner.prepare(data_dir, suite, dev, os.path.basename(dev))
+    drive |= {"temperature_source": f"hwmon:{sensor}", "warning_temp_c": warning_c}
     lock = runner.RunLock(data_dir).acquire()
     run = SimpleNamespace(id=store.create_run(db, drive, suite, steps), outcome=None)
 
@@ -372,6 +372,73 @@ def test_another_drive_on_the_same_node_fails_the_run_before_its_next_step(loopd
     run, _ = run_series(data_dir, r.id)
     assert [s["state"] for s in run["steps"]] == ["done", "done", "failed", "skipped", "skipped", "skipped"]
     assert run["steps"][2]["error"] == error and run["error"] == error
+
+
+def fill(folder):
+    """Write a file into `folder` until its file system has no room left, as a run's results would."""
+    subprocess.run(["dd", "if=/dev/zero", f"of={folder / 'filler'}", "bs=1M"], capture_output=True)
+    assert store.free_bytes(folder) < store.FULL_BELOW
+
+
+def full_error(data_dir):
+    return f"data partition full: no room left in {data_dir} for the step's results; the steps before it are kept"
+
+
+def test_a_partition_that_fills_while_the_drive_idles_fails_the_next_step_before_fio(loopdev, small_partition):
+    """The run idles in rand-read-4k's cool-down (its drive held hot), and there the data partition fills up:
+    the step fails before fio starts, so nothing is written for it, and the steps before it stay."""
+    dev, _ = loopdev()
+    data_dir = small_partition("32M")
+    sensor = data_dir.parent / "temp1_input"
+    set_sensor(sensor, 40)
+    with run_with_sensor(dev, data_dir, sensor, warning_c=45) as r:
+        wait_until(lambda: run_series(data_dir, r.id)[1].get("temperature"), "the first temperature point")
+        set_sensor(sensor, 50)
+        wait_until(lambda: sampled_after(data_dir, r.id, "rand-read-4k", 1), "the cool-down of rand-read-4k")
+        fill(data_dir)
+        set_sensor(sensor, 40)
+        wait_until(lambda: not r.thread.is_alive(), "the run to end")
+    assert r.outcome == ("failed", full_error(data_dir))
+    run, _ = run_series(data_dir, r.id)
+    assert [s["state"] for s in run["steps"]] == ["done", "done", "failed", "skipped", "skipped", "skipped"]
+    assert run["steps"][2]["error"] == full_error(data_dir) and run["steps"][1]["metrics"]
+    assert not os.path.exists(data_dir / run["steps"][2]["out_dir"])
+    assert not os.path.exists(data_dir / store.RESERVE_NAME)
+
+
+def test_a_full_data_partition_fails_the_step_and_the_run_can_still_be_exported_and_deleted(
+    loopdev, small_partition, tmp_path
+):
+    """The partition fills up while fio runs a 300 s step. fio says nothing of the writes it cannot make (it
+    exits 0, its JSON cut short), so the runner looks: it stops fio, and the step fails as "data partition
+    full", long before its 300 s. The steps before it stay; the run, its filler still beside it, can be
+    bundled and deleted."""
+    suite = tmp_path / "long.toml"
+    with open(ENGINE_SUITE[1]) as f:
+        head, step, tail = f.read().partition('id = "rand-write-4k"')
+    suite.write_text(head + step + tail.replace("runtime = 3", "runtime = 300", 1))
+    dev, _ = loopdev()
+    data_dir = small_partition("32M")
+    proc = start_run(dev, data_dir, suite=("--suite-file", str(suite), "--non-standard"))
+    wait_for_step(data_dir, "rand-write-4k")
+    wait_until(lambda: fio_status(data_dir / "runs" / "1" / "03-rand-write-4k"), "fio's first status")
+    fill(data_dir)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 1 and out.strip() == f"run 1: failed: {full_error(data_dir)}", err
+    run = show(1, data_dir)
+    assert run["state"] == "failed" and run["error"] == full_error(data_dir)
+    assert [s["state"] for s in run["steps"]] == ["done", "done", "done", "failed", "skipped", "skipped"]
+    failed = run["steps"][3]
+    assert failed["error"] == full_error(data_dir) and not failed["metrics"]
+    assert failed["finished_at"] - failed["started_at"] < 150  # stopped, not run to its end
+    assert all(s["metrics"] for s in run["steps"][1:3])
+    assert not os.path.exists(data_dir / store.RESERVE_NAME)
+
+    bundle = ssdbench("bundle", "1", "-o", str(tmp_path), data_dir=data_dir, check=True).stdout.strip()
+    assert ssdbench("verify", bundle).returncode == 0
+    client = make_app(data_dir).test_client()
+    assert client.delete("/api/runs/1", headers={"X-CSRF-Token": login(client)}).status_code == 204
+    assert not os.path.exists(data_dir / "runs" / "1")
 
 
 def test_cancel_during_a_cool_down_stops_the_sampler(loopdev, tmp_path):

@@ -2,7 +2,8 @@
 
 The VM image comes from make vm-image. Each test boots it on copies in a temporary folder: the stick on
 USB, an NVMe and a SATA drive; the serial console goes to webui/tests/artifacts/. The two tests share the
-stick and drives and run in order: the first leaves two runs on them, the second cuts the power.
+stick and drives and run in order: the first grows the stick's SSDB-DATA and leaves two runs on them, the
+second cuts the power.
 """
 
 import http.cookiejar
@@ -31,6 +32,7 @@ NVME = {"serial": "SSDB-NVME-0001", "model": "QEMU NVMe Ctrl", "transport": "nvm
 # The SATA model has 40 characters, all that ATA IDENTIFY holds; lsblk shows its first 16.
 SATA = {"serial": "SSDB-SATA-0001", "model": "SSDB-SATA-SSD 1TB MODEL NAME OF 40 CHARS", "transport": "sata"}
 STICK_OFFSET = 1024 * 1024  # partition 1, SSDBENCH (board/vm/build-image.sh)
+STICK_SIZE = "4G"  # the stick of the two tests that share it: the image is 513 MiB, SSDB-DATA 256 MiB of it
 BOOT_TIMEOUT_S = 300
 RUN_TIMEOUT_S = 900
 
@@ -231,9 +233,11 @@ class VM:
 
 @pytest.fixture(scope="module")
 def disks(tmp_path_factory):
-    """The stick (a copy of the built one) and empty drives, for both tests."""
+    """The stick (a copy of the built one, on a larger stick: the rest of it is a sparse hole) and empty
+    drives, for both tests."""
     folder = tmp_path_factory.mktemp("vm")
     subprocess.run(["cp", "--sparse=always", os.path.join(VM_DIR, "stick.img"), str(folder)], check=True)
+    subprocess.run(["truncate", "-s", STICK_SIZE, os.path.join(folder, "stick.img")], check=True)
     return str(folder)
 
 
@@ -300,6 +304,14 @@ def busy_times(run):
 def test_boot_runs_export_and_verify(boot, disks, tmp_path):
     ns2_img, extra = second_namespace(disks)
     vm = boot(*extra)
+    # The stick's first boot: SSDB-DATA, 256 MiB in the image, grew to the end of the 4 GiB stick, its
+    # partition first (3839 MiB: the stick less 1 MiB before SSDBENCH and its 256 MiB), then its file system.
+    console = vm.console_text()
+    assert re.search(r"SSDB-DATA: partition 2 of sd[a-z] grown to the end of the stick: 256 MiB -> 3839 MiB", console)
+    assert "SSDB-DATA: file system grown online: 256 MiB -> " in console and "not grown" not in console
+    blocks, block = vm.shell("stat -f -c '%b %S' /var/lib/ssdbench").split()
+    print(f"SSDB-DATA on a {STICK_SIZE} stick: {int(blocks) * int(block) / 1e9:.2f} GB")
+    assert int(blocks) * int(block) > 3.5e9
     # Another namespace of the drive's controller in use: a purge of nvme0n1 must not reach it.
     # And the settings file, which holds the PIN, is root's alone.
     vm.shell("mount -t vfat /dev/nvme0n2 /mnt")
@@ -421,6 +433,8 @@ def full_stick(folder, free=200_000):
 def test_power_cut_leaves_the_run_interrupted_with_its_steps(boot, disks):
     full_img, extra = full_stick(disks)
     vm = boot(*extra)
+    # The stick's second boot: its SSDB-DATA already fills it, and is left alone.
+    assert "Looking for the ssdbench stick: sd" in vm.console_text() and "grown" not in vm.console_text()
 
     # Export to a vfat stick that fills up partway through a bundle (the Debian kernel's vfat driver):
     # a clear error, and nothing left on the stick under the bundle's name or a temporary one.

@@ -21,6 +21,10 @@ LOCKS_DIR = "locks"
 STATES = ("queued", "running", "done", "failed", "cancelled", "interrupted")
 ACTIVE = STATES[:2]  # waiting for the drive, or using it: at most one run at a time
 ENDED = STATES[2:]
+RESERVE_NAME = "room.reserve"
+RESERVE_BYTES = 8 * 1024 * 1024
+# Free space below this is a full data partition: a write that meets ENOSPC fills every block it can first.
+FULL_BELOW = 1024 * 1024
 
 # Each entry moves the schema up one version; never edit one that has shipped.
 MIGRATIONS = [
@@ -186,13 +190,63 @@ def run_files(data_dir, run_id):
     return out
 
 
+class DataFull(SsdbenchError):
+    """The data partition has no room left for a write (SQLite's SQLITE_FULL, or ENOSPC)."""
+
+
+class _Connection(sqlite3.Connection):
+    """A connection whose writes that meet a full disk raise DataFull, which the runner knows, rather than
+    SQLite's own OperationalError."""
+
+    def execute(self, *args):
+        try:
+            return super().execute(*args)
+        except sqlite3.OperationalError as exc:
+            _raise_if_full(exc)
+            raise
+
+    def executemany(self, *args):
+        try:
+            return super().executemany(*args)
+        except sqlite3.OperationalError as exc:
+            _raise_if_full(exc)
+            raise
+
+
+def _raise_if_full(exc):
+    if exc.sqlite_errorcode == sqlite3.SQLITE_FULL:
+        raise DataFull(f"data partition full: {exc}") from exc
+
+
+def free_bytes(data_dir):
+    """The room left on the data folder's file system, as df shows it (what is not reserved for root)."""
+    st = os.statvfs(data_dir)
+    return st.f_bavail * st.f_frsize
+
+
+def hold_reserve(data_dir):
+    """Set RESERVE_BYTES aside in the data folder while a run runs: should the partition fill up, releasing
+    them leaves room to record the step that failed and the run's end, since SQLite commits nothing on a full
+    disk."""
+    fd = os.open(os.path.join(data_dir, RESERVE_NAME), os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        os.posix_fallocate(fd, 0, RESERVE_BYTES)
+    finally:
+        os.close(fd)
+
+
+def release_reserve(data_dir):
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(os.path.join(data_dir, RESERVE_NAME))
+
+
 def _in(states):
     return f"({', '.join(repr(s) for s in states)})"
 
 
 def connect(data_dir):
     os.makedirs(data_dir, exist_ok=True)
-    db = sqlite3.connect(db_path(data_dir), timeout=30, isolation_level=None)
+    db = sqlite3.connect(db_path(data_dir), timeout=30, isolation_level=None, factory=_Connection)
     db.row_factory = sqlite3.Row
     _enable_wal(db)
     # Foreign keys are off while the schema moves (a rebuilt table must not cascade), on for everything else.

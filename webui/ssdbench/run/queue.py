@@ -19,15 +19,16 @@ from . import runner, workload
 POLL_S = 0.5
 
 
-def enqueue(db, suite_name, device, confirm, destroy_data=False, allow_usb=False):
+def enqueue(db, data_dir, suite_name, device, confirm, destroy_data=False, allow_usb=False):
     """Queue a locked suite on a drive, after the checks that `ssdbench run` makes; returns the run id.
 
-    Raises store.RunBusy while another run is queued or running, SsdbenchError if the suite or the
-    target is refused. The service checks the drive again when it takes the run: it may have changed.
+    Raises store.RunBusy while another run is queued or running, SsdbenchError if the suite, the
+    target or the room for its results is refused. The service checks again when it takes the run: the
+    drive may have changed.
     """
     store.check_idle(db)
     suite = workload.verified(locked.load(suite_name))
-    drive, steps = runner.prepare(suite, device, confirm, destroy_data, allow_usb)
+    drive, steps = runner.prepare(data_dir, suite, device, confirm, destroy_data, allow_usb)
     request = {
         "device": drive["path"],
         "confirm": confirm,
@@ -118,7 +119,7 @@ def start_claimed(db, data_dir, lock, row, signals):
         if suite.sha256 != row["suite_hash"]:
             raise SsdbenchError(f"the suite {row['suite']} changed since the run was queued")
         drive, steps = runner.prepare(
-            suite, request["device"], request["confirm"], request["destroy_data"], request["allow_usb"]
+            data_dir, suite, request["device"], request["confirm"], request["destroy_data"], request["allow_usb"]
         )
         if drive["capacity_bytes"] != request["capacity_bytes"]:
             raise SsdbenchError(

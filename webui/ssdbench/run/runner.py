@@ -2,8 +2,8 @@
 steps, handle cancel, crash and failure.
 
 This is the only writer of run state. Each step is stored whole when it ends, so
-whatever stops the run (cancel, a vanished drive, a power cut) leaves every
-completed step intact.
+whatever stops the run (cancel, a vanished drive, a full data partition, a power cut)
+leaves every completed step intact.
 """
 
 import fcntl
@@ -17,7 +17,7 @@ from ..drives import discovery, health, purge
 from ..errors import SsdbenchError
 from ..results import store
 from ..system import durable, tools
-from . import burst, derive, environment, fio, fio_output, plan, playback, quiet
+from . import burst, derive, environment, fio, fio_output, plan, playback, quiet, space
 
 LOCK_NAME = "run.lock"
 STOPPED = fio.STOPPED
@@ -106,6 +106,7 @@ class Run:
         self.total_estimate = plan.estimate_seconds(steps) or 1.0
         self.signals = signals
         self.cancel = False
+        self.full = False
         self.last_cancel_check = 0.0
         self.run_dir = store.run_dir(data_dir, run_id)
         os.makedirs(self.run_dir, exist_ok=True)
@@ -121,12 +122,33 @@ class Run:
             self.cancel = store.cancel_requested(self.db, self.run_id)
         return self.cancel
 
+    def room_left(self):
+        """False once the data partition is full. fio meets a full disk without a word (it exits 0, its JSON
+        cut short and its logs empty), so the runner looks for itself: before each step, twice a second while
+        fio runs, and after it."""
+        if not self.full:
+            self.full = store.free_bytes(self.data_dir) < store.FULL_BELOW
+        return not self.full
+
+    def no_room(self):
+        """The error of a step that ends for want of room on the data partition, else None. The reserve goes
+        first, so that the failure can be recorded: call it only once fio has ended, or fio would fill that too."""
+        if self.room_left():
+            return None
+        store.release_reserve(self.data_dir)
+        return (
+            f"data partition full: no room left in {self.data_dir} for the step's results; the steps before it are kept"
+        )
+
     def progress(self, idx, fraction, iops=None, bw=None):
         done = sum(s.estimate_s for s in self.steps[:idx])
         current = self.steps[idx].estimate_s if idx < len(self.steps) else 0
         eta = max(0.0, self.total_estimate - done - fraction * current)
         percent = min(100.0, 100.0 * (done + fraction * current) / self.total_estimate)
-        store.update_progress(self.db, self.run_id, idx, percent, eta, iops, bw)
+        try:
+            store.update_progress(self.db, self.run_id, idx, percent, eta, iops, bw)
+        except store.DataFull:
+            self.full = True  # fio, if it runs, is stopped at its next tick
         if self.on_progress:
             self.on_progress(idx, len(self.steps), percent, eta, iops, bw)
 
@@ -149,10 +171,10 @@ class Run:
         if self.should_stop():
             store.finish_step(self.db, sid, "cancelled", error=STOPPED, detail=detail)
             return "cancelled", STOPPED
-        swapped = self.swapped()
-        if swapped:
-            store.finish_step(self.db, sid, "failed", error=swapped, detail=detail)
-            return "failed", swapped
+        refused = self.swapped() or self.no_room()
+        if refused:
+            store.finish_step(self.db, sid, "failed", error=refused, detail=detail)
+            return "failed", refused
         if step.kind in ("purge", "trim"):
             try:
                 detail |= purge.purge(self.drive) if step.kind == "purge" else purge.timed_trim(self.drive)
@@ -191,9 +213,16 @@ class Run:
         # The kernel's own count of the time the drive was busy, around the fio of a trace step only: the
         # busy time that derive rebuilds from fio's logs is checked against it (results/validity).
         ticks_before = discovery.io_ticks(self.drive["path"]) if step.kind == "trace" else None
-        outcome = fio.run(job_text, step.id, out_dir, self.drive["path"], tick, self.should_stop, self.cpus)
+
+        def stop():
+            return self.should_stop() or not self.room_left()
+
+        outcome = fio.run(job_text, step.id, out_dir, self.drive["path"], tick, stop, self.cpus)
         ticks_after = discovery.io_ticks(self.drive["path"]) if ticks_before is not None else None
-        if outcome.state == "failed" and discovery.capacity(self.drive["path"]) == 0:
+        full = self.no_room()
+        if full:  # what fio wrote is cut short somewhere: none of it is a result
+            outcome.state, outcome.error, outcome.doc = "failed", full, None
+        elif outcome.state == "failed" and discovery.capacity(self.drive["path"]) == 0:
             outcome.error = f"the drive {self.drive['path']} vanished during the step; fio said: {outcome.error}"
         metrics, series = [], []
         if outcome.doc is not None:
@@ -237,7 +266,11 @@ class Run:
 
     def failed_or_cancelled(self, error):
         """A step that breaks after a cancel was asked for is cancelled: stopping fio early, or a
-        signal at its start, can cut its output short, and that is the cancel's doing."""
+        signal at its start, can cut its output short, and that is the cancel's doing. One that breaks on a
+        full data partition failed for that."""
+        full = self.no_room()
+        if full:
+            return "failed", full
         return ("cancelled", STOPPED) if self.should_stop(now=True) else ("failed", error)
 
     def baseline(self, step):
@@ -268,6 +301,7 @@ class Run:
                 state, error = self.run_step(step)
             except (SsdbenchError, OSError) as exc:
                 state, error = self.failed_or_cancelled(f"step {step.id}: {exc}")
+                store.finish_step(self.db, store.step_id(self.db, self.run_id, step.index), state, error=error)
             if state != "done":
                 return state, error
         return "done", None
@@ -331,12 +365,17 @@ class TemperatureLog:
                 value = health.read_temperature(self.source)
                 if value is not None:
                     point = (int((time.time() - started_at) * 1000), value)
-                    store.append_points(db, series, [point])
-                    if self.warning is not None and value > self.warning:
-                        if hot is None:
-                            source = f"{self.source}, seconds above {self.warning} °C"
-                            hot = store.add_series(db, self.run_id, None, "temperature.above_warning", "°C", source, [])
-                        store.append_points(db, hot, [point])
+                    try:
+                        store.append_points(db, series, [point])
+                        if self.warning is not None and value > self.warning:
+                            if hot is None:
+                                source = f"{self.source}, seconds above {self.warning} °C"
+                                hot = store.add_series(
+                                    db, self.run_id, None, "temperature.above_warning", "°C", source, []
+                                )
+                            store.append_points(db, hot, [point])
+                    except store.DataFull:
+                        pass  # a second the full disk cannot take stays out: a gap, not a made-up point
                 # On the second, not a second after the last read: a slow read (smartctl) does not push every
                 # later sample back, and one that took longer than a second is followed at once.
                 due = max(due + 1.0, time.monotonic())
@@ -352,13 +391,16 @@ def check_host():
     tools.require("fio")
 
 
-def prepare(suite, device, confirm, destroy_data=False, allow_usb=False):
-    """The drive, checked as a target against the tester's confirmation, and the suite's plan on it."""
+def prepare(data_dir, suite, device, confirm, destroy_data=False, allow_usb=False):
+    """The drive, checked as a target against the tester's confirmation, and the suite's plan on it, checked
+    to fit in the data folder."""
     drive = discovery.find(device, allow_usb=allow_usb)
     check_target(drive, confirm, destroy_data)
     if drive["transport"] == "nvme":
         tools.require("nvme")
-    return drive, plan.compile_plan(suite, drive["capacity_bytes"], drive["logical_block_size"])
+    steps = plan.compile_plan(suite, drive["capacity_bytes"], drive["logical_block_size"])
+    space.check(data_dir, suite, steps)
+    return drive, steps
 
 
 def run_in_foreground(data_dir, suite, device, confirm, destroy_data=False, allow_usb=False, on_progress=None):
@@ -370,7 +412,7 @@ def run_in_foreground(data_dir, suite, device, confirm, destroy_data=False, allo
         try:
             db = store.connect(data_dir)
             store.mark_interrupted(db)
-            drive, steps = prepare(suite, device, confirm, destroy_data, allow_usb)
+            drive, steps = prepare(data_dir, suite, device, confirm, destroy_data, allow_usb)
             if signals.received:
                 raise SsdbenchError("cancelled before the run started; nothing was written to the drive")
             run_id = store.create_run(db, drive, suite, steps)
@@ -384,6 +426,13 @@ def run_under_lock(db, data_dir, lock, run_id, suite, drive, steps, signals, on_
     StopSignals installed: quiet the OS, record the environment, walk the steps. Returns (final state,
     error)."""
     lock.record(run_id=run_id, device=drive["path"])
+    try:
+        store.hold_reserve(data_dir)
+    except OSError as exc:  # the partition filled up since the run was checked to fit
+        store.release_reserve(data_dir)
+        error = f"data partition full: no room in {data_dir} for the run's reserve ({exc.strerror})"
+        store.finish_run(db, run_id, "failed", error)
+        return "failed", error
     controls = quiet.Quiet(drive)
     try:
         env = environment.fingerprint(suite, drive)
@@ -394,6 +443,7 @@ def run_under_lock(db, data_dir, lock, run_id, suite, drive, steps, signals, on_
         return run.walk_steps()
     finally:
         controls.release()
+        store.release_reserve(data_dir)
 
 
 def cancel(data_dir):

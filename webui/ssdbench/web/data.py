@@ -100,10 +100,12 @@ def start_run(db, body, config):
         return {"error": f"{drive} is not one of the drives this appliance lists (see the drives page)"}, 404
     destroy_data = body.get("destroy_data") in (True, "1", "on", "true")
     try:
-        run_id = queue.enqueue(db, suite, drive, confirm, destroy_data, config["SSDBENCH_ALLOW_USB"])
+        run_id = queue.enqueue(
+            db, config["SSDBENCH_DATA_DIR"], suite, drive, confirm, destroy_data, config["SSDBENCH_ALLOW_USB"]
+        )
     except store.RunBusy as exc:
         return {"error": f"a run is already active: {exc}"}, 409
-    except SsdbenchError as exc:  # the drive's state or its confirmation, or a suite that fails its lock
+    except SsdbenchError as exc:  # the drive's state or its confirmation, a suite that fails its lock, no room
         return {"error": str(exc)}, 409
     return {"id": run_id, "url": url_for("pages.run", run_id=run_id)}, 201
 

@@ -371,8 +371,9 @@ DOCUMENT = {
                     "404": _json("not a drive that GET /api/drives lists", ERROR),
                     "409": _json(
                         "refused: another run is queued or running, the drive is not eligible, the confirmation is "
-                        "not its confirm_id, it holds data and destroy_data is not true, or the suite's file no "
-                        "longer matches its lock",
+                        "not its confirm_id, it holds data and destroy_data is not true, the suite's file no "
+                        "longer matches its lock, or the data partition has less room than the run's results need "
+                        "(the error names both)",
                         ERROR,
                     ),
                 },
