@@ -20,6 +20,17 @@ from ssdbench.suites import locked
 pytestmark = needs_root()
 
 
+def long_suite(folder, key):
+    """The engine suite with its step `key` lasting 300 s instead of 3, for a test that acts while that step's
+    fio runs: on a busy host, 3 s can be over before the test has seen the step start. The test ends the
+    step long before its 300 s."""
+    suite = folder / f"long-{key}.toml"
+    with open(ENGINE_SUITE[1]) as f:
+        head, step, tail = f.read().partition(f'id = "{key}"')
+    suite.write_text(head + step + tail.replace("runtime = 3", "runtime = 300", 1))
+    return ("--suite-file", str(suite), "--non-standard")
+
+
 def start_run(dev, data_dir, *extra, suite=ENGINE_SUITE):
     """Start `ssdbench run` in the background, as a tester at the console would."""
     argv = [
@@ -413,13 +424,9 @@ def test_a_full_data_partition_fails_the_step_and_the_run_can_still_be_exported_
     exits 0, its JSON cut short), so the runner looks: it stops fio, and the step fails as "data partition
     full", long before its 300 s. The steps before it stay; the run, its filler still beside it, can be
     bundled and deleted."""
-    suite = tmp_path / "long.toml"
-    with open(ENGINE_SUITE[1]) as f:
-        head, step, tail = f.read().partition('id = "rand-write-4k"')
-    suite.write_text(head + step + tail.replace("runtime = 3", "runtime = 300", 1))
     dev, _ = loopdev()
     data_dir = small_partition("32M")
-    proc = start_run(dev, data_dir, suite=("--suite-file", str(suite), "--non-standard"))
+    proc = start_run(dev, data_dir, suite=long_suite(tmp_path, "rand-write-4k"))
     wait_for_step(data_dir, "rand-write-4k")
     wait_until(lambda: fio_status(data_dir / "runs" / "1" / "03-rand-write-4k"), "fio's first status")
     fill(data_dir)
@@ -469,7 +476,7 @@ def test_second_run_is_refused_while_one_is_active(loopdev, tmp_path):
     dev, _ = loopdev()
     other, _ = loopdev(name="other.img")
     data_dir = tmp_path / "data"
-    first = start_run(dev, data_dir)
+    first = start_run(dev, data_dir, suite=long_suite(tmp_path, "rand-read-4k"))
     try:
         wait_for_step(data_dir, "rand-read-4k")
         second = ssdbench(
@@ -478,15 +485,17 @@ def test_second_run_is_refused_while_one_is_active(loopdev, tmp_path):
         assert second.returncode == 2
         assert f"another run is active (run 1 on {dev}" in second.stderr
     finally:
+        ssdbench("cancel", data_dir=data_dir)
         first.wait(timeout=120)
-    assert first.returncode == 0
+    assert show(1, data_dir)["state"] == "cancelled"
 
 
 def test_cancel_stops_fio_cleanly(loopdev, tmp_path):
     dev, _ = loopdev()
     data_dir = tmp_path / "data"
-    proc = start_run(dev, data_dir)
+    proc = start_run(dev, data_dir, suite=long_suite(tmp_path, "rand-read-4k"))
     wait_for_step(data_dir, "rand-read-4k")
+    wait_until(lambda: fio_status(data_dir / "runs" / "1" / "02-rand-read-4k"), "fio's first status")
     cancelled = ssdbench("cancel", data_dir=data_dir)
     assert cancelled.returncode == 0 and "asked run 1 to stop" in cancelled.stdout
     proc.wait(timeout=60)
@@ -532,7 +541,7 @@ def test_sigterm_at_any_moment_cancels_and_never_fails(loopdev, tmp_path):
 def test_killed_runner_leaves_an_interrupted_run_with_its_steps(loopdev, tmp_path):
     dev, _ = loopdev()
     data_dir = tmp_path / "data"
-    proc = start_run(dev, data_dir)
+    proc = start_run(dev, data_dir, suite=long_suite(tmp_path, "rand-write-4k"))
     wait_for_step(data_dir, "rand-write-4k")
     proc.kill()  # as a power cut would
     proc.wait()
@@ -556,7 +565,7 @@ def test_killed_runner_leaves_an_interrupted_run_with_its_steps(loopdev, tmp_pat
 def test_drive_that_vanishes_fails_its_step_with_fios_message(loopdev, tmp_path):
     dev, img = loopdev()
     data_dir = tmp_path / "data"
-    proc = start_run(dev, data_dir)
+    proc = start_run(dev, data_dir, suite=long_suite(tmp_path, "rand-write-4k"))
     wait_for_step(data_dir, "rand-write-4k")
     # fio is writing once it has printed a status with I/O done.
     step_dir = data_dir / "runs" / "1" / "03-rand-write-4k"
