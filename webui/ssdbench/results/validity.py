@@ -121,7 +121,7 @@ def _fio_step(step, written, capacity):
     another, but for a burst's two at once: the background's writes, listed first, count before the
     foreground's reads."""
     metrics = _metrics(step)
-    jobs = _fio_jobs(step["job_file"] or "")
+    jobs = fio_jobs(step["job_file"] or "")
     short = []
     for name, options in jobs:
         prefix = f"{name}." if len(jobs) > 1 else ""
@@ -139,7 +139,7 @@ def _fio_step(step, written, capacity):
     return written, short
 
 
-def _fio_jobs(text):
+def fio_jobs(text):
     """The jobs of a fio job file, in order: (name, options), each with the [global] options under its own."""
     sections = []
     for line in text.splitlines():
