@@ -102,7 +102,7 @@ def test_a_cancel_stops_the_set_not_just_the_run_it_comes_in(loopdev, tmp_path):
     try:
         wait_until(lambda: second_run_measuring(data_dir), "the second run of the set to measure")
         cancelled = ssdbench("cancel", data_dir=data_dir)
-        assert cancelled.returncode == 0 and "asked run 2 to stop" in cancelled.stdout
+        assert cancelled.returncode == 0 and "asked run 2 and its repeat set 1 to stop" in cancelled.stdout
         out, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:

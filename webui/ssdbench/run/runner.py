@@ -374,7 +374,8 @@ def cancel(data_dir):
     run = store.active_run(db)
     if run is not None:
         store.request_cancel(db, run["id"])
-        what, pid = f"run {run['id']}", run["pid"]
+        place = store.repeat_of(db, run["id"])
+        what, pid = f"run {run['id']}" + (f" and its repeat set {place[0]}" if place else ""), run["pid"]
     else:
         held = store.active_repeat(db)
         if held is None:
