@@ -87,7 +87,7 @@ def test_log_in_start_the_smoke_suite_watch_it_and_read_the_report(appliance):
         form = page.locator(f"form.start:has(input[name=drive][value='{dev}'])")
         form.locator("select[name=suite]").select_option("smoke")
         form.locator("input[name=confirm]").fill(os.path.basename(dev))
-        form.locator("button[type=submit]").click()
+        form.get_by_role("button", name="Start", exact=True).click()
         page.wait_for_url(re.compile(r"/runs/1$"))
 
         # Live: the current step is marked, the percentage moves, the live charts fill, until 100%.
@@ -165,7 +165,7 @@ def test_repeat_n_beside_start_follows_the_set_and_cancels_it(appliance):
         form.locator("select[name=suite]").select_option("smoke")
         form.locator("input[name=confirm]").fill(os.path.basename(dev))
         form.locator("input[name=times]").fill("3")
-        form.locator("button", has_text="Repeat ×N").click()
+        form.get_by_role("button", name="Repeat ×N", exact=True).click()
         page.wait_for_url(re.compile(r"/repeats/1$"))
         assert page.locator("h1").inner_text().startswith("Repeat set 1: smoke ×3")
 
