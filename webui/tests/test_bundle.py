@@ -15,6 +15,7 @@ import zipfile
 import pytest
 from conftest import login, make_app, needs_root, show, ssdbench
 
+from ssdbench.errors import SsdbenchError
 from ssdbench.results import bundle, offline_report, store, zip_safety
 from ssdbench.run import fio_output
 
@@ -376,3 +377,11 @@ def test_a_repeat_sets_bundle_holds_every_run_and_the_summary_and_verifies_and_i
     third = store.connect(tmp_path / "third")
     assert store.list_runs(third) == [] and store.list_repeats(third) == []
     assert not (tmp_path / "third" / "runs").exists() or os.listdir(tmp_path / "third" / "runs") == []
+
+
+def test_a_bundle_that_verify_would_refuse_is_not_written(finished_repeat, tmp_path, monkeypatch):
+    data_dir, _, summary = finished_repeat
+    monkeypatch.setattr(zip_safety, "MAX_MEMBERS", 100)  # a set of three engine runs holds more files
+    with pytest.raises(SsdbenchError, match="over the 100 files or"):
+        bundle.write_repeat(store.connect(data_dir), str(data_dir), summary["id"], str(tmp_path))
+    assert os.listdir(tmp_path) == []

@@ -304,8 +304,16 @@ def _manifest_head(doc, run):
 
 
 def _write(files, manifest, final):
-    # The manifest goes in last, so that each file is read once: hashed as it is added.
     out_dir = os.path.dirname(final)
+    # A bundle that verify and import would refuse (a large repeat set's) is not written at all.
+    total = sum(len(content) if isinstance(content, bytes) else os.path.getsize(content) for _, content in files)
+    if len(files) + 1 > zip_safety.MAX_MEMBERS or total > zip_safety.MAX_TOTAL_BYTES:
+        raise SsdbenchError(
+            f"{os.path.basename(final)} would hold {len(files) + 1} files and {total} bytes, over the "
+            f"{zip_safety.MAX_MEMBERS} files or {zip_safety.MAX_TOTAL_BYTES} bytes that verify and import take; "
+            "bundle a repeat set's runs one by one instead"
+        )
+    # The manifest goes in last, so that each file is read once: hashed as it is added.
     tmp = final + ".part"
     try:
         with open(tmp, "wb") as raw:
