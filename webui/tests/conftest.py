@@ -4,11 +4,12 @@ the web app over it, and a run finished by the real engine.
 Fixtures: `loopdev` (attach a sparse file as a loop device), `data_dir` (an empty data folder), `app`,
 `client` and `token` (the web app on that folder, a test client, and its CSRF token once logged in),
 `finished_run` (a data folder holding one run of the engine suite on a loop device, shared by a module),
-`finished_bundle` (its bundle), `smoke_run` (one run of the smoke suite, shared by the session) and
-`small_partition` (a data folder on a small ext4 file system of its own).
+`finished_bundle` (its bundle), `finished_repeat` (a repeat set of three engine-suite runs, shared by all),
+`smoke_run` (one run of the smoke suite, shared by the session) and `small_partition` (a data folder on a small
+ext4 file system of its own).
 Helpers: `ssdbench` (the real CLI in a child process), `web_server` (the real `ssdbench web` on a free port),
-`show`, `wait_until`, `make_app`, `login`, and `add_run` (a run written through the store, for pages that
-need one without running fio)."""
+`show`, `wait_until`, `make_app`, `login`, `add_run` (a run written through the store, for pages that
+need one without running fio) and `add_repeat` (a repeat set of such runs)."""
 
 import contextlib
 import hashlib
@@ -178,6 +179,32 @@ def smoke_run(tmp_path_factory):
         subprocess.run(["losetup", "-d", dev], capture_output=True)
 
 
+@pytest.fixture(scope="session")
+def finished_repeat(tmp_path_factory):
+    """One finished repeat set of the engine suite, three runs (about 45 s), shared by every module that needs one:
+    (data folder, loop device, the summary that `ssdbench repeat --json` printed)."""
+    top = tmp_path_factory.mktemp("repeat")
+    dev = attach(top / "drive.img", "512M")
+    data_dir = top / "data"
+    try:
+        proc = ssdbench(
+            "repeat",
+            *ENGINE_SUITE,
+            "--times",
+            "3",
+            "--drive",
+            dev,
+            "--confirm",
+            os.path.basename(dev),
+            "--json",
+            data_dir=data_dir,
+            check=True,
+        )
+        yield data_dir, dev, json.loads(proc.stdout)
+    finally:
+        subprocess.run(["losetup", "-d", dev], capture_output=True)
+
+
 @pytest.fixture
 def small_partition(tmp_path, loopdev):
     """A data folder on a file system of its own, of `size`, made as SSDB-DATA is (ext4, 4 KiB blocks, none
@@ -236,9 +263,35 @@ def login(client):
     return response.get_json()["csrf_token"]
 
 
-def add_run(data_dir, state="done", model="Fast SSD 1TB", serial="S123", suite_hash="a" * 64, points=20, link=None):
-    """A run as the engine leaves it: a fill, a measured step, a consistency step, a sweep, a temperature.
-    The drive's `link` (none: unknown, as for a loop device) is what its read of 404.5 MB/s is checked against."""
+def add_repeat(data_dir, iops=(98765.4321, 98765.4321), state="done", model="Fast SSD 1TB"):
+    """A repeat set of add_run's runs, one a value of `iops`, each done, or the set `running` between two runs."""
+    db = store.connect(data_dir)
+    suite = SimpleNamespace(name="standard", sha256="a" * 64, locked=True)
+    drive = {"path": "/dev/nvme0n1", "model": model, "serial": "S123", "capacity_bytes": 10**12, "transport": "nvme"}
+    thresholds = {"cov_percent": 2.5, "qd1_latency_cov_percent": 3.0}
+    repeat_id = store.create_repeat(db, drive, suite, max(2, len(iops)), thresholds, {"device": drive["path"]})
+    for position, value in enumerate(iops, 1):
+        add_run(data_dir, model=model, iops=value, repeat=(repeat_id, position))
+    if state != "running":
+        store.finish_repeat(db, repeat_id, state)
+    db.close()
+    return repeat_id
+
+
+def add_run(
+    data_dir,
+    state="done",
+    model="Fast SSD 1TB",
+    serial="S123",
+    suite_hash="a" * 64,
+    points=20,
+    link=None,
+    iops=98765.4321,
+    repeat=None,
+):
+    """A run as the engine leaves it: a fill, a measured step (of `iops` read IOPS), a consistency step, a sweep,
+    a temperature. The drive's `link` (none: unknown, as for a loop device) is what its read of 404.5 MB/s is
+    checked against; `repeat` (set id, position) places it in a repeat set."""
     db = store.connect(data_dir)
     drive = {
         "path": "/dev/nvme0n1",
@@ -256,7 +309,7 @@ def add_run(data_dir, state="done", model="Fast SSD 1TB", serial="S123", suite_h
         Step(2, "consistency", "fio", "Consistency", 2000.0, "[consistency]\nrw=randwrite\n"),
         Step(3, "sweep-clean", "sweep", "Zone sweep, clean", 5.0, None),
     ]
-    run_id = store.create_run(db, drive, suite, steps, state="running")
+    run_id = store.create_run(db, drive, suite, steps, state="running", repeat=repeat)
     store.add_series(
         db, run_id, None, "temperature", "°C", "hwmon:/x", [(i * 1000, 40.0 + i % 3) for i in range(points)]
     )
@@ -268,7 +321,7 @@ def add_run(data_dir, state="done", model="Fast SSD 1TB", serial="S123", suite_h
         ),
         (
             [
-                Metric("read.iops", 98765.4321, "IOPS", "/jobs/0/read/iops"),
+                Metric("read.iops", iops, "IOPS", "/jobs/0/read/iops"),
                 Metric("read.bw", 404.5e6, "B/s", "/jobs/0/read/bw_bytes"),
                 Metric("read.mb_s", 404.5, "MB/s", "/jobs/0/read/bw_bytes / 1e6"),
                 Metric("read.lat_p99", 123456.0, "ns", "/jobs/0/read/lat_ns/percentile/99.000000"),

@@ -109,6 +109,11 @@ def test_unknown_suite_name_lists_the_suites():
         (lambda d: d["steps"][1].pop("cooldown"), "cooldown must be true or false"),
         (lambda d: d["steps"][1].update(cooldown="yes"), "cooldown must be true or false"),
         (lambda d: d.update(format=9), "format must be 1"),
+        (lambda d: d["repeat"].update(cov_percent=0), "repeat.cov_percent must be a percentage above 0"),
+        (lambda d: d["repeat"].update(qd1_latency_cov_percent="3"), "repeat.qd1_latency_cov_percent must be"),
+        (lambda d: d["repeat"].update(cov_percent=True), "repeat.cov_percent must be"),
+        (lambda d: d["repeat"].update(p99_cov_percent=5), "repeat takes only"),
+        (lambda d: d.update(repeat=2.5), "repeat takes only"),
     ],
 )
 def test_invalid_suites_are_refused(change, message):
@@ -201,6 +206,20 @@ def test_suites_show_json_lists_fio_parameters():
         "n/a",
     )
     assert job["span"] == {"offset": "0", "size": "64MiB"}
+    assert shown["repeat"] == {"cov_percent": 2.5, "qd1_latency_cov_percent": 3.0}
+
+
+def test_every_suite_states_its_repeatability_thresholds_and_a_suite_without_gets_the_defaults():
+    for name in locked.names():
+        assert locked.load(name).data["repeat"] == {"cov_percent": 2.5, "qd1_latency_cov_percent": 3.0}, name
+    data = tomllib.loads(SMOKE.read_text())
+    data["repeat"] = {"cov_percent": 4}
+    locked.validate(data)
+    assert locked.repeat_thresholds(data) == {"cov_percent": 4, "qd1_latency_cov_percent": 3.0}
+    del data["repeat"]
+    assert (
+        locked.repeat_thresholds(data) == locked.REPEAT_DEFAULTS == {"cov_percent": 2.5, "qd1_latency_cov_percent": 3.0}
+    )
 
 
 def steps_by_id(name):

@@ -140,7 +140,7 @@ def _fio_step(step, written, capacity):
     another, but for a burst's at once: the background's writes, listed first (or replayed, see _replayed),
     count before the foreground's reads."""
     metrics = _metrics(step)
-    jobs = _fio_jobs(step["job_file"] or "")
+    jobs = fio_jobs(step["job_file"] or "")
     short = []
     for name, options in jobs:
         prefix = f"{name}." if len(jobs) > 1 else ""
@@ -168,7 +168,7 @@ def _replayed(step, written):
     return _union(written, (offset, offset + size))
 
 
-def _fio_jobs(text):
+def fio_jobs(text):
     """The jobs of a fio job file, in order: (name, options), each with the [global] options under its own."""
     sections = []
     for line in text.splitlines():

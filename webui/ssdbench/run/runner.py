@@ -403,6 +403,20 @@ def prepare(data_dir, suite, device, confirm, destroy_data=False, allow_usb=Fals
     return drive, steps
 
 
+def prepare_again(data_dir, suite, request):
+    """prepare() with what the tester asked for when the run was queued (or its repeat set began), as the drive
+    may have changed since: it must still be eligible, named by the confirmation, and of the same capacity."""
+    drive, steps = prepare(
+        data_dir, suite, request["device"], request["confirm"], request["destroy_data"], request["allow_usb"]
+    )
+    if drive["capacity_bytes"] != request["capacity_bytes"]:
+        raise SsdbenchError(
+            f"{drive['path']} now holds {drive['capacity_bytes']} bytes, not the "
+            f"{request['capacity_bytes']} it held when the run was queued"
+        )
+    return drive, steps
+
+
 def run_in_foreground(data_dir, suite, device, confirm, destroy_data=False, allow_usb=False, on_progress=None):
     """Run `suite` on `device`, in the foreground. Returns (run id, final state, error).
     SIGTERM and SIGINT cancel it, from the moment the lock is asked for."""
@@ -447,16 +461,24 @@ def run_under_lock(db, data_dir, lock, run_id, suite, drive, steps, signals, on_
 
 
 def cancel(data_dir):
-    """Ask the active run to stop: a flag in the database, and SIGTERM to its process."""
+    """Ask the active run to stop, and its repeat set if it is in one (or the active set, between two of its
+    runs): a flag in the database, and SIGTERM to its process. Returns what was asked, e.g. "run 3"."""
     db = store.connect(data_dir)
     run = store.active_run(db)
-    if run is None:
-        raise SsdbenchError("no run is active")
-    store.request_cancel(db, run["id"])
-    pid = run["pid"] or read_lock(data_dir).get("pid")
+    if run is not None:
+        store.request_cancel(db, run["id"])
+        place = store.repeat_of(db, run["id"])
+        what, pid = f"run {run['id']}" + (f" and its repeat set {place[0]}" if place else ""), run["pid"]
+    else:
+        held = store.active_repeat(db)
+        if held is None:
+            raise SsdbenchError("no run is active")
+        store.request_repeat_cancel(db, held["id"])
+        what, pid = f"repeat set {held['id']}", held["pid"]
+    pid = pid or read_lock(data_dir).get("pid")
     if pid:
         try:
             os.kill(pid, signal.SIGTERM)
         except ProcessLookupError:
             pass
-    return run["id"]
+    return what

@@ -20,7 +20,11 @@ from . import trace_profiles
 FORMAT = 1
 RW_MODES = ("read", "write", "randread", "randwrite", "rw", "randrw", "trim", "randtrim")
 DATA_KINDS = ("incompressible", "compressible", "n/a")
-SUITE_KEYS = {"format", "name", "version", "title", "comparable", "fio", "estimate", "steps", "description"}
+SUITE_KEYS = {"format", "name", "version", "title", "comparable", "fio", "estimate", "repeat", "steps", "description"}
+# Repeatability (`ssdbench repeat`): a headline figure whose coefficient of variation across the runs of a repeat
+# set is above its threshold, in percent, is flagged. A suite states its own in [repeat]; these hold where it does
+# not (see the methodology, "Repeatability").
+REPEAT_DEFAULTS = {"cov_percent": 2.5, "qd1_latency_cov_percent": 3.0}
 # cooldown: whether the drive idles back to its idle temperature before the step (see the methodology).
 COMMON_KEYS = {"id", "kind", "title", "note", "cooldown"}
 JOB_KEYS = {"rw", "bs", "iodepth", "numjobs", "span", "runtime", "data", "rwmixread"}
@@ -78,7 +82,13 @@ def summary(s):
         "locked": s.locked,
         "comparable": s.data.get("comparable", True),
         "steps": len(s.steps),
+        "repeat": repeat_thresholds(s.data),
     }
+
+
+def repeat_thresholds(data):
+    """The CoV thresholds (percent) of a suite's repeat sets: its own [repeat], else the defaults."""
+    return {**REPEAT_DEFAULTS, **data.get("repeat", {})}
 
 
 def canonical(data):
@@ -177,6 +187,7 @@ def validate(data, origin="suite"):
         fail(f"unknown keys {sorted(unknown)}")
     if not valid_name(data["name"]):
         fail(f"name {data['name']!r} must be lower-case letters, digits and dashes")
+    _check_repeat(data.get("repeat", {}), fail)
     ids = [s.get("id") for s in data["steps"]]
     if len(set(ids)) != len(ids):
         fail("step ids must be unique")
@@ -195,6 +206,14 @@ def validate(data, origin="suite"):
             _CHECKS.get(step["kind"], lambda s, i: None)(step, ids)
         except ValueError as exc:
             fail(f"step {sid}: {exc}")
+
+
+def _check_repeat(table, fail):
+    if not isinstance(table, dict) or set(table) - set(REPEAT_DEFAULTS):
+        fail(f"repeat takes only {sorted(REPEAT_DEFAULTS)}")
+    for key, value in table.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 100:
+            fail(f"repeat.{key} must be a percentage above 0, at most 100")
 
 
 def _whole(step, key, minimum=1):

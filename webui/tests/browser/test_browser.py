@@ -99,7 +99,7 @@ def test_log_in_start_the_smoke_suite_watch_it_and_read_the_report(appliance):
         form = page.locator(f"form.start:has(input[name=drive][value='{dev}'])")
         form.locator("select[name=suite]").select_option("smoke")
         form.locator("input[name=confirm]").fill(os.path.basename(dev))
-        form.locator("button[type=submit]").click()
+        form.get_by_role("button", name="Start", exact=True).click()
         page.wait_for_url(re.compile(r"/runs/1$"))
 
         # Live: the current step is marked, the percentage moves, the live charts fill, until 100%.
@@ -161,3 +161,36 @@ def offline_report(browser, bundle_zip, folder):
     page.screenshot(path=os.path.join(ARTIFACTS, "bundle-report.png"), full_page=True)
     assert errors == []
     context.close()
+
+
+def test_repeat_n_beside_start_follows_the_set_and_cancels_it(appliance):
+    base, dev, data_dir = appliance
+    pin = ssdbench("pin", data_dir=data_dir, check=True).stdout.strip()
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--headless=new", "--disable-gpu"])
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        errors = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(f"{base}/login")
+        page.fill("input[name=pin]", pin)
+        page.click("button[type=submit]")
+
+        form = page.locator(f"form.start:has(input[name=drive][value='{dev}'])")
+        form.locator("select[name=suite]").select_option("smoke")
+        form.locator("input[name=confirm]").fill(os.path.basename(dev))
+        form.locator("input[name=times]").fill("3")
+        form.get_by_role("button", name="Repeat ×N", exact=True).click()
+        page.wait_for_url(re.compile(r"/repeats/1$"))
+        assert page.locator("h1").inner_text().startswith("Repeat set 1: smoke ×3")
+
+        # The page follows the set by itself: the runner takes the first run, and the page shows it running.
+        page.wait_for_selector("#repeat-runs li.state-running", timeout=60_000)
+        page.click("text=Cancel the repeat set")
+        page.wait_for_selector("#state.state-cancelled", timeout=120_000)
+        assert page.locator("body[data-page=repeat]").count() == 1
+        assert page.locator("#repeat-runs li").count() == 1
+        assert page.locator("#repeat-runs li .badge").inner_text() == "cancelled"
+        held = page.evaluate("() => fetch('/api/repeats/1').then((r) => r.json())")
+        assert held["state"] == "cancelled" and [r["state"] for r in held["runs"]] == ["cancelled"]
+        assert errors == []
+        browser.close()
