@@ -229,6 +229,11 @@ def print_summary(summary):
     print(f"{summary['flagged']} of {len(summary['figures'])} headline figures flagged")
 
 
+def listed_at(row):
+    """When a listed run or repeat set was made, to the minute, in UTC (the listing adds the Z)."""
+    return time.strftime("%Y-%m-%d %H:%M", time.gmtime(row["created_at"]))
+
+
 def cmd_repeats(args):
     db = store.connect(data_dir(args))
     if args.set is not None:
@@ -242,7 +247,7 @@ def cmd_repeats(args):
     if args.json:
         return out_json(rows)
     for r in rows:
-        when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(r["created_at"]))
+        when = listed_at(r)
         print(
             printable(
                 f"{r['id']:>4}  {when}Z  {r['state']:<11} {r['suite']:<9} x{r['times']:<3} {r['runs']} runs  "
@@ -257,7 +262,7 @@ def cmd_runs(args):
     if args.json:
         return out_json(rows)
     for r in rows:
-        when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(r["created_at"]))
+        when = listed_at(r)
         print(
             printable(
                 f"{r['id']:>4}  {when}Z  {r['state']:<11} {r['suite']:<9} {r['path']} "

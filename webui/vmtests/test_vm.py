@@ -100,12 +100,8 @@ class VM:
             return self.console.decode(errors="replace")
 
     def wait_console(self, text, timeout=120, after=0):
-        deadline = time.monotonic() + timeout
-        while text not in self.console_text()[after:]:
-            assert self.proc.poll() is None, f"QEMU exited while waiting for {text!r} on the console"
-            assert time.monotonic() < deadline, f"{text!r} did not appear on the serial console"
-            time.sleep(0.5)
-        return self.console_text().index(text, after)
+        """Where `text` first appears after `after`."""
+        return self.wait_console_any([text], timeout, after)[0]
 
     def wait_console_any(self, texts, timeout=120, after=0):
         """The first of `texts` to appear after `after`: (its index, the text)."""

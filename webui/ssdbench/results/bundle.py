@@ -153,15 +153,21 @@ def _raw_files(data_dir, doc):
     ]
 
 
-def members(db, data_dir, run_id):
-    """Everything a bundle holds but its manifest: (name, bytes or a file path), and the run document."""
-    doc = document.run_document(db, run_id)
+def _ended(doc, what):
+    """The document of a run or a repeat set that has ended, without the fields that only this appliance
+    knows (LOCAL_FIELDS); `what` names it in the error when there is none, or it has not ended."""
     if doc is None:
-        raise SsdbenchError(f"no run {run_id}")
+        raise SsdbenchError(f"no {what}")
     if doc["state"] in store.ACTIVE:
-        raise SsdbenchError(f"run {run_id} is {doc['state']}: bundle it when it has ended")
+        raise SsdbenchError(f"{what} is {doc['state']}: bundle it when it has ended")
     for key in LOCAL_FIELDS:
         doc.pop(key, None)
+    return doc
+
+
+def members(db, data_dir, run_id):
+    """Everything a bundle holds but its manifest: (name, bytes or a file path), and the run document."""
+    doc = _ended(document.run_document(db, run_id), f"run {run_id}")
     out = [
         (RESULT, _json(doc)),
         ("drive/identity.json", _json(doc["drive"])),
@@ -215,13 +221,7 @@ def _add(zf, name, content):
 
 def repeat_members(db, data_dir, repeat_id):
     """Everything a repeat set's bundle holds but its manifest, and the set's summary document."""
-    doc = repeatability.summary(db, repeat_id)
-    if doc is None:
-        raise SsdbenchError(f"no repeat set {repeat_id}")
-    if doc["state"] in store.ACTIVE:
-        raise SsdbenchError(f"repeat set {repeat_id} is {doc['state']}: bundle it when it has ended")
-    for key in LOCAL_FIELDS:
-        doc.pop(key, None)
+    doc = _ended(repeatability.summary(db, repeat_id), f"repeat set {repeat_id}")
     out = [
         (REPEAT, _json(doc)),
         ("summary.csv", _csv(SUMMARY_COLUMNS, ([_cell(f[c]) for c in SUMMARY_COLUMNS] for f in doc["figures"]))),

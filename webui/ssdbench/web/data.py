@@ -174,27 +174,32 @@ def compare_ids(values):
     return ids, None
 
 
+def _cancel(what, state, ask):
+    """Ask to stop a run or a repeat set (`what` names it) that is in `state`: ask() when it is active. Returns
+    the error answer, or None once asked."""
+    if state is None:
+        return {"error": f"no {what}"}, 404
+    if state not in store.ACTIVE:
+        return {"error": f"{what} is {state}: there is nothing to cancel"}, 409
+    ask()
+    return None
+
+
 def cancel_run(db, run_id):
     """Ask the runner to stop a queued or running run; it stops fio cleanly and keeps the completed steps."""
-    state = store.run_state(db, run_id)
-    if state is None:
-        return {"error": f"no run {run_id}"}, 404
-    if state not in store.ACTIVE:
-        return {"error": f"run {run_id} is {state}: there is nothing to cancel"}, 409
-    store.request_cancel(db, run_id)
-    return {"id": run_id, "cancel_requested": True}, 202
+    refused = _cancel(f"run {run_id}", store.run_state(db, run_id), lambda: store.request_cancel(db, run_id))
+    return refused or ({"id": run_id, "cancel_requested": True}, 202)
 
 
 def cancel_repeat(db, repeat_id):
     """Ask the runner to stop a queued or running repeat set: no further run starts, and its run in progress
     stops as a cancelled run does."""
-    state = store.repeat_state(db, repeat_id)
-    if state is None:
-        return {"error": f"no repeat set {repeat_id}"}, 404
-    if state not in store.ACTIVE:
-        return {"error": f"repeat set {repeat_id} is {state}: there is nothing to cancel"}, 409
-    store.request_repeat_cancel(db, repeat_id)
-    return {"id": repeat_id, "cancel_requested": True}, 202
+    refused = _cancel(
+        f"repeat set {repeat_id}",
+        store.repeat_state(db, repeat_id),
+        lambda: store.request_repeat_cancel(db, repeat_id),
+    )
+    return refused or ({"id": repeat_id, "cancel_requested": True}, 202)
 
 
 def delete_run(db, data_dir, run_id):
