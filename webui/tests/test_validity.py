@@ -287,7 +287,6 @@ def test_a_sweep_reads_what_it_wrote_and_a_trace_is_never_flagged(tmp_path):
             "cooldown": True,
             "profile": "smoke",
             "seed": 1,
-            "scale": 1.0,
         },
         fio_step("read-footprint", "randread", "32MiB", runtime=1),
         fio_step("read-beyond", "randread", "64MiB", runtime=1),
@@ -357,4 +356,3 @@ def test_the_engine_run_flags_its_read_beyond_the_fill_and_nothing_else(finished
     assert f"step seq-read-128k is suspect: {reason}" in doc["warnings"]
     for key in ("purge", "seq-fill", "rand-read-4k", "rand-write-4k", "seq-write-128k"):
         assert steps[key]["suspect"] == validity.cpu_bound(metrics[key]), key
-

@@ -42,7 +42,7 @@ def prepare(step, out_dir, capacity, suite):
     """Generate the step's trace into its folder, and the fio job file that replays it."""
     os.makedirs(out_dir, exist_ok=True)
     spec = step.spec
-    trace = trace_generator.generate(spec["profile"], seed=spec["seed"], scale=spec["scale"])
+    trace = trace_generator.generate(spec["profile"], seed=spec["seed"])
     trace_path = os.path.join(out_dir, "trace.txt")
     trace_file.write(trace, trace_path)
     mapped, was_mapped = trace_file.map_to_capacity(trace, capacity)
@@ -55,7 +55,6 @@ def prepare(step, out_dir, capacity, suite):
         "label": trace.label,
         "synthetic": trace.synthetic,
         "seed": spec["seed"],
-        "scale": spec["scale"],
         "file": "trace.txt",
         "sha256": trace_file.sha256(trace_path),
         "stats": trace_file.stats(trace),

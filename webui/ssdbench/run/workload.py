@@ -31,7 +31,7 @@ def _job_text(job_file):
 
 def _trace_parts(suite, step):
     spec = step.spec
-    trace = trace_generator.generate(spec["profile"], seed=spec["seed"], scale=spec["scale"])
+    trace = trace_generator.generate(spec["profile"], seed=spec["seed"])
     digest, jobs = hashlib.sha256(), []
     for qd, text in trace_file.text_chunks(trace):
         digest.update(text.encode())

@@ -30,7 +30,7 @@ STEP_KEYS = {
     "fio": JOB_KEYS | {"steady"},  # 2, 3, 5, 9: one fio job
     "matrix": JOB_KEYS | {"jobs", "axes", "curve"},  # 4, 9: several fio jobs, one after another
     "sweep": {"zones", "zone_size", "bs", "baseline"},  # 6.1: HDTach-style zone sweep
-    "trace": {"profile", "seed", "scale"},  # 7: Storage Bench playback
+    "trace": {"profile", "seed"},  # 7: Storage Bench playback, always the whole trace
     "burst": {"span", "background", "foreground"},  # 8: Mixed Burst
 }
 STEP_KINDS = tuple(STEP_KEYS)
@@ -318,8 +318,6 @@ def _check_trace(step, ids):
     if step.get("profile") not in trace_profiles.PROFILES:
         raise ValueError(f"profile must be one of {sorted(trace_profiles.PROFILES)}")
     _whole(step, "seed", 0)
-    if not isinstance(step.get("scale"), (int, float)) or not 0 < step["scale"] <= 1:
-        raise ValueError("scale must be a number in (0, 1]")
 
 
 def _check_burst(step, ids):
