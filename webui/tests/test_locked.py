@@ -46,7 +46,7 @@ def test_a_changed_workload_refuses_to_run_as_standard(monkeypatch, change):
 
 def test_the_workload_hash_leaves_out_the_release_and_covers_each_job_file():
     s = locked.load("smoke")
-    covered = dict(workload.parts(s))
+    covered = dict(workload.parts(s, workload.trace_digests(s)))
     assert set(covered) >= {"suite.json", "trace/trace.txt", "trace/trace.fio", "burst/burst.fio"}
     step = next(p for p in plan.compile_plan(s, workload.REFERENCE_CAPACITY) if p.id == "seq-fill")
     assert __version__ in step.job_file and s.sha256 in step.job_file  # in the comment lines only

@@ -59,6 +59,7 @@ class Suite:
     sha256: str
     locked: bool  # True when the hash matches the shipped manifest (and the workload's, once checked)
     workload_sha256: str | None = None  # set by run/workload.py when a run is about to use the suite
+    traces: dict | None = None  # step id -> the sha256 of the trace it plays, set with workload_sha256
 
     @property
     def steps(self):
@@ -99,7 +100,7 @@ def _suite_dir():
 
 
 def manifest():
-    """{suite name: {"suite_sha256": ..., "workload_sha256": ...}}, as shipped."""
+    """{suite name: {"suite_sha256": ..., "workload_sha256": ..., "traces": ...}}, as shipped."""
     return json.loads((_suite_dir() / "MANIFEST.json").read_text())
 
 
@@ -107,6 +108,12 @@ def locked_hashes(name):
     """The suite's locked (suite hash, workload hash); (None, None) for a suite that is not shipped."""
     entry = manifest().get(name, {})
     return entry.get("suite_sha256"), entry.get("workload_sha256")
+
+
+def locked_traces(name):
+    """{step id: {"recipe_sha256", "sha256"}}: the digest of each trace the shipped suite plays, with the
+    recipe that makes it (see run/workload.py)."""
+    return manifest().get(name, {}).get("traces", {})
 
 
 def names():
