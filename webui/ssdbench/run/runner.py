@@ -166,16 +166,19 @@ class Run:
             )
             store.finish_step(self.db, sid, "done", detail=detail, metrics=metrics)
             return "done", None
-        job_text = step.job_file
-        if step.kind == "trace":
-            job_text, detail["trace"] = playback.prepare(step, out_dir, self.drive["capacity_bytes"], self.suite)
-            store.set_job_file(self.db, sid, job_text)
         started = time.monotonic()
 
         def tick(doc, iops, bw):
             self.progress(step.index, self.fraction(step, doc, started), iops, bw)
 
-        outcome = fio.run(job_text, step.id, out_dir, self.drive["path"], tick, self.should_stop, self.cpus)
+        if step.kind == "trace":
+            trace, job_text, detail["trace"] = playback.prepare(step, out_dir, self.drive["capacity_bytes"], self.suite)
+            store.set_job_file(self.db, sid, job_text)
+            outcome = playback.play(
+                trace, job_text, step, out_dir, self.drive["path"], tick, self.should_stop, self.cpus
+            )
+        else:
+            outcome = fio.run(step.job_file, step.id, out_dir, self.drive["path"], tick, self.should_stop, self.cpus)
         if outcome.state == "failed" and discovery.capacity(self.drive["path"]) == 0:
             outcome.error = f"the drive {self.drive['path']} vanished during the step; fio said: {outcome.error}"
         metrics, series = [], []

@@ -60,12 +60,20 @@ def _show(value):
     return " ".join(str(value).split())  # one line, whatever a file name holds
 
 
+def _header_text(meta):
+    return f"# ssdbench trace {VERSION}\n" + "".join(f"# {k}: {_show(v)}\n" for k, v in meta.items())
+
+
+def _segment_text(qd, ios):
+    return "".join([f"{qd} {op} {offset} {length}\n" for op, offset, length in ios])
+
+
 def text_chunks(trace):
     """The trace in its file format, a chunk at a time: the header (with qd None), then each segment's
     lines with the segment's qd."""
-    yield None, f"# ssdbench trace {VERSION}\n" + "".join(f"# {k}: {_show(v)}\n" for k, v in trace.meta.items())
+    yield None, _header_text(trace.meta)
     for qd, ios in segments(trace):
-        yield qd, "".join([f"{qd} {op} {offset} {length}\n" for op, offset, length in ios])
+        yield qd, _segment_text(qd, ios)
 
 
 def write(trace, path):
@@ -90,12 +98,19 @@ def open_text(path):
 
 
 def read_lines(path):
-    """(line number, line) of a text file; a binary file is an error, not a traceback."""
-    with open_text(path) as f:
-        try:
-            yield from enumerate(f, 1)
-        except UnicodeDecodeError:
-            raise SsdbenchError(f"{path}: not a text file") from None
+    """(line number, line) of a text file, "\r\n" read as "\n"; bytes that are not UTF-8 are an error that
+    names their line, not a traceback."""
+    try:
+        f = open(path, "rb")
+    except OSError as e:
+        raise SsdbenchError(f"cannot read trace {path}: {e.strerror}") from None
+    with f:
+        for n, raw in enumerate(f, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise SsdbenchError(f"{path}, line {n}: not text (bytes that are not UTF-8)") from None
+            yield n, line[:-2] + "\n" if line.endswith("\r\n") else line
 
 
 def parse_number(text, where, what):
@@ -253,6 +268,18 @@ def digest(trace):
     for _, text in text_chunks(trace):
         h.update(text.encode())
     return h.hexdigest()
+
+
+def measured(trace):
+    """(stats, sha256 of the file bytes) of a trace, in one pass over it."""
+    h = hashlib.sha256(_header_text(trace.meta).encode())
+
+    def hashed():
+        for qd, ios in segments(trace):
+            h.update(_segment_text(qd, ios).encode())
+            yield qd, ios
+
+    return stats(Trace(trace.meta, hashed)), h.hexdigest()
 
 
 def map_to_capacity(trace, capacity_bytes):
