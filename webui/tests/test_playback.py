@@ -41,7 +41,7 @@ def test_the_trace_plays_a_part_at_a_time_and_is_packed_after_each(loopdev, tmp_
     monkeypatch.setattr(playback, "PART_IOS", 500)
     dev, _ = loopdev("64M")
     step, out = trace_step(smoke), str(tmp_path / "step")
-    trace, job_text, info = playback.prepare(step, out, CAPACITY, smoke)
+    trace, job_text, info = playback.prepare(step, out, CAPACITY, smoke, str(tmp_path))
     sizes = [count for _, count in plan.trace_segments(step.spec)]
     parts = playback.parts(sizes)
     assert len(parts) >= 5 and [k for part in parts for k in part] == list(range(len(sizes)))
@@ -70,7 +70,7 @@ def test_a_cancel_stops_the_playback_between_or_inside_parts(loopdev, tmp_path, 
     monkeypatch.setattr(playback, "PART_IOS", 500)
     dev, _ = loopdev("64M")
     step, out = trace_step(smoke), str(tmp_path / "step")
-    trace, job_text, _ = playback.prepare(step, out, CAPACITY, smoke)
+    trace, job_text, _ = playback.prepare(step, out, CAPACITY, smoke, str(tmp_path))
     # stop as soon as the second part has started
     outcome = playback.play(
         trace, job_text, step, out, dev, lambda *a: None, lambda: os.path.exists(os.path.join(out, "fio-01.json"))
@@ -84,4 +84,4 @@ def test_a_trace_that_is_not_the_one_the_workload_hash_covers_is_refused(tmp_pat
     step = trace_step(smoke)
     other = dataclasses.replace(smoke, traces={step.id: "0" * 64})
     with pytest.raises(SsdbenchError, match="not the one the suite's workload hash covers"):
-        playback.prepare(step, str(tmp_path / "step"), CAPACITY, other)
+        playback.prepare(step, str(tmp_path / "step"), CAPACITY, other, str(tmp_path))

@@ -239,23 +239,28 @@ def _burst(suite, i, step, capacity, rates):
 
 def trace_segments(spec):
     """(queue depth, IO count) of each segment that a trace step plays, in order."""
+    if "user_trace" in spec:
+        return [tuple(pair) for pair in spec["user_trace"]["segments"]]
     return trace_generator.segment_plan(spec["profile"], spec["seed"])
 
 
 def trace_figures(spec):
     """What a trace step plays: the trace, its IO counts and bytes, and its segments."""
-    p = trace_profiles.profile(spec["profile"])
-    bytes_read, bytes_written = trace_profiles.volume(p)
-    return {
-        "profile": spec["profile"],
-        "label": p["label"],
-        "seed": spec["seed"],
-        "reads": p["reads"],
-        "writes": p["writes"],
-        "bytes_read": bytes_read,
-        "bytes_written": bytes_written,
-        "segments": len(trace_segments(spec)),
-    }
+    if "user_trace" in spec:
+        user = spec["user_trace"]
+        figures = {"name": user["name"], "label": user["label"], "sha256": user["sha256"]}
+        figures |= {key: user[key] for key in ("reads", "writes", "bytes_read", "bytes_written")}
+    else:
+        p = trace_profiles.profile(spec["profile"])
+        bytes_read, bytes_written = trace_profiles.volume(p)
+        figures = {"profile": spec["profile"], "label": p["label"], "seed": spec["seed"]}
+        figures |= {
+            "reads": p["reads"],
+            "writes": p["writes"],
+            "bytes_read": bytes_read,
+            "bytes_written": bytes_written,
+        }
+    return {**figures, "segments": len(trace_segments(spec))}
 
 
 def _trace(suite, i, step, capacity, rates):

@@ -20,7 +20,7 @@ import os
 import shutil
 
 from ..errors import SsdbenchError
-from ..suites import trace_file, trace_generator
+from ..suites import trace_file, trace_generator, user_traces
 from . import fio, plan
 
 DEVICE_NAME = "dut"  # the file name inside the replay iologs; replay_redirect points it at the drive
@@ -57,13 +57,16 @@ def _write_replay(path, ios):
         f.write(f"{DEVICE_NAME} close\n")
 
 
-def prepare(step, out_dir, capacity, suite):
+def prepare(step, out_dir, capacity, suite, data_dir):
     """The trace the step plays, as mapped onto the drive, with the job file that replays it and what the
     step records of it: (trace, job file, info). A trace whose bytes are not the ones the suite's workload
-    hash covers is refused."""
+    hash covers is refused. A tester's trace is read from the data folder's imported traces."""
     os.makedirs(out_dir, exist_ok=True)
     spec = step.spec
-    trace = trace_generator.generate(spec["profile"], spec["seed"])
+    if "user_trace" in spec:
+        trace = user_traces.load(data_dir, spec["user_trace"])
+    else:
+        trace = trace_generator.generate(spec["profile"], spec["seed"])
     figures, digest = trace_file.measured(trace)
     expected = (suite.traces or {}).get(step.id)
     if expected is not None and digest != expected:
@@ -74,15 +77,16 @@ def prepare(step, out_dir, capacity, suite):
     mapped, was_mapped = trace_file.map_to_capacity(trace, capacity)
     jobs = [replay_job(k, qd) for k, (qd, _) in enumerate(plan.trace_segments(spec))]
     info = {
-        "profile": spec["profile"],
+        **{key: value for key, value in plan.trace_figures(spec).items() if key in ("profile", "seed", "name")},
         "label": trace.label,
         "synthetic": trace.synthetic,
-        "seed": spec["seed"],
         "sha256": digest,
         "stats": figures,
         "segments": len(jobs),
         "mapped_to_capacity": was_mapped,
     }
+    if not trace.synthetic:
+        info |= {key: trace.meta[key] for key in ("format", "source", "qd")}
     return mapped, plan.job_file(suite, spec, jobs), info
 
 

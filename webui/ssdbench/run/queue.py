@@ -13,20 +13,29 @@ import traceback
 
 from ..errors import SsdbenchError
 from ..results import store
-from ..suites import locked
+from ..suites import locked, user_traces
 from . import runner, workload
 
 POLL_S = 0.5
 
 
-def enqueue(db, suite_name, device, confirm, destroy_data=False, allow_usb=False):
-    """Queue a locked suite on a drive, after the checks that `ssdbench run` makes; returns the run id.
+def load_suite(data_dir, suite_name, trace=None):
+    """A locked suite by name, or with `trace` the (non-standard) suite that plays that imported trace; with
+    its workload hash."""
+    if trace is not None:
+        return workload.verified(user_traces.suite(data_dir, trace))
+    return workload.verified(locked.load(suite_name))
+
+
+def enqueue(db, suite_name, device, confirm, destroy_data=False, allow_usb=False, trace=None, data_dir=None):
+    """Queue a locked suite, or the suite that plays an imported `trace` (in `data_dir`), on a drive, after
+    the checks that `ssdbench run` makes; returns the run id.
 
     Raises store.RunBusy while another run is queued or running, SsdbenchError if the suite or the
     target is refused. The service checks the drive again when it takes the run: it may have changed.
     """
     store.check_idle(db)
-    suite = workload.verified(locked.load(suite_name))
+    suite = load_suite(data_dir, suite_name, trace)
     drive, steps = runner.prepare(suite, device, confirm, destroy_data, allow_usb)
     request = {
         "device": drive["path"],
@@ -35,6 +44,8 @@ def enqueue(db, suite_name, device, confirm, destroy_data=False, allow_usb=False
         "allow_usb": allow_usb,
         "capacity_bytes": drive["capacity_bytes"],
     }
+    if trace is not None:
+        request["trace"] = trace
     return store.create_run(db, drive, suite, steps, state="queued", request=request)
 
 
@@ -114,7 +125,7 @@ def start_claimed(db, data_dir, lock, row, signals):
         return "cancelled", None
     request = json.loads(row["request_json"])
     try:
-        suite = workload.verified(locked.load(row["suite"]))
+        suite = load_suite(data_dir, row["suite"], request.get("trace"))
         if suite.sha256 != row["suite_hash"]:
             raise SsdbenchError(f"the suite {row['suite']} changed since the run was queued")
         drive, steps = runner.prepare(

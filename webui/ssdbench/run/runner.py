@@ -172,7 +172,9 @@ class Run:
             self.progress(step.index, self.fraction(step, doc, started), iops, bw)
 
         if step.kind == "trace":
-            trace, job_text, detail["trace"] = playback.prepare(step, out_dir, self.drive["capacity_bytes"], self.suite)
+            trace, job_text, detail["trace"] = playback.prepare(
+                step, out_dir, self.drive["capacity_bytes"], self.suite, self.data_dir
+            )
             store.set_job_file(self.db, sid, job_text)
             outcome = playback.play(
                 trace, job_text, step, out_dir, self.drive["path"], tick, self.should_stop, self.cpus

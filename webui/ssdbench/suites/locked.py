@@ -30,10 +30,12 @@ STEP_KEYS = {
     "fio": JOB_KEYS | {"steady"},  # 2, 3, 5, 9: one fio job
     "matrix": JOB_KEYS | {"jobs", "axes", "curve"},  # 4, 9: several fio jobs, one after another
     "sweep": {"zones", "zone_size", "bs", "baseline"},  # 6.1: HDTach-style zone sweep
-    "trace": {"profile", "seed"},  # 7: Storage Bench playback, always the whole trace
+    "trace": {"profile", "seed", "user_trace"},  # 7: Storage Bench playback, always the whole trace
     "burst": {"span", "background", "foreground"},  # 8: Mixed Burst
 }
 STEP_KINDS = tuple(STEP_KEYS)
+# A tester's imported trace (suites/user_traces): its name and sha256, and what the plan needs of it.
+USER_TRACE_KEYS = {"name", "sha256", "label", "reads", "writes", "bytes_read", "bytes_written", "segments"}
 BURST_KEYS = {
     "background": {"bs", "iodepth", "burst", "every_s"},
     "foreground": {"bs", "iodepth", "burst", "bursts", "idle_s"},
@@ -322,9 +324,32 @@ def _check_sweep(step, ids):
 
 
 def _check_trace(step, ids):
+    """A synthetic trace (profile and seed), or a tester's imported one (user_trace)."""
+    if "user_trace" in step:
+        _check_user_trace(step)
+        return
     if step.get("profile") not in trace_profiles.PROFILES:
         raise ValueError(f"profile must be one of {sorted(trace_profiles.PROFILES)}")
     _whole(step, "seed", 0)
+
+
+def _check_user_trace(step):
+    spec = step["user_trace"]
+    if "profile" in step or "seed" in step:
+        raise ValueError("a trace step plays a profile (profile, seed) or a user_trace, not both")
+    if not isinstance(spec, dict) or set(spec) != USER_TRACE_KEYS:
+        raise ValueError(f"user_trace must have exactly the keys {sorted(USER_TRACE_KEYS)}")
+    if not valid_name(spec["name"]) or not re.fullmatch(r"[0-9a-f]{64}", str(spec["sha256"])):
+        raise ValueError("user_trace needs a trace name and the sha256 of its file")
+    for key in ("reads", "writes", "bytes_read", "bytes_written"):
+        _whole(spec, key, 0)
+    segments = spec["segments"]
+    if not isinstance(segments, list) or not segments or not all(_segment(s) for s in segments):
+        raise ValueError("user_trace segments must be [queue depth, IO count] pairs of whole numbers >= 1")
+
+
+def _segment(pair):
+    return isinstance(pair, list) and len(pair) == 2 and all(isinstance(v, int) and v >= 1 for v in pair)
 
 
 def _check_burst(step, ids):
