@@ -174,7 +174,9 @@ def trace_line(e):
 
 def cmd_trace(args):
     if args.action == "list":
-        found = user_traces.entries(data_dir(args))
+        found, problems = user_traces.entries(data_dir(args))
+        for problem in problems:
+            print(f"ssdbench: {problem}", file=sys.stderr)
         if args.json:
             return out_json(found)
         if not found:

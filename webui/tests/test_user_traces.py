@@ -89,7 +89,7 @@ def test_names_are_checked_and_taken_once(tmp_path):
     assert user_traces.name_from("/x/My Trace.2026.csv") == "my-trace-2026"
     ssdbench("trace", "import", path, "--format", "csv", data_dir=tmp_path, check=True)
     again = ssdbench("trace", "import", path, "--format", "csv", data_dir=tmp_path)
-    assert again.returncode == 2 and "already imported; give another --name" in again.stderr
+    assert again.returncode == 2 and "already imported; give it another name" in again.stderr
     bad = ssdbench("trace", "import", path, "--format", "csv", "--name", "../etc", data_dir=tmp_path)
     assert bad.returncode == 2 and "use lower-case letters, digits and dashes" in bad.stderr
     ssdbench("trace", "import", path, "--format", "csv", "--name", "second", data_dir=tmp_path, check=True)

@@ -42,6 +42,10 @@ def _write_json(path, data):
     os.replace(f"{path}.part", path)
 
 
+class TraceExists(SsdbenchError):
+    """A trace of that name is already imported."""
+
+
 def import_file(data_dir, path, fmt, name=None, qd=1, source=None):
     """Import a trace file of `fmt` (a FORMATS key) as `name` (by default from the file's name); returns
     its entry. `source` names the file in the record when `path` is a temporary copy of it. A malformed
@@ -54,7 +58,7 @@ def import_file(data_dir, path, fmt, name=None, qd=1, source=None):
     os.makedirs(folder(data_dir), exist_ok=True)
     target = os.path.join(folder(data_dir), f"{name}.trace")
     if os.path.exists(target):
-        raise SsdbenchError(f"a trace named {name} is already imported; give another --name")
+        raise TraceExists(f"a trace named {name} is already imported; give it another name")
     trace = FORMATS[fmt](str(path), qd)
     trace.meta["source"] = os.path.basename(str(source or path))
     trace_file.write(trace, target)
@@ -79,12 +83,18 @@ def import_file(data_dir, path, fmt, name=None, qd=1, source=None):
 
 
 def entries(data_dir):
-    """Every imported trace's entry, by name."""
+    """(every imported trace's entry by name, and a line for each record that cannot be read)."""
     try:
         names = sorted(f[: -len(".json")] for f in os.listdir(folder(data_dir)) if f.endswith(".json"))
     except FileNotFoundError:
-        return []
-    return [entry(data_dir, name) for name in names]
+        return [], []
+    found, problems = [], []
+    for name in names:
+        try:
+            found.append(entry(data_dir, name))
+        except (SsdbenchError, ValueError) as exc:
+            problems.append(f"trace {name}: its record {name}.json cannot be read ({exc})")
+    return found, problems
 
 
 def entry(data_dir, name):
