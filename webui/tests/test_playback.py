@@ -59,7 +59,7 @@ def test_the_trace_plays_a_part_at_a_time_and_is_packed_after_each(loopdev, tmp_
     # Before each part is packed, only that part's files are unpacked: its IOs' iolog and latency lines.
     assert len(peaks) == len(parts)
     assert all(0 < size <= ios * LINE_BYTES for size, ios in peaks), peaks
-    assert unpacked(out) == 0
+    assert unpacked(out) == 0 and playback.played(out, step) == 1.0
     assert sorted(glob.glob(os.path.join(out, "fio-*.json"))) == [
         os.path.join(out, f"fio-{n:02d}.json") for n in range(len(parts))
     ]
@@ -78,6 +78,10 @@ def test_a_cancel_stops_the_playback_between_or_inside_parts(loopdev, tmp_path, 
     assert outcome.state == "cancelled"
     assert not os.path.exists(os.path.join(out, "fio-02.json"))
     assert unpacked(out) == 0
+    # the progress counts the IOs of the segments that ended: the first part, and maybe some of the second
+    sizes = [count for _, count in plan.trace_segments(step.spec)]
+    first = sum(sizes[k] for k in playback.parts(sizes)[0])
+    assert first / sum(sizes) <= playback.played(out, step) < 1
 
 
 def test_a_trace_that_is_not_the_one_the_workload_hash_covers_is_refused(tmp_path, smoke):

@@ -136,6 +136,14 @@ def play(trace, job_text, step, out_dir, device, on_tick, should_stop, cpus=None
     return fio.Outcome(outcome.state, outcome.error, {**docs[-1], "jobs": jobs} if docs else None)
 
 
+def played(out_dir, step):
+    """The share of the trace's IOs in segments that have ended: fio writes a segment's latency log as its
+    job ends."""
+    sizes = [count for _, count in plan.trace_segments(step.spec)]
+    ended = {name[: len(job_name(0))] for name in os.listdir(out_dir) if "_lat." in name}
+    return sum(count for k, count in enumerate(sizes) if job_name(k) in ended) / sum(sizes)
+
+
 def replay_order(out_dir, name):
     """The (op, offset, length) of a replay job's IOs, in the order its iolog gives fio."""
     order = []

@@ -129,8 +129,11 @@ class Run:
         if self.on_progress:
             self.on_progress(idx, len(self.steps), percent, eta, iops, bw)
 
-    def fraction(self, step, doc, started):
-        """How far the step is: fio's own count for a single job, else time against the estimate."""
+    def fraction(self, step, doc, started, out_dir):
+        """How far the step is: fio's own count for a single job, the IOs of the segments played for a trace,
+        else time against the estimate."""
+        if step.kind == "trace":
+            return min(0.99, playback.played(out_dir, step))
         if step.kind == "fio" and doc is not None:
             job = doc["jobs"][0]
             if step.runtime:
@@ -169,7 +172,7 @@ class Run:
         started = time.monotonic()
 
         def tick(doc, iops, bw):
-            self.progress(step.index, self.fraction(step, doc, started), iops, bw)
+            self.progress(step.index, self.fraction(step, doc, started, out_dir), iops, bw)
 
         if step.kind == "trace":
             trace, job_text, detail["trace"] = playback.prepare(
