@@ -328,7 +328,7 @@ def test_smoke_reads_the_trimmed_drive_in_its_burst_and_pts_rows(tmp_path):
     suite, capacity = locked.load("smoke"), 4 * GIB
     steps = plan.compile_plan(suite, capacity)
     trace = next(step for step in steps if step.kind == "trace")
-    _, played = playback.prepare(trace, tmp_path / "trace", capacity, suite)
+    _, _, played = playback.prepare(trace, tmp_path / "trace", capacity, suite, tmp_path)
     doc = record(tmp_path, suite, reads_everywhere(steps), capacity, details={"trace": {"trace": played}})
     flagged = {key: reasons for key, reasons in suspect(doc).items() if reasons}
     assert sorted(flagged) == ["burst", "pts"]

@@ -9,7 +9,7 @@ busy time.
 The Heavy trace's 4 million IOs make about 110 MB of iologs and 130 MB of latency logs: more than the
 appliance's data partition (256 MiB) holds. So the step's one job file is played in parts of about
 PART_IOS IOs, one fio run each on those jobs (`--section`): a part's iologs are written just before it,
-and when it ends they and its latency logs are packed with gzip (to about a quarter). Each part's fio JSON
+and when it ends they and its latency logs are packed with gzip (to about a fifth). Each part's fio JSON
 is `fio-NN.json`, written without status documents, since each would list every job of the step (900
 jobs: 5 MB a second). The trace itself is not written out: it is generated again from its profile and
 seed, and the sha256 of its bytes is checked against the one the suite's workload hash covers.

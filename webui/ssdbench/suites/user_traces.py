@@ -63,7 +63,7 @@ def import_file(data_dir, path, fmt, name=None, qd=1, source=None):
     trace.meta["source"] = os.path.basename(str(source or path))
     trace_file.write(trace, target)
     try:
-        figures, digest = trace_file.measured(trace_file.read(target))
+        figures, digest = trace_file.measured(trace)  # the bytes just written, from the trace in memory
         entry = {
             "name": name,
             "label": trace.label,
@@ -73,7 +73,7 @@ def import_file(data_dir, path, fmt, name=None, qd=1, source=None):
             "sha256": digest,
             "imported_at": time.time(),
             "stats": figures,
-            "segments": [[qd, len(ios)] for qd, ios in trace_file.segments(trace_file.read(target))],
+            "segments": [[qd, len(ios)] for qd, ios in trace_file.segments(trace)],
         }
         _write_json(os.path.join(folder(data_dir), f"{name}.json"), entry)
     except BaseException:
