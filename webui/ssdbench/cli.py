@@ -14,7 +14,7 @@ from .errors import SsdbenchError
 from .human import clock, figure, printable, size
 from .results import bundle, repeatability, store, usbexport
 from .run import plan, queue, repeat, runner, space, workload
-from .suites import locked
+from .suites import locked, user_traces
 
 DEFAULT_DATA_DIR = "/var/lib/ssdbench"
 EXIT_ERROR = 2
@@ -154,7 +154,10 @@ def progress_printer(suite, stream):
 
 
 def cmd_run(args):
-    s = locked.load(args.suite, path=args.suite_file, allow_non_standard=args.non_standard)
+    if args.trace:
+        s = user_traces.suite(data_dir(args), args.trace)
+    else:
+        s = locked.load(args.suite, path=args.suite_file, allow_non_standard=args.non_standard)
     s = workload.verified(s, allow_non_standard=args.non_standard)
     run_id, state, error = runner.run_in_foreground(
         data_dir(args),
@@ -254,6 +257,34 @@ def cmd_repeats(args):
                 f"{r['path']} {r['model'] or ''} {r['serial'] or ''}"
             )
         )
+
+
+def trace_line(e):
+    s = e["stats"]
+    return printable(
+        f"{e['name']:<20} {e['format']:<18} {s['reads']:>9,} reads {s['writes']:>9,} writes  "
+        f"{size(s['bytes_read'])} read, {size(s['bytes_written'])} written, {s['segments']} segments, "
+        f"footprint {size(s['footprint_bytes'])}, sha256 {e['sha256'][:16]}  (from {e['source']})"
+    )
+
+
+def cmd_trace(args):
+    if args.action == "list":
+        found, problems = user_traces.entries(data_dir(args))
+        for problem in problems:
+            print(f"ssdbench: {problem}", file=sys.stderr)
+        if args.json:
+            return out_json(found)
+        if not found:
+            print("no imported traces; import one with `ssdbench trace import FILE --format FORMAT`")
+        for e in found:
+            print(trace_line(e))
+        return None
+    e = user_traces.import_file(data_dir(args), args.file, args.format, name=args.name, qd=args.qd)
+    if args.json:
+        return out_json(e)
+    print(trace_line(e))
+    print(f"play it with: ssdbench run --trace {e['name']} --drive DEV --confirm ID (a non-standard run)")
     return None
 
 
@@ -479,6 +510,24 @@ def parser():
     c.add_argument("--destroy-data", action="store_true", help="confirm that existing partitions/file systems go")
     c.add_argument("--allow-usb", action="store_true", help="allow a USB-attached drive")
     c.add_argument("--non-standard", action="store_true", help="run a suite whose hash is not locked")
+    c.add_argument("--trace", metavar="NAME", help="play a trace imported with `ssdbench trace import` (non-standard)")
+
+    c = add("trace", cmd_trace, "import a tester's own trace to play, or list the imported ones")
+    ts = c.add_subparsers(dest="action", required=True)
+    ti = ts.add_parser("import", help="turn a trace file into a playable trace, kept in the data directory")
+    ti.add_argument("file")
+    ti.add_argument(
+        "--format",
+        required=True,
+        choices=sorted(user_traces.FORMATS),
+        help="blktrace: blkparse's text output; fio-iolog: a fio iolog v2 or v3; csv: an MSR-Cambridge CSV",
+    )
+    ti.add_argument("--name", help="what to call it (default: from the file's name)")
+    ti.add_argument("--qd", type=int, default=1, help="the queue depth to play a fio iolog at (it records none)")
+    tl = ts.add_parser("list", help="the imported traces")
+    for action in (ti, tl):
+        action.add_argument("--data-dir", help=f"results directory (default $SSDBENCH_DATA or {DEFAULT_DATA_DIR})")
+        action.add_argument("--json", action="store_true", help="print JSON")
 
     c = add("repeat", cmd_repeat, "run a suite N times on a drive and measure how far its figures repeat", data=True)
     c.add_argument("--suite", help="a locked suite by name")
@@ -545,8 +594,10 @@ def parser():
 
 def main(argv=None):
     args = parser().parse_args(argv)
-    if args.command in ("run", "repeat") and not (args.suite or args.suite_file):
-        parser().error(f"{args.command} needs --suite NAME or --suite-file PATH")
+    if args.command == "repeat" and not (args.suite or args.suite_file):
+        parser().error("repeat needs --suite NAME or --suite-file PATH")
+    if args.command == "run" and sum(map(bool, (args.suite, args.suite_file, args.trace))) != 1:
+        parser().error("run needs one of --suite NAME, --suite-file PATH or --trace NAME")
     try:
         return args.func(args) or 0
     except SsdbenchError as exc:

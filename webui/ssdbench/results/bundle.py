@@ -9,7 +9,8 @@ Layout (also written into the bundle's README.txt):
   metrics/NN-step.csv    each step's metric table
   series/NN-step/*.csv   each time series (series/run/ for the run's own, e.g. temperature)
   jobs/NN-step.fio       the exact fio job files, and rerun.sh to run them with plain fio
-  raw/NN-step/           fio's own JSON, logs and replay files, as written during the run
+  raw/NN-step/           fio's own JSON, logs and replay files, as written during the run (a trace's
+                         replay files and per-IO logs gzip-compressed)
 
 A repeat set's bundle holds every run of the set, each as a run bundle holds it but its manifest, under
 run-N/ (N its place in the set), beside the set's own files; one manifest covers them all:
@@ -129,6 +130,10 @@ def rerun_script(doc):
         '\tmkdir -p "$out/$step"',
         '\tcp "$top/jobs/$step.fio" "$out/$step/"',
         '\tfor f in "$top/raw/$step"/*.replay; do if [ -e "$f" ]; then cp "$f" "$out/$step/"; fi; done',
+        "\t# a trace's replay iologs are kept gzip-compressed",
+        '\tfor f in "$top/raw/$step"/*.replay.gz; do',
+        '\t\tif [ -e "$f" ]; then gzip -dc "$f" > "$out/$step/$(basename "$f" .gz)"; fi',
+        "\tdone",
         '\techo "== $step"',
         '\t(cd "$out/$step" && SSDBENCH_DUT="$dev" fio --output-format=json --output=fio.json "$step.fio")',
         "}",

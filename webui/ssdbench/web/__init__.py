@@ -11,21 +11,23 @@ Configuration (create_app's dict, or Flask config):
 import datetime
 import os
 
-from flask import Flask
+import flask
 
 from ..appliance import access
 from ..results import store
-from . import api, auth, pages
+from . import api, auth, data, pages
 from .db import close_db
 
-# The largest request the app reads: every form and JSON body it takes is far smaller.
+# The largest request the app reads: every form and JSON body it takes is far smaller, but a trace upload.
 MAX_BODY_BYTES = 64 * 1024
+UPLOADS = ("api.import_trace", "pages.import_trace")  # these take up to data.TRACE_UPLOAD_BYTES
 # What one peer on the lab network may cost the appliance, before it logs in, when waitress serves the app.
 # Waitress buffers a body (in memory, or in /tmp, which is memory on the appliance) before the app sees it:
-# one over the app's limit is refused with 413 as soon as its Content-Length says so, or as a chunked one
-# streams past it. A few browsers and scripts at once; slow or idle connections are closed.
+# one over the largest the app takes is refused with 413 as soon as its Content-Length says so, or as a
+# chunked one streams past it; the app refuses one over its route's limit. A few browsers and scripts at
+# once; slow or idle connections are closed.
 SERVER_LIMITS = {
-    "max_request_body_size": MAX_BODY_BYTES + 1,  # waitress refuses from this size on, the app above MAX_BODY_BYTES
+    "max_request_body_size": data.TRACE_UPLOAD_BYTES + 1,  # waitress refuses from this size on
     "max_request_header_size": 64 * 1024,
     "connection_limit": 32,
     "channel_timeout": 60,
@@ -34,8 +36,17 @@ SERVER_LIMITS = {
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+class Request(flask.Request):
+    """A request whose body may be MAX_BODY_BYTES, or a trace upload's TRACE_UPLOAD_BYTES; over it, 413."""
+
+    @property
+    def max_content_length(self):
+        return data.TRACE_UPLOAD_BYTES if self.endpoint in UPLOADS else MAX_BODY_BYTES
+
+
 def create_app(config):
-    app = Flask(__name__, static_folder=os.path.join(PACKAGE_DIR, "static"))
+    app = flask.Flask(__name__, static_folder=os.path.join(PACKAGE_DIR, "static"))
+    app.request_class = Request
     app.config.update(
         SSDBENCH_EXTRA_DRIVES=[],
         SSDBENCH_EXTRA_STICKS=[],
@@ -43,7 +54,6 @@ def create_app(config):
         SSDBENCH_PIN=None,
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Strict",
-        MAX_CONTENT_LENGTH=MAX_BODY_BYTES,
         PERMANENT_SESSION_LIFETIME=datetime.timedelta(hours=auth.SESSION_HOURS),
     )
     app.config.update(config)

@@ -146,6 +146,26 @@ def download_repeat_bundle(repeat_id):
     return send_bundle(bundle.write_repeat, repeat_id)
 
 
+@bp.get("/traces")
+def traces():
+    found, problems = data.trace_list(current_app.config)
+    return jsonify(traces=found, problems=problems)
+
+
+@bp.post("/traces")
+def import_trace():
+    body = json_body()
+    content = body["text"].encode()
+    return answer(
+        data.import_trace(content, body["format"], body.get("name"), body.get("qd", 1), None, current_app.config)
+    )
+
+
+@bp.post("/traces/<name>/runs")
+def start_trace(name):
+    return answer(data.start_run(get_db(), json_body(), current_app.config, trace=name))
+
+
 @bp.get("/sticks")
 def sticks():
     try:

@@ -22,6 +22,7 @@ from ..errors import SsdbenchError
 from ..human import clock, figure, when
 from ..results import document, repeatability, store
 from ..run.repeat import MAX_TIMES
+from ..suites import user_traces
 from . import data
 from .db import get_db
 
@@ -90,6 +91,58 @@ def cancel_repeat(repeat_id):
     if status == 202:
         flash("Cancel requested: the run in progress stops cleanly, and no further run of the set starts.")
     return redirect(url_for("pages.repeat", repeat_id=repeat_id))
+
+
+def traces_page(message=None, status=200):
+    found, problems = data.trace_list(current_app.config)
+    drives, unlisted = data.listed_drives(current_app.config)
+    return render_template(
+        "traces.html",
+        traces=found,
+        problems=problems + unlisted,
+        drives=[d for d in drives.values() if d["eligible"]],
+        formats=user_traces.FORMATS,
+        upload_mib=data.TRACE_UPLOAD_BYTES // 2**20,
+        busy=store.busy_run(get_db()),
+        message=message,
+    ), status
+
+
+@bp.get("/traces")
+def traces():
+    return traces_page()
+
+
+@bp.post("/traces")
+def import_trace():
+    upload = request.files.get("file")
+    qd = request.form.get("qd") or "1"
+    if upload is None or not upload.filename:
+        return traces_page("Choose a trace file to import.", 400)
+    if not (qd.isascii() and qd.isdigit()):
+        return traces_page("The queue depth must be a whole number from 1 to 32.", 400)
+    body, status = data.import_trace(
+        upload.read(),
+        request.form.get("format"),
+        request.form.get("name") or None,
+        int(qd),
+        upload.filename,
+        current_app.config,
+    )
+    if status != 201:
+        return traces_page(body["error"], status)
+    flash(
+        f"Imported {body['name']}: {body['stats']['reads'] + body['stats']['writes']:,} IOs, sha256 {body['sha256']}."
+    )
+    return redirect(url_for("pages.traces"))
+
+
+@bp.post("/traces/<name>/start")
+def start_trace(name):
+    body, status = data.start_run(get_db(), request.form, current_app.config, trace=name)
+    if status != 201:
+        return traces_page(body["error"], status)
+    return redirect(body["url"])
 
 
 @bp.get("/runs/<int:run_id>")
