@@ -195,15 +195,15 @@ def test_trace_playback_is_labelled_synthetic_and_checked_against_the_lock(smoke
     assert info["sha256"] == trace_file.digest(trace_generator.generate(info["profile"], info["seed"]))
 
 
-def test_trace_files_are_packed_and_only_total_latency_is_logged(smoke_run):
+def test_trace_files_are_packed_and_only_completion_latency_is_logged(smoke_run):
     run, data_dir = smoke_run
     s = step(run, "trace")
     names = sorted(os.listdir(folder(data_dir, s)))
     segments = s["detail"]["trace"]["segments"]
     assert [n for n in names if n.endswith(".replay.gz")] == [f"seg{k:04d}.replay.gz" for k in range(segments)]
-    assert len([n for n in names if "_lat." in n and n.endswith(".log.gz")]) == segments
-    # nothing per IO left unpacked, no submission or completion latency logs, no copy of the trace
-    assert not [n for n in names if n.endswith((".replay", ".log")) or "_clat." in n or "_slat." in n]
+    assert len([n for n in names if "_clat." in n and n.endswith(".log.gz")]) == segments
+    # nothing per IO left unpacked, no total or submission latency logs, no copy of the trace
+    assert not [n for n in names if n.endswith((".replay", ".log")) or "_lat." in n or "_slat." in n]
     assert "trace.txt" not in names
     docs = trace_docs(data_dir, s)
     assert len(docs) == sum(1 for n in names if n.startswith("fio-") and n.endswith(".json")) >= 1
@@ -221,12 +221,12 @@ def test_busy_time_counts_only_time_with_io_outstanding(smoke_run):
     # reads and writes overlap, so the union is at most their sum and at least each one
     assert max(m["read.busy_s"]["value"], m["write.busy_s"]["value"]) <= m["all.busy_s"]["value"]
     assert m["all.busy_s"]["value"] <= m["read.busy_s"]["value"] + m["write.busy_s"]["value"] + 1e-9
-    # At QD1 nothing overlaps: a segment's busy time is exactly the sum of its latencies.
+    # At QD1 nothing overlaps: a segment's busy time is exactly the sum of its completion latencies.
     out = folder(data_dir, s)
     qd1 = [job["jobname"] for job in jobs if int(job["job options"]["iodepth"]) == 1]
     assert qd1
     for name in qd1:
-        with gzip.open(glob.glob(os.path.join(out, f"{name}_lat.*.log.gz"))[0], "rt") as f:
+        with gzip.open(glob.glob(os.path.join(out, f"{name}_clat.*.log.gz"))[0], "rt") as f:
             lat_s = sum(x.value for x in fio_output.fio_log(f.read())) / 1e9
         busy = derive.busy_seconds([(a, b) for a, b, _, _ in derive.replayed_intervals(out, name, 1)])
         assert busy == pytest.approx(lat_s, rel=1e-9)

@@ -323,7 +323,7 @@ def busy_off(rebuilt, kernel, off):
 
 def test_a_trace_s_busy_time_more_than_5_percent_off_the_kernel_s_flags_its_step(tmp_path):
     keys = ("above", "below", "just-above", "just-below", "uncounted", "unknown")
-    trace = {"kind": "trace", "cooldown": False, "profile": "smoke", "seed": 1, "scale": 1.0}
+    trace = {"kind": "trace", "cooldown": False, "profile": "smoke", "seed": 1}
     suite = load_suite(tmp_path, *({"id": key, "title": key, **trace} for key in keys))
     figures = {
         "above": {"all.busy_s": 10.51, "kernel.busy_s": 10.0},

@@ -158,11 +158,11 @@ def io_intervals(out_dir, prefix):
     return intervals
 
 
-def per_io_log(out_dir, prefix):
-    """(file name, samples) of the one per-IO latency log fio wrote for job `prefix`, in completion order;
-    a trace's logs are read from their gzip form (see playback)."""
-    logs = glob.glob(os.path.join(out_dir, f"{prefix}_lat.*.log")) + glob.glob(
-        os.path.join(out_dir, f"{prefix}_lat.*.log.gz")
+def per_io_log(out_dir, prefix, kind="lat"):
+    """(file name, samples) of the one per-IO latency log of `kind` (lat, or clat for a trace) fio wrote for
+    job `prefix`, in completion order; a trace's logs are read from their gzip form (see playback)."""
+    logs = glob.glob(os.path.join(out_dir, f"{prefix}_{kind}.*.log")) + glob.glob(
+        os.path.join(out_dir, f"{prefix}_{kind}.*.log.gz")
     )
     if len(logs) != 1:
         raise SsdbenchError(f"expected one per-IO latency log for {prefix}, found {len(logs)}")
@@ -176,11 +176,12 @@ def replayed_intervals(out_dir, name, qd):
     fio cannot log issue times while it replays (read_iolog overrides write_iolog), so
     each IO's issue time is rebuilt from fio's replay discipline: the first `qd` IOs of
     the replay start together, and each completion, in the order of the per-IO latency
-    log, lets the next IO start. An IO's interval is its issue time plus the latency fio
-    measured for it.
+    log, lets the next IO start. An IO's interval is its issue time plus its completion
+    latency (clat): the time from its submission to the kernel to its completion, which the
+    kernel's io_ticks counts too. fio's own time before it submits (slat) is not the drive's.
     """
     order = playback.replay_order(out_dir, name)
-    log_name, completions = per_io_log(out_dir, name)
+    log_name, completions = per_io_log(out_dir, name, "clat")
     starts = {}  # replay position -> issue time (ns)
     outstanding = defaultdict(deque)  # (op, offset) -> replay positions in flight
     next_io = 0

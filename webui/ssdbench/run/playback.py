@@ -2,9 +2,10 @@
 
 Each segment of the trace (IOs that share one queue depth) is one fio job that replays its own iolog with
 `replay_no_stall`, so idle time is cut out, at `iodepth` = the segment's queue depth, and logs every IO's
-total latency. fio is asked not to measure submission and completion latency (`disable_slat`,
-`disable_clat`), which would write two more per-IO logs. `derive.replayed_intervals` turns the logs into
-busy time.
+completion latency (clat: from its submission to the kernel to its completion, the time the kernel counts
+the drive busy). fio is asked not to measure total and submission latency (`disable_lat`, `disable_slat`),
+which would write two more per-IO logs and hold fio's own time before each submission.
+`derive.replayed_intervals` turns the logs into busy time.
 
 The Heavy trace's 4 million IOs make about 110 MB of iologs and 130 MB of latency logs: more than a
 small stick's data partition holds. So the step's one job file is played in parts of about
@@ -46,8 +47,8 @@ def replay_job(k, qd):
         "iodepth": qd,
         "stonewall": 1,
         **plan.DATA_OPTIONS["incompressible"],
+        "disable_lat": 1,
         "disable_slat": 1,
-        "disable_clat": 1,
         "write_lat_log": name,
         **plan.PER_IO_LOGS,
     }
@@ -143,7 +144,7 @@ def parts(sizes):
 def _pack(out_dir, names):
     """gzip a finished part's iologs and latency logs in place of them."""
     for name in names:
-        for plain in [f"{name}.replay", *(f for f in os.listdir(out_dir) if f.startswith(f"{name}_lat."))]:
+        for plain in [f"{name}.replay", *(f for f in os.listdir(out_dir) if f.startswith(f"{name}_clat."))]:
             path = os.path.join(out_dir, plain)
             if plain.endswith(".gz") or not os.path.exists(path):
                 continue
@@ -178,7 +179,7 @@ def played(out_dir, step):
     """The share of the trace's IOs in segments that have ended: fio writes a segment's latency log as its
     job ends."""
     sizes = [count for _, count in plan.trace_segments(step.spec)]
-    ended = {name[: len(job_name(0))] for name in os.listdir(out_dir) if "_lat." in name}
+    ended = {name[: len(job_name(0))] for name in os.listdir(out_dir) if "_clat." in name}
     return sum(count for k, count in enumerate(sizes) if job_name(k) in ended) / sum(sizes)
 
 
