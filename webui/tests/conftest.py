@@ -5,19 +5,23 @@ Fixtures: `loopdev` (attach a sparse file as a loop device), `data_dir` (an empt
 `client` and `token` (the web app on that folder, a test client, and its CSRF token once logged in),
 `finished_run` (a data folder holding one run of the engine suite on a loop device, shared by a module),
 `finished_bundle` (its bundle), `finished_repeat` (a repeat set of three engine-suite runs, shared by all),
-`smoke_run` (one run of the smoke suite, shared by the session) and `small_partition` (a data folder on a small
-ext4 file system of its own).
+`smoke_run` (one run of the smoke suite, shared by the session), `small_partition` (a data folder on a small
+ext4 file system of its own) and `postgres` (a real PostgreSQL for the session, which makes a fresh database).
 Helpers: `ssdbench` (the real CLI in a child process), `web_server` (the real `ssdbench web` on a free port),
+`lab_server` (the real `ssdbench lab serve` on a free port),
 `show`, `wait_until`, `make_app`, `login`, `add_run` (a run written through the store, for pages that
 need one without running fio) and `add_repeat` (a repeat set of such runs)."""
 
 import contextlib
+import glob
 import hashlib
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections import namedtuple
 from types import SimpleNamespace
@@ -347,3 +351,66 @@ def add_run(
         store.finish_run(db, run_id, state, None if state == "done" else f"the run ended {state}")
     db.close()
     return run_id
+
+
+def postgres_bin():
+    """The folder of Debian's PostgreSQL programs (initdb, pg_ctl), the newest there is; None without one."""
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"), key=lambda p: int(p.split("/")[4]))
+    return os.path.dirname(found[-1]) if found else None
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A real PostgreSQL for the session (Debian's postgresql package): initdb and pg_ctl in a temporary folder,
+    listening only on a unix socket there, run as `nobody` when the tests run as root (PostgreSQL refuses root).
+    Yields make(), which creates a fresh database and returns its URL."""
+    bindir = postgres_bin()
+    if bindir is None:
+        pytest.skip("no PostgreSQL: apt-get install postgresql")
+    top = tempfile.mkdtemp(prefix="ssdbench-pg-")  # not under pytest's folder, which nobody cannot enter
+    as_user = {"user": "nobody", "group": "nogroup"} if os.geteuid() == 0 else {}
+    if as_user:
+        shutil.chown(top, "nobody", "nogroup")
+    cluster, log = os.path.join(top, "data"), os.path.join(top, "log")
+
+    def pg(*argv):
+        subprocess.run(argv, check=True, capture_output=True, cwd=top, **as_user)
+
+    pg(f"{bindir}/initdb", "-D", cluster, "-U", "lab", "--auth=trust", "-E", "UTF8", "--no-instructions")
+    options = f"-k {top} -c listen_addresses='' -c max_connections=200"
+    pg(f"{bindir}/pg_ctl", "-D", cluster, "-l", log, "-o", options, "-w", "-t", "300", "start")
+    made = []
+
+    def make():
+        import psycopg
+
+        name = f"lab{len(made)}"
+        with psycopg.connect(f"postgresql:///postgres?host={top}&user=lab", autocommit=True) as conn:
+            conn.execute(f"CREATE DATABASE {name}")
+        made.append(name)
+        return f"postgresql:///{name}?host={top}&user=lab"
+
+    try:
+        yield make
+    finally:
+        subprocess.run([f"{bindir}/pg_ctl", "-D", cluster, "-m", "fast", "-w", "stop"], capture_output=True, **as_user)
+        shutil.rmtree(top, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def lab_server(db_url, store_dir, port=None):
+    """The real `ssdbench lab serve` (waitress) on a free port of 127.0.0.1: (process, base URL)."""
+    port = port or free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "ssdbench.cli", "lab", "serve", "--db", db_url, "--store", str(store_dir)]
+        + ["--port", str(port)],
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_until(lambda: answers(port) or server.poll() is not None, "the lab server to listen")
+        assert server.poll() is None, "the lab server did not start"
+        yield server, f"http://127.0.0.1:{port}"
+    finally:
+        if server.poll() is None:
+            server.terminate()
+        server.wait()
