@@ -3,6 +3,7 @@
 import argparse
 import json
 import os
+import signal
 import sqlite3
 import sys
 import time
@@ -13,6 +14,7 @@ from .drives import discovery
 from .errors import SsdbenchError
 from .human import clock, figure, printable, size
 from .lab import access as lab_access
+from .lab import cluster as lab_cluster
 from .lab import index as lab_index
 from .lab import schema as lab_schema
 from .results import bundle, repeatability, store, upload, usbexport
@@ -437,6 +439,25 @@ def lab_serve(args):
     serve(app, host=args.host, port=args.port, **LAB_SERVER_LIMITS)
 
 
+def lab_local(args):
+    """A whole lab on this machine: its own PostgreSQL in the folder (made on first use), migrated, a first user,
+    then the server, until Ctrl-C, which stops the PostgreSQL too."""
+    pg = lab_cluster.Cluster(args.folder)
+    pg.start()
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # a kill stops the PostgreSQL too, as Ctrl-C does
+    try:
+        args.db = pg.create("lab")
+        lab_schema.migrate(lab_connect(args, current=False))
+        conn = lab_connect(args)
+        if not lab_access.list_users(conn):
+            print(f"user admin, password {lab_access.add_user(conn, 'admin')}", flush=True)
+        print(f"database {args.db}", flush=True)
+        args.store = os.path.join(args.folder, "store")
+        lab_serve(args)
+    finally:
+        pg.stop()
+
+
 def lab_runs(args):
     rows = lab_index.list_runs(lab_connect(args))
     if args.json:
@@ -481,7 +502,14 @@ def when_utc(seconds):
     return time.strftime("%Y-%m-%d %H:%M", time.gmtime(seconds)) + "Z"
 
 
-LAB_ACTIONS = {"migrate": lab_migrate, "serve": lab_serve, "runs": lab_runs, "token": lab_token, "user": lab_user}
+LAB_ACTIONS = {
+    "migrate": lab_migrate,
+    "serve": lab_serve,
+    "local": lab_local,
+    "runs": lab_runs,
+    "token": lab_token,
+    "user": lab_user,
+}
 
 
 def cmd_bundle(args):
@@ -739,9 +767,12 @@ def add_lab(sub):
         serve := actions.add_parser("serve", help="serve the lab: uploads, history, compare"),
         runs := actions.add_parser("runs", help="list the runs the lab holds"),
     ]
+    local = actions.add_parser("local", help="try a lab: its own PostgreSQL in FOLDER, a first user, the server")
+    local.add_argument("folder", metavar="FOLDER", help="where the PostgreSQL and the bundles are kept")
     serve.add_argument("--store", required=True, metavar="DIR", help="the folder that keeps the bundles")
-    serve.add_argument("--host", default="127.0.0.1", help="address to listen on; 0.0.0.0 for every interface")
-    serve.add_argument("--port", type=int, default=8090)
+    for p in (serve, local):
+        p.add_argument("--host", default="127.0.0.1", help="address to listen on; 0.0.0.0 for every interface")
+        p.add_argument("--port", type=int, default=8090)
     runs.add_argument("--json", action="store_true", help="print JSON")
     for what, verbs, about in (
         ("token", ("add", "list", "revoke"), "an appliance's upload token: add prints it, once"),

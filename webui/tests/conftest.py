@@ -13,7 +13,6 @@ Helpers: `ssdbench` (the real CLI in a child process), `web_server` (the real `s
 need one without running fio) and `add_repeat` (a repeat set of such runs)."""
 
 import contextlib
-import glob
 import hashlib
 import json
 import os
@@ -28,6 +27,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from ssdbench.errors import SsdbenchError
 from ssdbench.results import store
 from ssdbench.run.fio_output import Metric
 
@@ -353,47 +353,29 @@ def add_run(
     return run_id
 
 
-def postgres_bin():
-    """The folder of Debian's PostgreSQL programs (initdb, pg_ctl), the newest there is; None without one."""
-    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"), key=lambda p: int(p.split("/")[4]))
-    return os.path.dirname(found[-1]) if found else None
-
-
 @pytest.fixture(scope="session")
 def postgres():
-    """A real PostgreSQL for the session (Debian's postgresql package): initdb and pg_ctl in a temporary folder,
-    listening only on a unix socket there, run as `nobody` when the tests run as root (PostgreSQL refuses root).
-    Yields make(), which creates a fresh database and returns its URL."""
-    bindir = postgres_bin()
-    if bindir is None:
-        pytest.skip("no PostgreSQL: apt-get install postgresql")
+    """A real PostgreSQL for the session (Debian's postgresql package, lab/cluster): initdb and pg_ctl in a
+    temporary folder, on a unix socket there, run as `nobody` when the tests run as root. Yields make(), which
+    creates a fresh database and returns its URL."""
+    from ssdbench.lab import cluster
+
     top = tempfile.mkdtemp(prefix="ssdbench-pg-")  # not under pytest's folder, which nobody cannot enter
-    as_user = {"user": "nobody", "group": "nogroup"} if os.geteuid() == 0 else {}
-    if as_user:
-        shutil.chown(top, "nobody", "nogroup")
-    cluster, log = os.path.join(top, "data"), os.path.join(top, "log")
-
-    def pg(*argv):
-        subprocess.run(argv, check=True, capture_output=True, cwd=top, **as_user)
-
-    pg(f"{bindir}/initdb", "-D", cluster, "-U", "lab", "--auth=trust", "-E", "UTF8", "--no-instructions")
-    options = f"-k {top} -c listen_addresses='' -c max_connections=200"
-    pg(f"{bindir}/pg_ctl", "-D", cluster, "-l", log, "-o", options, "-w", "-t", "300", "start")
+    try:
+        pg = cluster.Cluster(top)
+    except SsdbenchError as exc:
+        pytest.skip(str(exc))
+    pg.start()
     made = []
 
     def make():
-        import psycopg
-
-        name = f"lab{len(made)}"
-        with psycopg.connect(f"postgresql:///postgres?host={top}&user=lab", autocommit=True) as conn:
-            conn.execute(f"CREATE DATABASE {name}")
-        made.append(name)
-        return f"postgresql:///{name}?host={top}&user=lab"
+        made.append(pg.create(f"lab{len(made)}"))
+        return made[-1]
 
     try:
         yield make
     finally:
-        subprocess.run([f"{bindir}/pg_ctl", "-D", cluster, "-m", "fast", "-w", "stop"], capture_output=True, **as_user)
+        pg.stop()
         shutil.rmtree(top, ignore_errors=True)
 
 

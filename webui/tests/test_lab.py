@@ -8,7 +8,10 @@ import http.cookiejar
 import json
 import os
 import re
+import shutil
 import signal
+import subprocess
+import sys
 import threading
 import urllib.error
 import urllib.parse
@@ -17,9 +20,9 @@ import zipfile
 
 import psycopg
 import pytest
-from conftest import add_run, lab_server, needs_root, ssdbench, wait_until
+from conftest import add_run, free_port, lab_server, needs_root, ssdbench, wait_until
 
-from ssdbench.results import bundle, upload
+from ssdbench.results import bundle, store, upload
 
 pytestmark = needs_root()
 
@@ -303,3 +306,60 @@ def test_the_lab_pages_show_every_appliances_runs_side_by_side(lab_db, finished_
             assert browser.get(path)[0] == 404
         assert lab("user", "remove", "ann", db=lab_db).returncode == 0
         assert browser.get("/history")[1].startswith(url + "/login")  # removed: the session ended
+
+
+class Clock:
+    """The upload queue's clock, moved by the test rather than waited for."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_a_run_stays_queued_on_the_appliance_until_the_lab_confirms_it(lab_db, finished_run, tmp_path):
+    token = lab("token", "add", "bench-a", db=lab_db).stdout.strip()
+    data_dir, _ = finished_run
+    port, clock, said = free_port(), Clock(), []
+    lab_queue = upload.Queue(f"http://127.0.0.1:{port}", token, clock=clock)
+    db = store.connect(data_dir)
+    try:
+        lab_queue.after_run(db, str(data_dir), 1, said.append)  # the lab is down
+    finally:
+        db.close()
+    queued = list((data_dir / upload.QUEUE_DIR).glob("*.zip"))
+    assert len(queued) == 1 and bundle.verify(queued[0])
+    assert "not uploaded" in said[-1] and f"next try in {upload.RETRY_FIRST_S} s" in said[-1]
+    with lab_server(lab_db, tmp_path / "store", port=port):
+        clock.now += upload.RETRY_FIRST_S - 1
+        lab_queue.drain(str(data_dir), said.append)  # still waiting
+        assert queued[0].exists() and lab("runs", db=lab_db).stdout == ""
+        clock.now += 1
+        lab_queue.drain(str(data_dir), said.append)
+    assert not queued[0].exists() and "uploaded (lab runs 1)" in said[-1]
+    assert len(json.loads(lab("runs", "--json", db=lab_db).stdout)) == 1
+    assert not any(token in line for line in said)
+
+
+def test_the_runner_service_sends_its_queue_and_never_shows_the_token(lab_db, finished_bundle, tmp_path):
+    token = lab("token", "add", "bench-a", db=lab_db).stdout.strip()
+    data_dir = tmp_path / "data"
+    (data_dir / upload.QUEUE_DIR).mkdir(parents=True)
+    shutil.copy(finished_bundle, data_dir / upload.QUEUE_DIR)
+    with lab_server(lab_db, tmp_path / "store") as (_, url):
+        runner = subprocess.Popen(
+            [sys.executable, "-m", "ssdbench.cli", "runner", "--upload-to", url, "--data-dir", str(data_dir)],
+            env={**os.environ, upload.TOKEN_VAR: token},
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            wait_until(lambda: not list((data_dir / upload.QUEUE_DIR).glob("*.zip")), "the queue to be sent")
+        finally:
+            runner.terminate()
+            log = runner.communicate(timeout=60)[1]
+    assert "uploaded (lab runs 1)" in log and token not in log
+    assert token not in " ".join(runner.args)
+    with zipfile.ZipFile(finished_bundle) as zf:
+        assert not any(token.encode() in zf.read(n) for n in zf.namelist())
