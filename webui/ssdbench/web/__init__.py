@@ -102,7 +102,8 @@ def create_app(config):
     app.register_blueprint(auth.bp)
     app.register_blueprint(pages.bp)
     app.register_blueprint(api.bp)
-    app.register_blueprint(lab.bp)
+    if app.config.get("SSDBENCH_LAB_DB"):
+        app.register_blueprint(lab.bp)  # the upload route, on a lab only
     app.context_processor(lambda: {"lab_mode": bool(app.config.get("SSDBENCH_LAB_DB"))})
     app.after_request(security_headers)
     app.teardown_appcontext(close_db)
