@@ -537,3 +537,9 @@ def test_starting_a_trace_that_is_not_imported_is_a_404(client, token):
     body = {"drive": "/dev/sdz", "confirm": "sdz"}
     missing = client.post("/api/traces/nope/runs", json=body, headers={"X-CSRF-Token": token})
     assert missing.status_code == 404 and "no imported trace named 'nope'" in missing.get_json()["error"]
+
+
+def test_an_appliance_takes_no_upload_for_a_lab(client):
+    # The lab's upload route, which a token opens instead of a session, is not there on an appliance.
+    response = client.post("/lab/bundles", data=b"PK", headers={"Authorization": "Bearer x"})
+    assert response.status_code == 404

@@ -357,7 +357,7 @@ def verify(path):
         if MANIFEST not in names:
             raise BundleError(f"{path}: no {MANIFEST}: not an ssdbench bundle")
         try:
-            manifest = _read_json(zf, MANIFEST, path)
+            manifest = read_json(zf, MANIFEST, path)
             listed = dict(manifest["files"])
         except (ValueError, KeyError, TypeError, *DAMAGED) as exc:
             raise BundleError(f"{path}: {MANIFEST} is damaged ({exc})") from exc
@@ -394,7 +394,7 @@ def origin(what, about, host, digest):
     return f"imported: {what} {about['id']} on {host or 'an unnamed host'}, {content} {digest[:16]}"
 
 
-def _read_json(zf, name, path):
+def read_json(zf, name, path):
     """A member parsed as JSON, read into memory only when it is of a sane size."""
     if zf.getinfo(name).file_size > MAX_JSON_BYTES:
         raise BundleError(f"{path}: {name} is over {MAX_JSON_BYTES} bytes, more than any run writes")
@@ -474,27 +474,34 @@ def _unpack(zf, staging, prefix=""):
             shutil.copyfileobj(src, dst)
 
 
+def read_documents(zf, path):
+    """The documents of a verified bundle's zip, each checked as a result: (the repeat set's document or None,
+    [(position in the set or None, run document, its members' prefix)]). Raises BundleError naming every problem."""
+    names = set(zf.namelist())
+    if REPEAT in names:
+        held = read_json(zf, REPEAT, path)
+        problems = [f"{REPEAT}: {p}" for p in repeat_problems(held, names)]
+        positions = [] if problems else [r["position"] for r in held["runs"]]
+    else:
+        held, problems, positions = None, [], [None]
+    runs = []
+    for position in positions:
+        prefix = run_member_prefix(position) if position else ""
+        doc = read_json(zf, prefix + RESULT, path)
+        problems += [f"{prefix}{RESULT}: {p}" for p in document_problems(doc)]
+        runs.append((position, doc, prefix))
+    if problems:
+        raise BundleError(f"{path}: refused:\n" + "\n".join(problems))
+    return held, runs
+
+
 def import_bundle(db, data_dir, path):
     """Bring another testbed's bundle in: a run's as a new run, a repeat set's as a new set with every one of its
     runs, each keeping its origin. A bundle that fails verify is refused, and so is one imported before or one
     whose documents are not results. Returns {"run": id}, or {"repeat": id, "runs": [ids, in the set's order]}."""
     manifest = verify(path)
     with zipfile.ZipFile(path) as zf:
-        names = set(zf.namelist())
-        if REPEAT in names:
-            held = _read_json(zf, REPEAT, path)
-            problems = [f"{REPEAT}: {p}" for p in repeat_problems(held, names)]
-            positions = [] if problems else [r["position"] for r in held["runs"]]
-        else:
-            held, problems, positions = None, [], [None]
-        runs = []
-        for position in positions:
-            prefix = run_member_prefix(position) if position else ""
-            doc = _read_json(zf, prefix + RESULT, path)
-            problems += [f"{prefix}{RESULT}: {p}" for p in document_problems(doc)]
-            runs.append((position, doc, prefix))
-        if problems:
-            raise BundleError(f"{path}: refused:\n" + "\n".join(problems))
+        held, runs = read_documents(zf, path)
         host = (manifest.get("repeat") or manifest.get("run") or {}).get("host")
         staging = os.path.join(data_dir, store.RUNS_DIR, ".import")
         shutil.rmtree(staging, ignore_errors=True)

@@ -63,9 +63,11 @@ def log(message):
     print(f"ssdbench runner: {message}", file=sys.stderr, flush=True)
 
 
-def serve(data_dir, poll_s=POLL_S, after_run=None):
+def serve(data_dir, poll_s=POLL_S, after_run=None, when_idle=None):
     """Take queued runs one at a time, until a signal comes while idle. after_run(db, data_dir, run_id, log),
-    if given, is called as each run ends (the appliance exports it to the USB stick)."""
+    if given, is called as each run ends (the appliance exports it to the USB stick, or queues it for the lab);
+    when_idle(data_dir, log) at each poll that finds no run queued (the lab's uploads are retried then, so that
+    they never disturb a run)."""
     runner.check_host()
     db = store.connect(data_dir)
     lock = try_lock(data_dir)
@@ -79,6 +81,8 @@ def serve(data_dir, poll_s=POLL_S, after_run=None):
                 run_id = take_next(db, data_dir, signals)
                 if run_id is not None and after_run:
                     after_run(db, data_dir, run_id, log)
+            elif when_idle:
+                when_idle(data_dir, log)
             time.sleep(poll_s)
     log("stopped by a signal")
 

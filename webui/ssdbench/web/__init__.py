@@ -6,6 +6,11 @@ Configuration (create_app's dict, or Flask config):
   SSDBENCH_EXTRA_STICKS  file systems to offer for export besides the USB sticks found (loop devices in tests)
   SSDBENCH_ALLOW_USB     treat USB-attached drives as targets
   SSDBENCH_PIN           the login PIN instead of the generated one ($SSDBENCH_PIN too)
+In lab mode (docs/lab.md), instead of the data directory:
+  SSDBENCH_LAB_DB        the lab's PostgreSQL URL
+  SSDBENCH_LAB_STORE     the folder that keeps the uploaded bundles
+The lab serves only LAB_ENDPOINTS (history, compare, a run's report and bundle, login, the upload); the
+appliance's drives, traces and runner controls are not found there.
 """
 
 import datetime
@@ -14,13 +19,30 @@ import os
 import flask
 
 from ..appliance import access
+from ..lab import access as lab_access
+from ..lab import receive, schema, shelf
 from ..results import store
-from . import api, auth, data, pages
+from . import api, auth, data, lab, pages
 from .db import close_db
 
 # The largest request the app reads: every form and JSON body it takes is far smaller, but a trace upload.
 MAX_BODY_BYTES = 64 * 1024
 UPLOADS = ("api.import_trace", "pages.import_trace")  # these take up to data.TRACE_UPLOAD_BYTES
+LAB_ENDPOINTS = {
+    "auth.login",
+    "auth.logout",
+    "auth.api_session",
+    "pages.history",
+    "pages.compare",
+    "pages.run",
+    "api.openapi_document",
+    "api.runs",
+    "api.run",
+    "api.compare",
+    "api.download_bundle",
+    "lab.upload",
+    "static",
+}
 # What one peer on the lab network may cost the appliance, before it logs in, when waitress serves the app.
 # Waitress buffers a body (in memory, or in /tmp, which is memory on the appliance) before the app sees it:
 # one over the largest the app takes is refused with 413 as soon as its Content-Length says so, or as a
@@ -33,6 +55,15 @@ SERVER_LIMITS = {
     "channel_timeout": 60,
     "cleanup_interval": 10,
 }
+# A lab takes whole bundles from every appliance, and serves many people: larger bodies, more connections and
+# threads, and a longer wait for a slow upload.
+LAB_SERVER_LIMITS = {
+    **SERVER_LIMITS,
+    "max_request_body_size": receive.MAX_BUNDLE_BYTES + 1,
+    "connection_limit": 256,
+    "channel_timeout": 300,
+    "threads": 8,
+}
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -41,6 +72,8 @@ class Request(flask.Request):
 
     @property
     def max_content_length(self):
+        if self.endpoint == "lab.upload":
+            return receive.MAX_BUNDLE_BYTES
         return data.TRACE_UPLOAD_BYTES if self.endpoint in UPLOADS else MAX_BODY_BYTES
 
 
@@ -57,18 +90,45 @@ def create_app(config):
         PERMANENT_SESSION_LIFETIME=datetime.timedelta(hours=auth.SESSION_HOURS),
     )
     app.config.update(config)
-    data_dir = app.config["SSDBENCH_DATA_DIR"]
-    if not app.config.get("SECRET_KEY"):
-        app.config["SECRET_KEY"] = access.secret_key(data_dir)
-    access.pin(data_dir, app.config["SSDBENCH_PIN"])  # a PIN that is not one stops the server at once
-    store.connect(data_dir).close()  # create or migrate the schema once, before the first request
+    if app.config.get("SSDBENCH_LAB_DB"):
+        start_lab(app)
+    else:
+        data_dir = app.config["SSDBENCH_DATA_DIR"]
+        if not app.config.get("SECRET_KEY"):
+            app.config["SECRET_KEY"] = access.secret_key(data_dir)
+        access.pin(data_dir, app.config["SSDBENCH_PIN"])  # a PIN that is not one stops the server at once
+        store.connect(data_dir).close()  # create or migrate the schema once, before the first request
 
     app.register_blueprint(auth.bp)
     app.register_blueprint(pages.bp)
     app.register_blueprint(api.bp)
+    if app.config.get("SSDBENCH_LAB_DB"):
+        app.register_blueprint(lab.bp)  # the upload route, on a lab only
+    app.context_processor(lambda: {"lab_mode": bool(app.config.get("SSDBENCH_LAB_DB"))})
     app.after_request(security_headers)
     app.teardown_appcontext(close_db)
     return app
+
+
+def start_lab(app):
+    """Lab mode: the schema must be current (`ssdbench lab migrate`), the session key is the lab's, and what dead
+    servers left in the store is swept before this one takes its own folder there."""
+    conn = schema.connect(app.config["SSDBENCH_LAB_DB"])
+    try:
+        schema.check_current(conn)
+        if not app.config.get("SECRET_KEY"):
+            app.config["SECRET_KEY"] = lab_access.secret_key(conn)
+        receive.sweep(conn, app.config["SSDBENCH_LAB_STORE"])
+    finally:
+        conn.close()
+    app.extensions["ssdbench.shelf"] = shelf.Shelf(app.config["SSDBENCH_LAB_STORE"])
+    app.before_request(lab_only)
+
+
+def lab_only():
+    """The appliance's pages and API are not found in a lab."""
+    if flask.request.endpoint not in LAB_ENDPOINTS:
+        flask.abort(404)
 
 
 def security_headers(response):

@@ -9,7 +9,7 @@ from flask import url_for
 
 from ..drives import discovery, health
 from ..errors import SsdbenchError
-from ..results import store, usbexport
+from ..results import document, store, usbexport
 from ..results.document import recorded
 from ..run import plan, queue, repeat
 from ..suites import locked, user_traces
@@ -61,9 +61,27 @@ def drive_list(config):
     return list(found.values()), problems
 
 
-def load_runs(load, db, run_ids):
-    """The runs by id through `load` (store.get_run, or run_document for the series too)."""
-    runs = [load(db, i) for i in run_ids]
+class LocalResults:
+    """The appliance's own runs, from its store. The lab's LabResults answers the same three questions about
+    every appliance's runs, so that a page or an API call built on them serves both."""
+
+    def __init__(self, db):
+        self.db = db
+
+    def list_runs(self):
+        return store.list_runs(self.db)
+
+    def get_run(self, run_id):
+        return store.get_run(self.db, run_id)
+
+    def run_document(self, run_id):
+        """The run with its series and why each step may be suspect: the document a bundle holds as result.json."""
+        return document.run_document(self.db, run_id)
+
+
+def load_runs(load, run_ids):
+    """The runs by id through `load` (a results' get_run, or run_document for the series too)."""
+    runs = [load(i) for i in run_ids]
     missing = [str(i) for i, r in zip(run_ids, runs) if r is None]
     if missing:
         raise LookupError(f"no run {', '.join(missing)}")

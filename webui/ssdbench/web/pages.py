@@ -24,7 +24,7 @@ from ..results import document, repeatability, store
 from ..run.repeat import MAX_TIMES
 from ..suites import user_traces
 from . import data
-from .db import get_db
+from .db import get_db, get_results, lab_mode
 
 bp = Blueprint("pages", __name__)
 bp.add_app_template_filter(clock)
@@ -147,14 +147,17 @@ def start_trace(name):
 
 @bp.get("/runs/<int:run_id>")
 def run(run_id):
-    doc = store.get_run(get_db(), run_id)
+    doc = get_results().get_run(run_id)
     if doc is None:
         abort(404)
-    files = store.run_files(current_app.config["SSDBENCH_DATA_DIR"], run_id)
-    try:
-        sticks = data.stick_list(current_app.config)
-    except SsdbenchError:
-        sticks = []  # no lsblk: the page still shows the report, and the download
+    if lab_mode():  # the lab keeps the bundle as it came: it is the download, and there is no stick
+        files, sticks = [], []
+    else:
+        files = store.run_files(current_app.config["SSDBENCH_DATA_DIR"], run_id)
+        try:
+            sticks = data.stick_list(current_app.config)
+        except SsdbenchError:
+            sticks = []  # no lsblk: the page still shows the report, and the download
     return render_template(
         "run.html",
         run=doc,
@@ -215,7 +218,8 @@ def run_file(run_id, name):
 
 @bp.get("/history")
 def history():
-    return render_template("history.html", runs=store.list_runs(get_db()), repeats=store.list_repeats(get_db()))
+    repeats = [] if lab_mode() else store.list_repeats(get_db())
+    return render_template("history.html", runs=get_results().list_runs(), repeats=repeats)
 
 
 @bp.get("/compare")
@@ -225,7 +229,7 @@ def compare():
         flash(problem)
         return redirect(url_for("pages.history"))
     try:
-        runs = data.load_runs(store.get_run, get_db(), ids)
+        runs = data.load_runs(get_results().get_run, ids)
     except LookupError:
         abort(404)
     for r in runs:
