@@ -451,6 +451,30 @@ def repeat_problems(doc, names):
     return found
 
 
+def documents(path):
+    """The run documents a bundle holds, checked as import checks them but stored nowhere: a run's bundle holds
+    one; a repeat set's, each of its runs in the set's order. Returns (documents, True for a repeat set)."""
+    verify(path)
+    with zipfile.ZipFile(path) as zf:
+        names = set(zf.namelist())
+        if REPEAT not in names:
+            prefixes, repeat = [""], False
+        else:
+            held = _read_json(zf, REPEAT, path)
+            problems = repeat_problems(held, names)
+            if problems:
+                raise BundleError(f"{path}: refused:\n" + "\n".join(f"{REPEAT}: {p}" for p in problems))
+            prefixes, repeat = [run_member_prefix(r["position"]) for r in held["runs"]], True
+        docs = []
+        for prefix in prefixes:
+            doc = _read_json(zf, prefix + RESULT, path)
+            problems = document_problems(doc)
+            if problems:
+                raise BundleError(f"{path}: refused:\n" + "\n".join(f"{prefix}{RESULT}: {p}" for p in problems))
+            docs.append(doc)
+    return docs, repeat
+
+
 def _unpack(zf, staging, prefix=""):
     """A run folder's files from the bundle (those under `prefix`, in a repeat set's) into staging: each resolved,
     and kept inside it."""

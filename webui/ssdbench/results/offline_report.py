@@ -1,16 +1,22 @@
-"""report.html for a bundle: one file with the styles, uPlot, report.js and the run document inlined,
-so it opens offline in any browser and draws the same charts as the web UI (report.js does both)."""
+"""report.html for a bundle, and compare.html for several: each one file with the styles, uPlot, report.js and
+the run documents inlined, so it opens offline in any browser and shows what the web UI shows (the same
+summary and ranked bars from the same templates, the same charts from report.js)."""
 
-import html
 import json
 import os
 
-from ..errors import SsdbenchError
-from ..human import when
-from . import document
+import jinja2
 
-STATIC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "static")
-ASSETS = {"css": ("vendor/uPlot.min.css", "style.css"), "js": ("vendor/uPlot.iife.min.js", "report.js")}
+from .. import human
+from ..errors import SsdbenchError
+from . import ranking, summary
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+STATIC = os.path.join(os.path.dirname(HERE), "static")
+TEMPLATES = os.path.join(HERE, "templates")
+ASSETS = {"css": ("vendor/uPlot.min.css", "style.css"), "js": ("vendor/uPlot.iife.min.js", "export.js", "report.js")}
+ENV = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True)
+ENV.filters.update(figure=human.figure, when=human.when, size=human.size)
 
 
 def _asset(name):
@@ -29,49 +35,27 @@ def _script_safe(text):
 def _json_in_html(data):
     """JSON for a <script> element with no <, > or & left in it (\\u003c means < to JSON): no string in it
     (a model holding "<!--<script") can end the element, open a comment or start markup."""
-    text = json.dumps(data)
+    text = json.dumps(data, separators=(",", ":"))
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def render(doc):
-    drive, e = doc["drive"], html.escape
-    rows = [
-        (
-            "Drive",
-            f"{drive.get('model') or '–'} · serial {drive.get('serial') or '–'} · firmware "
-            f"{drive.get('firmware') or '–'}"
-            + (f" (from {drive['identity_source']})" if drive.get("identity_source") else ""),
-        ),
-        ("Device", f"{drive.get('path')} ({drive.get('transport')}, {drive.get('capacity_bytes')} bytes)"),
-        ("Suite", f"{doc['suite']}, sha256 {doc['suite_hash']}" + ("" if doc["standard"] else " (non-standard)")),
-        ("Workload", f"sha256 {document.recorded(doc, 'suite', 'workload_sha256') or 'not recorded'}"),
-        ("Times (UTC)", f"started {when(doc['started_at'])}, ended {when(doc['finished_at'])}"),
-        ("Origin", doc["origin"]),
-    ]
-    table = "".join(f"<tr><th>{e(k)}</th><td>{e(str(v))}</td></tr>" for k, v in rows)
-    warnings = "".join(f"<li>{e(w)}</li>" for w in doc.get("warnings") or [])
+def _page(template, **context):
     css = "\n".join(_asset(name) for name in ASSETS["css"])
     js = "\n".join(_script_safe(_asset(name)) for name in ASSETS["js"])
-    page = f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>ssdbench run {doc["id"]}: {e(doc["suite"])} on {e(drive.get("model") or drive.get("path") or "")}</title>
-<style>{css}</style>
-</head><body><main>
-<h1>ssdbench run {doc["id"]}: {e(doc["suite"])}
-<span class="badge state-{e(doc["state"])}">{e(doc["state"])}</span></h1>
-<table class="identity">{table}</table>
-{f'<p class="error">{e(doc["error"])}</p>' if doc.get("error") else ""}
-{f'<ul class="warnings">{warnings}</ul>' if warnings else ""}
-<div id="report"><p class="note">Drawing the report (needs JavaScript)…</p></div>
-<p class="note">Every figure comes from result.json in this bundle, which names fio's field for each.</p>
-</main>
-<script type="application/json" id="run-document">{_json_in_html(doc)}</script>
-<script>{js}</script>
-<script>
-SsdbenchReport.draw(document.getElementById("report"),
-                    JSON.parse(document.getElementById("run-document").textContent));
-</script>
-</body></html>
-"""
-    return page.encode()
+    return ENV.get_template(template).render(css=css, js=js, **context).encode()
+
+
+def render(doc):
+    """report.html of one run document (document.run_document)."""
+    return _page("offline_report.html", run=doc, s=summary.of(doc), data=_json_in_html(doc))
+
+
+def render_compare(docs, sets=None):
+    """compare.html of run documents, docs[0] the current run; `sets` as ranking.charts takes it."""
+    return _page(
+        "offline_compare.html",
+        runs=docs,
+        charts=ranking.charts(docs, sets),
+        fineprint=summary.fineprint(docs),
+        data=_json_in_html(docs),
+    )

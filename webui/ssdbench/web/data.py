@@ -9,7 +9,7 @@ from flask import url_for
 
 from ..drives import discovery, health
 from ..errors import SsdbenchError
-from ..results import store, usbexport
+from ..results import bench, ranking, store, usbexport
 from ..results.document import recorded
 from ..run import plan, queue, repeat
 from ..suites import locked, user_traces
@@ -77,6 +77,27 @@ SAME = (
     ("workloads", lambda r: recorded(r, "suite", "workload_sha256"), lambda r, value: value[:12]),
     ("fio versions", lambda r: recorded(r, "tools", "fio"), lambda r, value: value),
 )
+
+
+def repeat_sets(db, runs):
+    """For each run, the done runs of its repeat set (documents), what its ranked bar's spread is of; None for
+    a run of no set."""
+    out = []
+    for run in runs:
+        held = store.get_repeat(db, run["repeat"]["id"]) if run.get("repeat") else None
+        members = [store.get_run(db, r["id"]) for r in held["runs"]] if held else []
+        out.append([m for m in members if m and m["state"] == "done"] or None)
+    return out
+
+
+def ranked(db, runs):
+    """The compare page's ranked bar charts of runs (store.get_run's), runs[0] the current one."""
+    return ranking.charts(runs, repeat_sets(db, runs))
+
+
+def drive_bench(db):
+    """The /bench table: every drive model the store holds, its latest done comparable run's review figures."""
+    return bench.table([store.get_run(db, r["id"]) for r in store.list_runs(db) if r["state"] == "done"])
 
 
 def comparability(runs):
@@ -205,7 +226,7 @@ def export_runs(db, body, config):
 
 
 def compare_ids(values):
-    """Run ids from ?run=1&run=2 (or run=1,2): (ids, error message)."""
+    """Run ids from ?run=1&run=2 (or runs=1,2), in the order given: (ids, error message)."""
     try:
         ids = list(dict.fromkeys(int(v) for value in values for v in value.split(",") if v.strip()))
     except ValueError:

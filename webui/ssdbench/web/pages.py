@@ -20,7 +20,7 @@ from flask import (
 
 from ..errors import SsdbenchError
 from ..human import clock, figure, when
-from ..results import document, repeatability, store
+from ..results import document, repeatability, store, summary
 from ..run.repeat import MAX_TIMES
 from ..suites import user_traces
 from . import data
@@ -158,7 +158,7 @@ def run(run_id):
     return render_template(
         "run.html",
         run=doc,
-        warnings=document.run_warnings(doc),
+        s=summary.of(doc),
         files=files,
         sticks=sticks,
         live=doc["state"] in store.ACTIVE,
@@ -220,7 +220,8 @@ def history():
 
 @bp.get("/compare")
 def compare():
-    ids, problem = data.compare_ids(request.args.getlist("run"))
+    # ?runs=3,1,2 (the current run first), or the history page's ?run=3&run=1 ticks
+    ids, problem = data.compare_ids(request.args.getlist("runs") + request.args.getlist("run"))
     if problem:
         flash(problem)
         return redirect(url_for("pages.history"))
@@ -230,4 +231,16 @@ def compare():
         abort(404)
     for r in runs:
         r["warnings"] = document.run_warnings(r)
-    return render_template("compare.html", runs=runs, warning=data.comparability(runs))
+    return render_template(
+        "compare.html",
+        runs=runs,
+        warning=data.comparability(runs),
+        charts=data.ranked(get_db(), runs),
+        fineprint=summary.fineprint(runs),
+        run_url=lambda run_id: url_for("pages.run", run_id=run_id),
+    )
+
+
+@bp.get("/bench")
+def drive_bench():
+    return render_template("bench.html", bench=data.drive_bench(get_db()))
