@@ -17,18 +17,19 @@ def charts(runs, sets=None):
     """One chart per review figure any run has, in headline.REVIEW's order: {id, label, unit, better, bars,
     scale}. runs[0] is the current run. `sets`, beside `runs`, holds for each run the done runs of its repeat
     set (documents), whose spread of the figure (n, mean, stdev, min, max) its bar carries, or None. Each bar:
-    run, label, value, current, apart (its workload differs from the current run's), spread."""
+    run, label, step, value, current, apart (its workload differs from the current run's), spread."""
     sets = sets or [None] * len(runs)
     own = summary.workload(runs[0])
     found = {}
     for run, held in zip(runs, sets):
         apart = summary.workload(run) != own
         for fig in headline.review(run):
-            chart = found.setdefault(fig["id"], {k: fig[k] for k in ("id", "label", "unit", "better", "test")})
+            chart = found.setdefault(fig["id"], {k: fig[k] for k in ("id", "label", "unit", "better", "test", "name")})
             chart.setdefault("bars", []).append(
                 {
                     "run": run["id"],
                     "label": label(run),
+                    "step": fig["step"],
                     "value": fig["value"],
                     "source": fig["source"],
                     "current": run is runs[0],
