@@ -6,7 +6,7 @@
  * its SVG is built from the chart's own data and scales (the points where uPlot put them, the ticks it chose).
  *
  *   SsdbenchExport.buttons(figure, name, {png, svg})   "Save PNG" and "Save SVG" under a figure
- *   SsdbenchExport.uplotSvg(u, title, fineprint, bands) an SVG document (text) of a uPlot chart
+ *   SsdbenchExport.uplotSvg(u, title, fineprint, {bands, dots})  an SVG (text) of a uPlot chart
  *   SsdbenchExport.uplotPng(u, title, fineprint)        a Promise of a PNG Blob of a uPlot chart
  *   SsdbenchExport.svgPng(svg)                          a Promise of a PNG Blob of an <svg> element
  */
@@ -57,7 +57,8 @@
 
   // The chart in CSS pixels: the plot box, each axis' ticks where uPlot drew them, each series as a line (split
   // at gaps) or as dots, the bands' shades a plugin drew (passed in), the legend's names and the small print.
-  function uplotSvg(u, title, fineprint, bands) {
+  function uplotSvg(u, title, fineprint, options) {
+    const {bands} = options || {};
     const r = uPlot.pxRatio;
     const box = {left: u.bbox.left / r, top: u.bbox.top / r, width: u.bbox.width / r, height: u.bbox.height / r};
     const legend = u.series.slice(1).filter((s) => s.show !== false);
@@ -111,7 +112,7 @@
       if (i === 0 || s.show === false) return;
       const color = typeof s.stroke === "function" ? s.stroke(u, i) : s.stroke || "#000";
       const ys = u.data[i];
-      const dots = s.paths && s.paths() === null;
+      const dots = Boolean((options || {}).dots);
       let path = "";
       let pen = false;
       const circles = node("g", {fill: color});

@@ -396,7 +396,7 @@
     const title = `${spec.title} (${spec.yAxis.label})`;
     SsdbenchExport.buttons(figure, spec.title, {
       png: () => SsdbenchExport.uplotPng(u, title, fine),
-      svg: () => SsdbenchExport.uplotSvg(u, title, fine, spec.bands),
+      svg: () => SsdbenchExport.uplotSvg(u, title, fine, {bands: spec.bands, dots: spec.dots}),
     });
   }
 
