@@ -42,7 +42,8 @@ def per_second_series(out_dir):
 
 def latency_histograms(out_dir):
     """Each job's completion-latency histogram from fio's clat_hist log, summed over the step: (name, unit,
-    source, [(bin latency ns, IOs)]), one per direction, only the bins that hold IOs."""
+    source, [(bin latency ns, IOs)]), one per direction, only the bins that hold IOs. fio fills the log only
+    where it keeps completion-latency percentiles (clat_percentiles): a log of empty bins gives no series."""
     series = []
     for path in sorted(glob.glob(os.path.join(out_dir, "*_clat_hist.*.log"))):
         job = int(path.rsplit(".", 2)[-2])
@@ -51,6 +52,8 @@ def latency_histograms(out_dir):
         for direction, counts in sorted(sums.items()):
             name = f"{fio_output.DIRECTIONS[direction]}.clat_hist" + (f".job{job}" if job > 1 else "")
             points = [(fio_output.plat_value(i), float(c)) for i, c in enumerate(counts) if c]
+            if not points:
+                continue
             source = (
                 f"{os.path.basename(path)}:direction={direction}, every interval summed, bin = fio's plat_idx_to_val"
             )
