@@ -12,11 +12,9 @@ import datetime
 import os
 
 import flask
-import jinja2
 
-from .. import human
 from ..appliance import access
-from ..results import offline_report, store
+from ..results import store
 from . import api, auth, data, pages
 from .db import close_db
 
@@ -49,9 +47,6 @@ class Request(flask.Request):
 def create_app(config):
     app = flask.Flask(__name__, static_folder=os.path.join(PACKAGE_DIR, "static"))
     app.request_class = Request
-    # The summary and the ranked bars are drawn by the same templates in the pages and the offline reports.
-    app.jinja_loader = jinja2.ChoiceLoader([app.jinja_loader, jinja2.FileSystemLoader(offline_report.TEMPLATES)])
-    app.add_template_filter(human.size)
     app.config.update(
         SSDBENCH_EXTRA_DRIVES=[],
         SSDBENCH_EXTRA_STICKS=[],

@@ -17,10 +17,11 @@ from flask import (
     send_from_directory,
     url_for,
 )
+from markupsafe import Markup
 
 from ..errors import SsdbenchError
 from ..human import clock, figure, when
-from ..results import document, repeatability, store, summary
+from ..results import document, repeatability, report_html, store, summary
 from ..run.repeat import MAX_TIMES
 from ..suites import user_traces
 from . import data
@@ -158,7 +159,7 @@ def run(run_id):
     return render_template(
         "run.html",
         run=doc,
-        s=summary.of(doc),
+        summary_html=Markup(report_html.summary(summary.of(doc))),
         files=files,
         sticks=sticks,
         live=doc["state"] in store.ACTIVE,
@@ -235,9 +236,8 @@ def compare():
         "compare.html",
         runs=runs,
         warning=data.comparability(runs),
-        charts=data.ranked(get_db(), runs),
-        fineprint=summary.fineprint(runs),
-        run_url=lambda run_id: url_for("pages.run", run_id=run_id),
+        charts=Markup(report_html.bar_charts(data.ranked(get_db(), runs), summary.fineprint(runs))),
+        runs_html=Markup(report_html.compare_runs(runs, lambda run_id: url_for("pages.run", run_id=run_id))),
     )
 
 
