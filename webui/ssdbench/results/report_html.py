@@ -8,7 +8,8 @@ from ..human import figure, size
 
 
 def _e(value):
-    return escape(str(value), quote=True)
+    # As Jinja escapes the rest of the page (markupsafe): &, <, >, " and ' each as an entity.
+    return escape(str(value), quote=False).replace('"', "&#34;").replace("'", "&#39;")
 
 
 def summary(s):
