@@ -17,7 +17,7 @@ from .lab import access as lab_access
 from .lab import cluster as lab_cluster
 from .lab import index as lab_index
 from .lab import schema as lab_schema
-from .results import bundle, repeatability, store, upload, usbexport
+from .results import bundle, document, offline_report, repeatability, store, upload, usbexport
 from .run import plan, queue, repeat, runner, space, workload
 from .suites import locked, user_traces
 
@@ -545,6 +545,33 @@ def cmd_verify(args):
     return EXIT_ERROR if failed else 0
 
 
+def cmd_compare(args):
+    """compare.html from bundles (or runs of the data folder, by id): the first is the current run. A repeat
+    set's bundle stands as its last run that ended done, its bars carrying the set's spread."""
+    docs, sets = [], []
+    db = None
+    for item in args.runs:
+        if item.isascii() and item.isdigit():
+            db = db or store.connect(data_dir(args))
+            doc = document.run_document(db, int(item))
+            if doc is None:
+                raise SsdbenchError(f"no run {item} in {data_dir(args)}")
+            held = store.get_repeat(db, doc["repeat"]["id"]) if doc.get("repeat") else None
+            members = [store.get_run(db, r["id"]) for r in held["runs"]] if held else []
+            docs.append(doc)
+            sets.append([m for m in members if m["state"] == "done"] or None)
+            continue
+        found, repeat = bundle.documents(item)
+        done = [d for d in found if d["state"] == "done"]
+        docs.append(done[-1] if repeat and done else found[-1])
+        sets.append(done if repeat and done else None)
+    if len(docs) < 2:
+        raise SsdbenchError("name at least two bundles (or runs) to compare")
+    with open(args.output, "wb") as f:
+        f.write(offline_report.render_compare(docs, sets))
+    print(args.output)
+
+
 def cmd_import(args):
     db = store.connect(data_dir(args))
     for path in args.bundles:
@@ -741,6 +768,14 @@ def parser():
     c.add_argument("-o", "--output", metavar="DIR", help="folder to write it in (default: here)")
     c = add("verify", cmd_verify, "check every hash in result bundles; exit 2 on any problem")
     c.add_argument("bundles", nargs="+", metavar="BUNDLE")
+    c = add("compare", cmd_compare, "write compare.html: ranked bars of bundles (or run ids), offline", data=True)
+    c.add_argument(
+        "runs",
+        nargs="+",
+        metavar="RUN",
+        help="a bundle (.zip), or a run's id in the data folder; the first is the current run",
+    )
+    c.add_argument("-o", "--output", required=True, metavar="FILE", help="the page to write, e.g. compare.html")
     c = add("import", cmd_import, "bring bundles from another testbed in, to compare them", data=True)
     c.add_argument("bundles", nargs="+", metavar="BUNDLE")
     c = add("export", cmd_export, "write result bundles to a USB stick (FAT32 or exFAT), then unmount it", data=True)

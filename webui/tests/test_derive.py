@@ -12,7 +12,7 @@ import subprocess
 import zlib
 
 import pytest
-from conftest import needs_root
+from conftest import data, needs_root
 
 from ssdbench.results import document, store
 from ssdbench.run import derive, fio_output, plan, steady
@@ -318,3 +318,14 @@ def test_every_metric_names_where_it_came_from(smoke_run):
             assert m["source"], (s["key"], m["name"])
             if m["source"].startswith("/"):
                 assert fio_output.source_value(doc, m["source"]) == m["value"], (s["key"], m)
+
+
+def test_a_histogram_log_of_empty_bins_gives_no_series(tmp_path):
+    """fio writes a clat_hist log of zeros when it keeps no completion-latency percentiles (clat_percentiles=0, as
+    the suites set it): no empty histogram is stored."""
+    line = ", ".join(["1007", "0", "4096"] + ["0"] * fio_output.PLAT_BINS)
+    (tmp_path / "step_clat_hist.1.log").write_text(line + "\n")
+    assert derive.latency_histograms(str(tmp_path)) == []
+    (tmp_path / "step_clat_hist.1.log").write_text(data("fio-3.33-randrw_clat_hist.1.log"))
+    names = [name for name, *_ in derive.latency_histograms(str(tmp_path))]
+    assert names == ["read.clat_hist", "write.clat_hist"]

@@ -74,3 +74,24 @@ def test_fio_log_rows():
     assert all(s.bs == 0 or s.bs == 4096 for s in samples)
     with pytest.raises(SsdbenchError, match="line 1"):
         fio_output.fio_log("garbage\n")
+
+
+def test_a_latency_histogram_log_sums_its_intervals_into_fios_bins():
+    """fio 3.33's clat_hist log of the captured randrw job: each line one interval's IOs per bin."""
+    text = data("fio-3.33-randrw_clat_hist.1.log")
+    sums = fio_output.hist_log(text)
+    lines = [[int(f) for f in line.split(",")] for line in text.splitlines() if line.strip()]
+    for direction, counts in sums.items():
+        assert sum(counts) == sum(sum(line[3:]) for line in lines if line[1] == direction)
+    doc = fio_output.fio_result(data("fio-3.33-randrw.json"))
+    # fio reports each percentile as its bin's value: every one of them is a value plat_value gives a bin
+    values = {fio_output.plat_value(i) for i in range(fio_output.PLAT_BINS)}
+    for direction in ("read", "write"):
+        percentiles = doc["jobs"][0][direction]["clat_ns"]["percentile"].values()
+        assert set(percentiles) <= values
+        assert sum(sums[fio_output.DIRECTIONS.index(direction)]) <= doc["jobs"][0][direction]["total_ios"]
+
+
+def test_a_histogram_log_of_other_bins_is_refused_with_its_line():
+    with pytest.raises(SsdbenchError, match="line 1 has 3 bins"):
+        fio_output.hist_log("1000, 0, 4096, 1, 2, 3\n")

@@ -158,6 +158,9 @@ class LabResults:
 
     get_run = run_document
 
+    def repeat_set(self, run):
+        return None  # the lab shows runs, not the appliance's repeat sets
+
     def bundle_file(self, run_id):
         row = run_row(self.conn, run_id)
         return shelf.bundle_path(self.store_dir, row["bundle_sha256"]) if row else None

@@ -451,6 +451,15 @@ def repeat_problems(doc, names):
     return found
 
 
+def documents(path):
+    """The run documents a bundle holds, checked as import checks them but stored nowhere: a run's bundle holds
+    one; a repeat set's, each of its runs in the set's order. Returns (documents, True for a repeat set)."""
+    verify(path)
+    with zipfile.ZipFile(path) as zf:
+        held, runs = read_documents(zf, path)
+    return [doc for _, doc, _ in runs], held is not None
+
+
 def _unpack(zf, staging, prefix=""):
     """A run folder's files from the bundle (those under `prefix`, in a repeat set's) into staging: each resolved,
     and kept inside it."""

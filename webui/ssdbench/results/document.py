@@ -23,11 +23,9 @@ def recorded(run, section, key):
     return ((run.get("environment") or {}).get(section) or {}).get(key)
 
 
-def run_warnings(run):
-    """Why a result should not be set against others, in words for the report."""
+def incomparable(run):
+    """Why a result compares with no standard result, in words for the report: none when it is comparable."""
     out = []
-    if run["state"] in ("failed", "cancelled", "interrupted"):
-        out.append(f"the run is {run['state']}: only its completed steps have results")
     if not run["standard"]:
         out.append("non-standard suite: its hash is not one of the locked suites, so it compares with nothing")
     else:
@@ -43,6 +41,15 @@ def run_warnings(run):
             )
     if run["drive"].get("development_target"):
         out.append("loop device: a development target, not comparable with drives")
+    return out
+
+
+def run_warnings(run):
+    """Why a result should not be set against others, in words for the report."""
+    out = []
+    if run["state"] in ("failed", "cancelled", "interrupted"):
+        out.append(f"the run is {run['state']}: only its completed steps have results")
+    out += incomparable(run)
     adapted = [
         step["key"] for step in run["steps"] if isinstance(step["detail"], dict) and step["detail"].get("adapted")
     ]

@@ -81,3 +81,126 @@ def _job_figures(step, metrics):
             continue
         out.append(Figure(step["key"], m["name"], m["value"], m["unit"], kind))
     return out
+
+
+# The figures a review publishes, one per test of the methodology (docs/methodology.md, "The summary"): what a
+# run's summary shows first, and what compare ranks and the bench tabulates. Each: its id, its words, the test
+# it belongs to, the step keys that measure it (the first present counts; a short suite names some steps
+# otherwise) or a step kind (one figure per step of that kind: a suite plays several traces), the metric,
+# its unit, and which way is better.
+@dataclass(frozen=True)
+class Review:
+    id: str
+    label: str
+    test: str
+    steps: tuple
+    name: str
+    unit: str
+    better: str  # "higher" or "lower"
+    kind: str = None  # every step of this kind instead of `steps`
+
+
+HIGHER, LOWER = "higher", "lower"
+REVIEW = (
+    Review(
+        "rand-write-4k-qd3",
+        "4K random write, QD3",
+        "four corners",
+        ("rand-write-4k-qd3",),
+        "write.iops",
+        "IOPS",
+        HIGHER,
+    ),
+    Review(
+        "rand-read-4k-qd3",
+        "4K random read, QD3",
+        "four corners",
+        ("rand-read-4k-qd3", "rand-read-4k"),
+        "read.iops",
+        "IOPS",
+        HIGHER,
+    ),
+    Review(
+        "seq-read-128k", "128K sequential read, QD1", "four corners", ("seq-read-128k",), "read.mb_s", "MB/s", HIGHER
+    ),
+    Review(
+        "seq-write-128k",
+        "128K sequential write, QD1",
+        "four corners",
+        ("seq-write-128k",),
+        "write.mb_s",
+        "MB/s",
+        HIGHER,
+    ),
+    Review(
+        "consistency",
+        "Steady-state 4K random write",
+        "consistency",
+        ("consistency",),
+        "steady.avg_iops",
+        "IOPS",
+        HIGHER,
+    ),
+    Review(
+        "consistency-spare",
+        "Steady-state 4K random write, 25% spare area",
+        "consistency",
+        ("consistency-spare",),
+        "steady.avg_iops",
+        "IOPS",
+        HIGHER,
+    ),
+    Review("trace-mb-s", "Storage Bench data rate", "Storage Bench", (), "all.mb_s", "MB/s", HIGHER, kind="trace"),
+    Review("trace-busy", "Storage Bench disk busy time", "Storage Bench", (), "all.busy_s", "s", LOWER, kind="trace"),
+    Review(
+        "burst-service",
+        "Mixed Burst: reads' total service time",
+        "Mixed Burst",
+        (),
+        "burst.read.service_s",
+        "s",
+        LOWER,
+        kind="burst",
+    ),
+)
+
+
+def review(run):
+    """The review figures a run has (store.get_run's shape, or a run document), in REVIEW's order: dicts with
+    id, label, test, step, name, value, unit, better and source. Only steps that ended done count, as for
+    figures(). A figure measured per step of a kind gets the step's key in its id and label."""
+    done = {s["key"]: s for s in run["steps"] if s["state"] == "done"}
+    out = []
+    for r in REVIEW:
+        if r.kind:
+            keyed = [s for s in done.values() if s["kind"] == r.kind]
+            chosen = [
+                (s, f"{r.id}/{s['key']}", f"{r.label} ({s['key']})" if len(keyed) > 1 else r.label) for s in keyed
+            ]
+        else:
+            first = next((done[k] for k in r.steps if k in done), None)
+            chosen = [(first, r.id, r.label)] if first else []
+        for step, fid, label in chosen:
+            metric = next((m for m in step["metrics"] if m["name"] == r.name), None)
+            if metric is None or not isinstance(metric["value"], (int, float)):
+                continue
+            out.append(
+                {
+                    "id": fid,
+                    "label": label,
+                    "test": r.test,
+                    "step": step["key"],
+                    "name": r.name,
+                    "value": metric["value"],
+                    "unit": metric["unit"],
+                    "better": r.better,
+                    "source": metric["source"],
+                }
+            )
+    return out
+
+
+def review_order(figure_id):
+    """Where a review figure's id (REVIEW's id, or id/step key) comes in REVIEW: to order columns and charts."""
+    base = figure_id.split("/")[0]
+    return next(i for i, r in enumerate(REVIEW) if r.id == base)

@@ -40,6 +40,27 @@ def per_second_series(out_dir):
     return series
 
 
+def latency_histograms(out_dir):
+    """Each job's completion-latency histogram from fio's clat_hist log, summed over the step: (name, unit,
+    source, [(bin latency ns, IOs)]), one per direction, only the bins that hold IOs. fio fills the log only
+    where it keeps completion-latency percentiles (clat_percentiles): a log of empty bins gives no series."""
+    series = []
+    for path in sorted(glob.glob(os.path.join(out_dir, "*_clat_hist.*.log"))):
+        job = int(path.rsplit(".", 2)[-2])
+        with open(path) as f:
+            sums = fio_output.hist_log(f.read())
+        for direction, counts in sorted(sums.items()):
+            name = f"{fio_output.DIRECTIONS[direction]}.clat_hist" + (f".job{job}" if job > 1 else "")
+            points = [(fio_output.plat_value(i), float(c)) for i, c in enumerate(counts) if c]
+            if not points:
+                continue
+            source = (
+                f"{os.path.basename(path)}:direction={direction}, every interval summed, bin = fio's plat_idx_to_val"
+            )
+            series.append((name, "IOs", source, points, "ns"))
+    return series
+
+
 def steady_state(points, from_s, round_s, name):
     """Consistency figures from a once-a-second IOPS series: the part from `from_s`, and the SNIA rule."""
     source = f"fio's {name} log (one value a second)"
@@ -423,7 +444,7 @@ def io_totals(doc):
 
 
 def _fio(step, out_dir, doc, complete, baseline):
-    metrics, series = fio_output.fio_metrics(doc), per_second_series(out_dir)
+    metrics, series = fio_output.fio_metrics(doc), per_second_series(out_dir) + latency_histograms(out_dir)
     if complete and "steady" in step.spec:
         name = "read.iops" if reads_only(step.spec["rw"]) else "write.iops"
         points = next(p for n, _, _, p in series if n == name)

@@ -155,6 +155,44 @@ def fio_log(text):
     return samples
 
 
+# fio's latency histogram (stat.h): FIO_IO_U_PLAT_BITS, and FIO_IO_U_PLAT_NR = 29 groups of 2**BITS bins.
+PLAT_BITS = 6
+PLAT_BINS = 29 << PLAT_BITS
+
+
+def plat_value(index):
+    """The latency in ns that fio gives a histogram bin (stat.c, plat_idx_to_val): below 2 * 2**BITS a bin is
+    one ns wide; above, each group of 2**BITS bins doubles the width, and a bin stands for its middle."""
+    if index < 2 << PLAT_BITS:
+        return float(index)
+    error_bits = (index >> PLAT_BITS) - 1
+    base = 1 << (error_bits + PLAT_BITS)
+    return base + ((index % (1 << PLAT_BITS)) + 0.5) * (1 << error_bits)
+
+
+def hist_log(text):
+    """A fio clat_hist log (log_hist_msec, log_hist_coarseness 0): for each direction, the IOs that completed
+    in each bin, summed over every interval (each line holds the interval's IOs, not a running total):
+    {direction: [count per bin]}."""
+    sums = {}
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            fields = [int(f) for f in line.split(",")]
+        except ValueError as exc:
+            raise SsdbenchError(f"fio histogram log line {n} is not whole numbers: {line[:80]!r}") from exc
+        if len(fields) != 3 + PLAT_BINS:
+            raise SsdbenchError(
+                f"fio histogram log line {n} has {len(fields) - 3} bins, not fio's {PLAT_BINS} "
+                "(log_hist_coarseness must be 0)"
+            )
+        into = sums.setdefault(fields[1], [0] * PLAT_BINS)
+        for i, count in enumerate(fields[3:]):
+            into[i] += count
+    return sums
+
+
 @dataclass(frozen=True)
 class Issue:
     t_us: int  # microseconds from the job's start, when fio queued the IO

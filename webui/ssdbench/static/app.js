@@ -105,6 +105,33 @@
     tick();
   }
 
+  // The bench: a click on a column's name sorts the drives by it, best first (as the column says which way is
+  // better), again the other way; a drive with no value for the column goes last either way.
+  function sortable(table) {
+    const heads = [...table.querySelectorAll("thead th")];
+    heads.forEach((th, col) => {
+      const button = th.querySelector("button");
+      if (!button) return;
+      button.addEventListener("click", () => {
+        const kind = th.dataset.sort;
+        const now = th.getAttribute("aria-sort");
+        const dir = now === "descending" ? "ascending" : now === "ascending" ? "descending"
+          : kind === "higher" ? "descending" : "ascending";
+        heads.forEach((h) => h.removeAttribute("aria-sort"));
+        th.setAttribute("aria-sort", dir);
+        const sign = dir === "ascending" ? 1 : -1;
+        const rows = [...table.tBodies[0].rows];
+        const value = (row) => row.cells[col].dataset.value;
+        rows.sort((a, b) => {
+          const [va, vb] = [value(a), value(b)];
+          if (va === "" || vb === "") return (va === "") - (vb === "");
+          return sign * (kind === "text" ? va.localeCompare(vb) : Number(va) - Number(vb));
+        });
+        table.tBodies[0].append(...rows);
+      });
+    });
+  }
+
   const page = body.dataset.page;
   if (page === "live") {
     live(body.dataset.run);
@@ -114,6 +141,8 @@
       .catch((error) => fail(container, error));
   } else if (page === "repeat-live") {
     followRepeat(body.dataset.repeat, body.dataset.shown);
+  } else if (page === "bench") {
+    document.querySelectorAll("table.sortable").forEach(sortable);
   } else if (page === "compare") {
     const container = document.getElementById("compare");
     const query = body.dataset.runs.split(",").map((id) => `run=${encodeURIComponent(id)}`).join("&");

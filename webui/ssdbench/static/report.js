@@ -8,6 +8,9 @@
  *   SsdbenchReport.draw(container, doc)        one run
  *   SsdbenchReport.compare(container, docs)    2 to 8 runs, charts overlaid
  *   SsdbenchReport.charts                      the uPlot instances drawn so far
+ *
+ * Each section is a <details> that folds (the summary above them is the page's, drawn by the server); every
+ * chart names its fio version and suite hash in small print and can be saved as PNG and SVG (export.js).
  */
 (function (global) {
   "use strict";
@@ -84,7 +87,7 @@
 
   // A series in the units the charts use: seconds, GB of offset, MB/s, µs.
   function display(series) {
-    const xScale = {ms: 1 / 1000, offset: 1 / 1e9, bytes: 1}[series.x_unit] || 1;
+    const xScale = {ms: 1 / 1000, offset: 1 / 1e9, bytes: 1, ns: 1 / 1000}[series.x_unit] || 1;
     let yScale = 1;
     let unit = series.unit;
     if (unit === "KiB/s") { yScale = 1024 / 1e6; unit = "MB/s"; }
@@ -93,9 +96,10 @@
   }
 
   const X_AXES = {
-    ms: {kind: "time", label: "seconds"},
+    ms: {kind: "time", label: "time (s)"},
     offset: {kind: "offset", label: "zone offset (GB)"},
-    bytes: {kind: "bytes", label: "transfer size", log: true},
+    bytes: {kind: "bytes", label: "transfer size (bytes)", log: true},
+    ns: {kind: "number", label: "latency (µs)", log: true},
   };
 
   function xAxis(xUnit) {
@@ -108,25 +112,6 @@
   }
 
   // --- the charts of one run, as specs that compare() can merge by id ---------------------------
-
-  function cornerCharts(doc) {
-    const specs = [];
-    for (const [what, unit, log] of [["mb_s", "MB/s", false], ["iops", "IOPS", true]]) {
-      const lines = ["read", "write"].map((dir) => {
-        const x = [], y = [];
-        for (const step of doc.steps) {
-          const m = metricMap(step)[`${dir}.${what}`];
-          if (m) { x.push(step.key); y.push(m.value); }
-        }
-        return {label: `${dir} ${unit}`, x, y};
-      }).filter((l) => l.x.length);
-      const measured = new Set(lines.flatMap((l) => l.x));
-      specs.push({id: `corners-${what}`, title: `${unit} of every measured step (the four corners among them)`,
-                  xAxis: {kind: "category", label: "step"}, yAxis: {label: unit, log}, lines, dots: true,
-                  categories: doc.steps.map((st) => st.key).filter((k) => measured.has(k))});
-    }
-    return specs;
-  }
 
   // lat_p: total latency, the one basis of every latency figure since suite format 1's second versions;
   // clat_p: completion latency, which runs of the earlier versions report.
@@ -154,7 +139,8 @@
     return [...new Set(curves.map((c) => BASIS[c.basis]))].join(" / ");
   }
 
-  const PERCENTILE_AXES = {xAxis: {kind: "category", label: "percentile"}, yAxis: {label: "µs", log: true}};
+  const PERCENTILE_AXES = {xAxis: {kind: "category", label: "percentile of the IOs (%)"},
+                           yAxis: {label: "latency (µs)", log: true}};
 
   // Every single test side by side; a matrix step's many jobs get their own chart in the step's section.
   function latencyCharts(doc) {
@@ -168,34 +154,47 @@
       ...PERCENTILE_AXES, id: `latency-${dir}`, title: `${dir} ${basisWords(lines)} percentiles`, lines}));
   }
 
+  // Consistency (methodology 5): every second's IOPS as a dot, the steady-state window marked, and the spare-area
+  // variant overlaid on the whole-drive test; log scale first (the drops are orders of magnitude), linear a
+  // click away.
   function consistencyCharts(doc) {
-    const specs = [];
-    for (const step of doc.steps.filter((s) => s.key.startsWith("consistency"))) {
+    const steps = doc.steps.filter((s) => s.key.startsWith("consistency"));
+    const lines = [];
+    const bands = [];
+    for (const step of steps) {
       const from = step.spec?.steady?.from_s ?? STEADY_FROM_S;
-      const iops = stepSeries(doc, step).filter((s) => s.name.endsWith(".iops"));
-      const whole = iops.map((s) => line(s.name, s));
-      const tail = whole.map((l) => {
-        const keep = l.x.map((x) => x >= from);
-        return {...l, x: l.x.filter((_, i) => keep[i]), y: l.y.filter((_, i) => keep[i])};
-      }).filter((l) => l.x.length);
-      const note = tail.length ? null : `the step has no samples from ${from} s on`;
-      const base = {xAxis: {kind: "time", label: "seconds"}};
-      specs.push({...base, id: `consistency-whole-${step.key}`, title: `${step.title}: IOPS, the whole test (log)`,
-                  yAxis: {label: "IOPS", log: true}, lines: whole});
-      specs.push({...base, id: `consistency-tail-log-${step.key}`,
-                  title: `${step.title}: IOPS from ${from} s (log)`, yAxis: {label: "IOPS", log: true},
-                  lines: tail, note});
-      specs.push({...base, id: `consistency-tail-lin-${step.key}`,
-                  title: `${step.title}: IOPS from ${from} s (linear)`, yAxis: {label: "IOPS"},
-                  lines: tail, note});
+      for (const s of stepSeries(doc, step).filter((s) => s.name.endsWith(".iops"))) {
+        const l = line(`${step.key}: ${s.name}`, s);
+        lines.push(l);
+        const last = Math.max(from, ...l.x);
+        if (!bands.some((b) => b.from === from)) bands.push({label: `steady state from ${from} s`, from, to: last});
+      }
     }
-    return specs;
+    return lines.length ? [{id: "consistency", title: "Consistency: IOPS every second, the steady-state window shaded",
+                            xAxis: {kind: "time", label: "time (s)"}, yAxis: {label: "IOPS", log: true}, dots: true,
+                            toggle: true, lines, bands}] : [];
+  }
+
+  // A step's completion-latency histogram from fio's clat_hist log (the IOs of every logged interval, per bin),
+  // with the step's latency percentiles from fio's JSON drawn across it.
+  function histogramCharts(doc, step) {
+    const hists = stepSeries(doc, step).filter((s) => s.x_unit === "ns");
+    if (!hists.length) return [];
+    const markers = percentileCurves(step).flatMap((c) => c.x.map((p, i) => ({
+      at: c.y[i], label: `${c.dir}${c.job ? " " + c.job : ""} ${p}`})));
+    return [{id: `hist-${step.key}`, title: `${step.title}: completion latency histogram, percentiles marked`,
+             xAxis: X_AXES.ns, yAxis: {label: "IOs per bin (count)"}, histogram: true,
+             lines: hists.map((s) => line(s.name, s)), markers}];
+  }
+
+  function histogramFigures(doc) {
+    return doc.steps.flatMap((step) => histogramCharts(doc, step));
   }
 
   function slcCharts(doc) {
     return doc.steps.filter((s) => s.key.startsWith("seq-fill")).map((step) => ({
       id: `slc-${step.key}`, title: `SLC cache: write MB/s during ${step.title}`,
-      xAxis: {kind: "time", label: "seconds"}, yAxis: {label: "MB/s"},
+      xAxis: {kind: "time", label: "time (s)"}, yAxis: {label: "MB/s"},
       lines: stepSeries(doc, step).filter((s) => s.name === "write.bw").map((s) => line("write MB/s", s)),
     })).filter((spec) => spec.lines.length);
   }
@@ -220,16 +219,6 @@
     })).filter((spec) => spec.lines.length);
   }
 
-  function burstCharts(doc) {
-    return doc.steps.filter((s) => s.kind === "burst").map((step) => {
-      const m = metricMap(step);
-      const names = ["burst.read.mb_s", "burst.write.mb_s"].filter((n) => m[n]);
-      return {id: `burst-${step.key}`, title: `${step.title}: MB/s while the bursts run (idle time left out)`,
-              xAxis: {kind: "category", label: "direction"}, yAxis: {label: "MB/s"}, dots: true,
-              lines: names.length ? [{label: "MB/s", x: names, y: names.map((n) => m[n].value)}] : []};
-    }).filter((spec) => spec.lines.length);
-  }
-
   // Mixed Burst as a timeline (methodology 8): each read burst's service time, at the moment it began, with
   // the background's periods behind it, each a band from its first write to its last completion.
   function burstTimelines(doc) {
@@ -239,7 +228,7 @@
       return {
         id: `burst-timeline-${step.key}`,
         title: `${step.title}: each read burst's service time, over the background's writes`,
-        xAxis: {kind: "time", label: "seconds from the background's first period"}, yAxis: {label: "service time (s)"},
+        xAxis: {kind: "time", label: "time from the background's first period (s)"}, yAxis: {label: "service time (s)"},
         dots: true,
         lines: own.filter((s) => s.name === "burst.read.service_s").map((s) => line("read burst service time (s)", s)),
         bands: periods && periods.x.length ? periods.x.map((x, i) => ({
@@ -254,7 +243,7 @@
     const lines = doc.series.filter((s) => s.step_id === null && s.name === "temperature")
       .map((s) => line("°C", s));
     return lines.length ? [{id: "temperature", title: "Drive temperature over the run, under its steps", lines,
-                            xAxis: {kind: "time", label: "seconds since the run started"}, yAxis: {label: "°C"},
+                            xAxis: {kind: "time", label: "time since the run started (s)"}, yAxis: {label: "°C"},
                             bands: stepBands(doc)}] : [];
   }
 
@@ -267,9 +256,8 @@
   }
 
   function figures(doc) {
-    return [...cornerCharts(doc), ...latencyCharts(doc), ...consistencyCharts(doc), ...slcCharts(doc),
-            ...sweepCharts(doc), ...transferCharts(doc), ...burstCharts(doc), ...burstTimelines(doc),
-            ...temperatureCharts(doc)]
+    return [...consistencyCharts(doc), ...burstTimelines(doc), ...latencyCharts(doc), ...histogramFigures(doc),
+            ...transferCharts(doc), ...sweepCharts(doc), ...slcCharts(doc), ...temperatureCharts(doc)]
       .filter((spec) => spec.lines.length || spec.note);
   }
 
@@ -280,7 +268,7 @@
       ...PERCENTILE_AXES, id: `step-${step.key}-percentiles`, title: `${step.title}: ${basisWords(curves)} percentiles`,
       lines: curves.map((c) => ({label: [c.job, c.dir].filter(Boolean).join(" "), x: c.x, y: c.y}))}] : [];
     const groups = {};
-    for (const s of stepSeries(doc, step)) {
+    for (const s of stepSeries(doc, step).filter((s) => s.x_unit !== "ns")) { // the histogram is a figure
       const l = line(s.name, s);
       const key = `${s.x_unit}|${l.unit}`;
       (groups[key] = groups[key] || {xUnit: s.x_unit, unit: l.unit, lines: []}).lines.push(l);
@@ -353,31 +341,88 @@
     return {categories: null, data: uPlot.join(spec.lines.map((l) => [l.x, clean(l.y)]))};
   }
 
-  function render(spec, parent) {
-    const figure = el("figure", {class: "chart"}, el("figcaption", {}, spec.title));
+  // Values across a chart at x (a step's latency percentiles over its histogram): a dashed line each, labelled.
+  function markersPlugin(markers) {
+    const draw = (u) => {
+      const {ctx, bbox} = u;
+      const r = uPlot.pxRatio;
+      ctx.save();
+      ctx.font = `${10 * r}px sans-serif`;
+      ctx.setLineDash([4 * r, 3 * r]);
+      markers.forEach((m, i) => {
+        const x = u.valToPos(m.at, "x", true);
+        if (x < bbox.left || x > bbox.left + bbox.width) return;
+        ctx.strokeStyle = "rgba(0, 0, 0, 0.55)";
+        ctx.beginPath();
+        ctx.moveTo(x, bbox.top);
+        ctx.lineTo(x, bbox.top + bbox.height);
+        ctx.stroke();
+        ctx.fillStyle = "#333";
+        ctx.fillText(m.label, x + 2 * r, bbox.top + (10 + 11 * (i % 6)) * r);
+      });
+      ctx.restore();
+    };
+    return {hooks: {draw: [draw]}};
+  }
+
+  // The small print under every chart: the fio versions and suites of the runs drawn.
+  function fineprint(docs) {
+    const fios = [...new Set(docs.map((d) => ((d.environment || {}).tools || {}).fio || "fio not recorded"))];
+    const suites = [...new Set(docs.map((d) => `${d.suite} ${d.suite_hash.slice(0, 12)}`))];
+    return `${fios.join(" / ")} · suite ${suites.join(" / ")}`;
+  }
+
+  function render(spec, parent, fine) {
+    const figure = el("figure", {class: "chart", "data-chart": spec.id}, el("figcaption", {}, spec.title));
     if (spec.note) figure.append(el("p", {class: "note"}, spec.note));
     parent.append(figure);
     if (!spec.lines.length) return;
-    const yLog = Boolean(spec.yAxis.log);
+    const holder = el("div", {class: "plot"});
+    figure.append(holder, el("p", {class: "fineprint"}, fine));
+    let u = plot(spec, holder, parent, Boolean(spec.yAxis.log));
+    if (spec.toggle) {
+      const scale = el("button", {type: "button", class: "scale"}, spec.yAxis.log ? "Linear scale" : "Log scale");
+      scale.addEventListener("click", () => {
+        const log = u.scales.y.distr !== 3;
+        const at = charts.indexOf(u);
+        u.destroy();
+        u = plot(spec, holder, parent, log);
+        charts.splice(at, 1, u);
+        charts.pop(); // plot() pushed it again at the end
+        scale.textContent = log ? "Linear scale" : "Log scale";
+      });
+      figure.insertBefore(el("p", {class: "toggle"}, scale), holder);
+    }
+    const title = `${spec.title} (${spec.yAxis.label})`;
+    SsdbenchExport.buttons(figure, spec.title, {
+      png: () => SsdbenchExport.uplotPng(u, title, fine),
+      svg: () => SsdbenchExport.uplotSvg(u, title, fine, {bands: spec.bands, dots: spec.dots}),
+    });
+  }
+
+  function plot(spec, holder, parent, yLog) {
     const {categories, data} = chartData(spec, yLog);
     const isCategory = categories !== null;
     const width = Math.max(360, Math.min(1100, (parent.clientWidth || 900) - 8));
+    const xLog = Boolean(spec.xAxis.log);
+    const plugins = [...(spec.bands ? [bandsPlugin(spec.bands)] : []),
+                     ...(spec.markers && spec.markers.length ? [markersPlugin(spec.markers)] : [])];
     const opts = {
-      width, height: 280,
-      plugins: spec.bands ? [bandsPlugin(spec.bands)] : [],
+      width, height: 280, plugins,
       scales: {
         x: isCategory ? {time: false, range: () => [-0.5, categories.length - 0.5]}
-                      : {time: false, distr: spec.xAxis.log ? 3 : 1, log: 2},
+                      : {time: false, distr: xLog ? 3 : 1, log: spec.xAxis.kind === "bytes" ? 2 : 10},
         y: {distr: yLog ? 3 : 1, log: 10},
       },
       series: [
-        {label: spec.xAxis.label, value: (u, v) => (v === null ? "–" : isCategory ? categories[v] ?? "" :
+        {label: spec.xAxis.label, value: (u, v) => (v === null ? "" : isCategory ? categories[v] ?? "" :
                                                      spec.xAxis.kind === "bytes" ? bytes(v) : num(v))},
         ...spec.lines.map((l, i) => ({
-          label: l.label, stroke: COLORS[i % COLORS.length], width: 1.5, spanGaps: !isCategory,
-          points: isCategory || spec.dots ? {show: true, size: 7, fill: COLORS[i % COLORS.length]} : {},
-          paths: spec.dots ? () => null : undefined,
-          value: (u, v) => num(v),
+          label: l.label, stroke: COLORS[i % COLORS.length], width: 1.5, spanGaps: !isCategory && !spec.histogram,
+          points: isCategory || spec.dots ? {show: true, size: spec.dots ? 4 : 7, fill: COLORS[i % COLORS.length]}
+                                          : {},
+          paths: spec.dots ? () => null : spec.histogram ? uPlot.paths.stepped({align: 1}) : undefined,
+          value: (u, v) => (v === null || v === undefined ? "" : num(v)),
         })),
       ],
       axes: [
@@ -387,7 +432,9 @@
         {label: spec.yAxis.label, size: 70, values: (u, splits) => splits.map((v) => num(v))},
       ],
     };
-    charts.push(new uPlot(opts, data, figure));
+    const u = new uPlot(opts, data, holder);
+    charts.push(u);
+    return u;
   }
 
   // --- tables ------------------------------------------------------------------------------------
@@ -471,35 +518,42 @@
 
   // --- the two entry points ------------------------------------------------------------------------
 
+  // A section that folds: its title the <summary>; folded at first, so that the page opens on its summary.
+  function fold(title, cls) {
+    return el("details", {class: `fold ${cls || ""}`.trim()}, el("summary", {}, el("h2", {}, title)));
+  }
+
   function draw(container, doc) {
     container.replaceChildren();
-    container.append(cdmTable([doc]) || "", el("h2", {}, "Summary"), summaryTable([doc]));
-    const figs = el("section", {class: "figures"}, el("h2", {}, "Figures"));
-    container.append(figs);
-    for (const spec of figures(doc)) render(spec, figs);
-    const stepsSection = el("section", {class: "steps"}, el("h2", {}, "Steps"));
+    const fine = fineprint([doc]);
+    const tables = fold("Every measured step: MB/s, IOPS and latency", "tables");
+    tables.append(cdmTable([doc]) || "", summaryTable([doc]));
+    const figs = fold("Figures", "figures");
+    container.append(tables, figs);
+    for (const spec of figures(doc)) render(spec, figs, fine);
+    const stepsSection = fold("Steps: each one's metrics, series and fio job file", "steps");
     container.append(stepsSection);
     for (const step of doc.steps) {
-      const box = el("section", {class: `step state-${step.state}`},
-                     el("h3", {}, `${step.idx + 1}. ${step.title} `, el("span", {class: "badge"}, step.state)),
+      const heading = el("h3", {}, `${step.idx + 1}. ${step.title} `, el("span", {class: "badge"}, step.state));
+      const box = el("details", {class: `step fold state-${step.state}`}, el("summary", {}, heading),
                      el("p", {class: "meta"}, [`${step.key} · ${step.kind} · estimated ${clock(step.estimate_s)}`,
                                                ...settled(step)].join(" · ")));
       if (step.error) box.append(el("p", {class: "error"}, step.error));
       // Why the figures may not be the drive's (results/validity.py): a badge by the state, the reasons below.
       if (step.suspect && step.suspect.length) {
         const badge = el("span", {class: "badge suspect", title: step.suspect.join("\n")}, "suspect");
-        box.querySelector("h3").append(" ", badge);
+        heading.append(" ", badge);
         box.append(el("ul", {class: "suspect"}, ...step.suspect.map((reason) => el("li", {}, reason))));
       }
       // What ran otherwise than the suite names, to fit the drive's logical block (a 4Kn drive's 512 B rows).
       const adapted = (step.detail || {}).adapted;
       if (Array.isArray(adapted) && adapted.length) {
-        box.querySelector("h3").append(" ", el("span", {class: "badge adapted", title: adapted.join("\n")}, "adapted"));
+        heading.append(" ", el("span", {class: "badge adapted", title: adapted.join("\n")}, "adapted"));
         box.append(el("ul", {class: "adapted"}, ...adapted.map((note) => el("li", {}, `adapted to the drive: ${note}`))));
       }
       box.append(metricsTable([doc], step.key));
       stepsSection.append(box);
-      for (const spec of stepCharts(doc, step)) render(spec, box);
+      for (const spec of stepCharts(doc, step)) render(spec, box, fine);
       if (step.job_file) box.append(el("details", {}, el("summary", {}, "fio job file"), el("pre", {}, step.job_file)));
     }
   }
@@ -523,7 +577,11 @@
       for (const spec of specs) {
         const lines = spec.lines.map((l) => ({...l, label: `run ${doc.id} ${l.label}`}));
         // Each run's steps ran at times of its own, so overlaid runs get no step bands.
-        if (!merged.has(spec.id)) merged.set(spec.id, {...spec, lines: [], note: null, categories: [], bands: null});
+        // The steady-state window is the suite's, the same in every run; a step's percentiles are its own run's.
+        if (!merged.has(spec.id)) {
+          merged.set(spec.id, {...spec, lines: [], note: null, categories: [], markers: null,
+                               bands: spec.id === "consistency" ? spec.bands : null});
+        }
         const into = merged.get(spec.id);
         into.lines.push(...lines);
         into.categories = [...new Set([...into.categories, ...(spec.categories || [])])];
@@ -534,24 +592,48 @@
 
   function compare(container, docs) {
     container.replaceChildren();
-    container.append(cdmTable(docs) || "", el("h2", {}, "Summary"), summaryTable(docs));
-    const figs = el("section", {class: "figures"}, el("h2", {}, "Figures, overlaid"));
-    container.append(figs);
-    for (const spec of merge(docs.map((doc) => ({doc, specs: figures(doc)})))) render(spec, figs);
-    const stepsSection = el("section", {class: "steps"}, el("h2", {}, "Steps"));
+    const fine = fineprint(docs);
+    const tables = fold("Every measured step, run by run", "tables");
+    tables.append(cdmTable(docs) || "", summaryTable(docs));
+    const figs = fold("Figures, overlaid", "figures");
+    container.append(tables, figs);
+    for (const spec of merge(docs.map((doc) => ({doc, specs: figures(doc)})))) render(spec, figs, fine);
+    const stepsSection = fold("Steps, side by side", "steps");
     container.append(stepsSection);
     for (const key of stepKeys(docs)) {
       const step = docs.map((d) => d.steps.find((s) => s.key === key)).find(Boolean);
-      const box = el("section", {class: "step"}, el("h3", {}, step.title), el("p", {class: "meta"}, key));
+      const box = el("details", {class: "step fold"}, el("summary", {}, el("h3", {}, step.title)),
+                     el("p", {class: "meta"}, key));
       box.append(metricsTable(docs, key));
       stepsSection.append(box);
       const perRun = docs.map((doc) => {
         const own = doc.steps.find((s) => s.key === key);
         return {doc, specs: own ? stepCharts(doc, own) : []};
       });
-      for (const spec of merge(perRun)) render(spec, box);
+      for (const spec of merge(perRun)) render(spec, box, fine);
     }
   }
+
+  // "Unfold every section" and "Fold every section"; a printed page holds every section, unfolded.
+  function folding(root) {
+    const all = (open) => root.querySelectorAll("details.fold").forEach((d) => { d.open = open; });
+    root.querySelectorAll("[data-fold]").forEach((b) => b.addEventListener("click", () => all(b.dataset.fold === "open")));
+    let before = null;
+    global.addEventListener("beforeprint", () => {
+      before = [...root.querySelectorAll("details.fold")].map((d) => d.open);
+      all(true);
+    });
+    global.addEventListener("afterprint", () => {
+      if (before) root.querySelectorAll("details.fold").forEach((d, i) => { d.open = before[i] ?? d.open; });
+    });
+  }
+
+  function init() {
+    folding(document);
+    SsdbenchExport.barButtons(document);
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
+  else init();
 
   global.SsdbenchReport = {draw, compare, charts, clock, num};
 })(window);

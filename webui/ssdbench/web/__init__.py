@@ -9,7 +9,7 @@ Configuration (create_app's dict, or Flask config):
 In lab mode (docs/lab.md), instead of the data directory:
   SSDBENCH_LAB_DB        the lab's PostgreSQL URL
   SSDBENCH_LAB_STORE     the folder that keeps the uploaded bundles
-The lab serves only LAB_ENDPOINTS (history, compare, a run's report and bundle, login, the upload); the
+The lab serves only LAB_ENDPOINTS (history, compare, the bench, a run's report and bundle, login, the upload); the
 appliance's drives, traces and runner controls are not found there.
 """
 
@@ -34,6 +34,7 @@ LAB_ENDPOINTS = {
     "auth.api_session",
     "pages.history",
     "pages.compare",
+    "pages.drive_bench",
     "pages.run",
     "api.openapi_document",
     "api.runs",

@@ -9,7 +9,7 @@ from flask import url_for
 
 from ..drives import discovery, health
 from ..errors import SsdbenchError
-from ..results import document, store, usbexport
+from ..results import bench, document, ranking, store, usbexport
 from ..results.document import recorded
 from ..run import plan, queue, repeat
 from ..suites import locked, user_traces
@@ -78,6 +78,12 @@ class LocalResults:
         """The run with its series and why each step may be suspect: the document a bundle holds as result.json."""
         return document.run_document(self.db, run_id)
 
+    def repeat_set(self, run):
+        """The done runs of the run's repeat set, what its ranked bar's spread is of; None for a run of no set."""
+        held = store.get_repeat(self.db, run["repeat"]["id"]) if run.get("repeat") else None
+        members = [store.get_run(self.db, r["id"]) for r in held["runs"]] if held else []
+        return [m for m in members if m and m["state"] == "done"] or None
+
 
 def load_runs(load, run_ids):
     """The runs by id through `load` (a results' get_run, or run_document for the series too)."""
@@ -95,6 +101,16 @@ SAME = (
     ("workloads", lambda r: recorded(r, "suite", "workload_sha256"), lambda r, value: value[:12]),
     ("fio versions", lambda r: recorded(r, "tools", "fio"), lambda r, value: value),
 )
+
+
+def ranked(results, runs):
+    """The compare page's ranked bar charts of runs (results' get_run), runs[0] the current one."""
+    return ranking.charts(runs, [results.repeat_set(run) for run in runs])
+
+
+def drive_bench(results):
+    """The /bench table: every drive model the results hold, its latest done comparable run's review figures."""
+    return bench.table([results.get_run(r["id"]) for r in results.list_runs() if r["state"] == "done"])
 
 
 def comparability(runs):
@@ -223,7 +239,7 @@ def export_runs(db, body, config):
 
 
 def compare_ids(values):
-    """Run ids from ?run=1&run=2 (or run=1,2): (ids, error message)."""
+    """Run ids from ?run=1&run=2 (or runs=1,2), in the order given: (ids, error message)."""
     try:
         ids = list(dict.fromkeys(int(v) for value in values for v in value.split(",") if v.strip()))
     except ValueError:

@@ -17,10 +17,11 @@ from flask import (
     send_from_directory,
     url_for,
 )
+from markupsafe import Markup
 
 from ..errors import SsdbenchError
 from ..human import clock, figure, when
-from ..results import document, repeatability, store
+from ..results import document, repeatability, report_html, store, summary
 from ..run.repeat import MAX_TIMES
 from ..suites import user_traces
 from . import data
@@ -161,7 +162,7 @@ def run(run_id):
     return render_template(
         "run.html",
         run=doc,
-        warnings=document.run_warnings(doc),
+        summary_html=Markup(report_html.summary(summary.of(doc))),
         files=files,
         sticks=sticks,
         live=doc["state"] in store.ACTIVE,
@@ -224,7 +225,8 @@ def history():
 
 @bp.get("/compare")
 def compare():
-    ids, problem = data.compare_ids(request.args.getlist("run"))
+    # ?runs=3,1,2 (the current run first), or the history page's ?run=3&run=1 ticks
+    ids, problem = data.compare_ids(request.args.getlist("runs") + request.args.getlist("run"))
     if problem:
         flash(problem)
         return redirect(url_for("pages.history"))
@@ -234,4 +236,15 @@ def compare():
         abort(404)
     for r in runs:
         r["warnings"] = document.run_warnings(r)
-    return render_template("compare.html", runs=runs, warning=data.comparability(runs))
+    return render_template(
+        "compare.html",
+        runs=runs,
+        warning=data.comparability(runs),
+        charts=Markup(report_html.bar_charts(data.ranked(get_results(), runs), summary.fineprint(runs))),
+        runs_html=Markup(report_html.compare_runs(runs, lambda run_id: url_for("pages.run", run_id=run_id))),
+    )
+
+
+@bp.get("/bench")
+def drive_bench():
+    return render_template("bench.html", bench=data.drive_bench(get_results()))

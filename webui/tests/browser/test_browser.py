@@ -25,7 +25,7 @@ pytestmark = [needs_root(), pytest.mark.skipif(not os.path.exists(CHROMIUM), rea
 # periods lie behind them (the legend names a period's band under the cursor, somewhere in the first 10 s).
 TIMELINE = """() => {
   const u = SsdbenchReport.charts.find(
-    (c) => c.root.parentNode.querySelector("figcaption").textContent.includes("each read burst's service time"));
+    (c) => c.root.closest("figure").querySelector("figcaption").textContent.includes("each read burst's service time"));
   if (!u) return null;
   let band = false;
   for (let v = 0; v < 10 && !band; v += 0.001) band = u.series[0].value(u, v).includes("background writes");

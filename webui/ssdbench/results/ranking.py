@@ -1,0 +1,58 @@
+"""Compare as a review publishes it: one horizontal bar chart per review figure (results/headline.py), the runs
+ranked best to worst, the current run (the first asked for) marked, and the runs whose workload differs from
+its set apart below the ranking. A run of a repeat set carries its set's spread of that figure.
+
+Plain functions over run documents (store.get_run's shape): the web UI, the offline compare and a lab server
+rank the same way."""
+
+from . import headline, repeatability, summary
+
+
+def label(run):
+    drive = run["drive"]
+    return f"run {run['id']}: {drive.get('model') or drive.get('path') or 'unknown drive'}"
+
+
+def charts(runs, sets=None):
+    """One chart per review figure any run has, in headline.REVIEW's order: {id, label, unit, better, bars,
+    scale}. runs[0] is the current run. `sets`, beside `runs`, holds for each run the done runs of its repeat
+    set (documents), whose spread of the figure (n, mean, stdev, min, max) its bar carries, or None. Each bar:
+    run, label, step, value, current, apart (its workload differs from the current run's), spread."""
+    sets = sets or [None] * len(runs)
+    own = summary.workload(runs[0])
+    found = {}
+    for run, held in zip(runs, sets):
+        apart = summary.workload(run) != own
+        for fig in headline.review(run):
+            chart = found.setdefault(fig["id"], {k: fig[k] for k in ("id", "label", "unit", "better", "test", "name")})
+            chart.setdefault("bars", []).append(
+                {
+                    "run": run["id"],
+                    "label": label(run),
+                    "step": fig["step"],
+                    "value": fig["value"],
+                    "source": fig["source"],
+                    "current": run is runs[0],
+                    "apart": apart,
+                    "spread": _spread(held, fig["id"]),
+                }
+            )
+    out = sorted(found.values(), key=lambda c: headline.review_order(c["id"]))
+    for chart in out:
+        chart["bars"] = ranked(chart["bars"], chart["better"])
+        chart["scale"] = max([0.0] + [max(b["value"], (b["spread"] or {}).get("max", 0)) for b in chart["bars"]])
+    return out
+
+
+def ranked(bars, better):
+    """Best first: the highest value when higher is better, else the lowest; the runs set apart after the
+    others, ranked among themselves. Ties keep the order the runs were asked in."""
+    sign = -1 if better == headline.HIGHER else 1
+    return sorted(bars, key=lambda b: (b["apart"], sign * b["value"]))
+
+
+def _spread(set_runs, figure_id):
+    if not set_runs:
+        return None
+    values = [f["value"] for run in set_runs for f in headline.review(run) if f["id"] == figure_id]
+    return repeatability.spread(values) if len(values) > 1 else None

@@ -1,0 +1,150 @@
+"""The summary and the ranked bars as HTML, written once for the web pages and the offline report.html and
+compare.html. Plain Python, no template engine: the engine writes bundles on an install that has no web
+extras. Every value from a run (a drive's model, a step's source) is escaped."""
+
+from html import escape
+
+from ..human import figure, size
+
+
+def _e(value):
+    # As Jinja escapes the rest of the page (markupsafe): &, <, >, " and ' each as an entity.
+    return escape(str(value), quote=False).replace('"', "&#34;").replace("'", "&#39;")
+
+
+def summary(s):
+    """A run's summary (results/summary.of) as its first screen."""
+    d = s["drive"]
+    capacity = size(d["capacity_bytes"]) if d.get("capacity_bytes") else ""
+    out = [
+        '<section class="summary-card" id="summary" aria-label="summary">',
+        '<div class="identity-line">',
+        f'<strong class="model">{_e(d.get("model") or d.get("path") or "unknown drive")}</strong> ',
+        f"<span>serial {_e(d.get('serial') or 'not reported')} · firmware {_e(d.get('firmware') or 'not reported')}"
+        f" · {_e(d.get('transport') or '')} {_e(capacity)} · {_e(d.get('path') or '')}</span></div>",
+        f'<div class="suite-line">Suite <strong>{_e(s["suite"])}</strong> '
+        f'<code title="{_e(s["suite_hash"])}">{_e(s["suite_hash"][:12])}</code>',
+    ]
+    if s["workload_sha256"]:
+        out.append(f' · workload <code title="{_e(s["workload_sha256"])}">{_e(s["workload_sha256"][:12])}</code>')
+    if s["fio"]:
+        out.append(f" · {_e(s['fio'])}")
+    if s["comparable"]:
+        out.append(' <span class="badge comparable">comparable</span></div>')
+    else:
+        why = "\n".join(s["incomparable"])
+        out.append(f' <span class="badge incomparable" title="{_e(why)}">not comparable</span></div>')
+    if s["figures"]:
+        out.append(
+            '<table class="headline"><thead><tr><th>Test</th><th>Figure</th><th class="num">Value</th><th></th>'
+            "</tr></thead><tbody>"
+        )
+        for f in s["figures"]:
+            hover = f"{f['name']} = {f['value']} {f['unit']}\nsource: {f['source']}"
+            out.append(
+                f'<tr data-figure="{_e(f["id"])}"><td class="test">{_e(f["test"])}</td><th>{_e(f["label"])}</th>'
+                f'<td class="num" title="{_e(hover)}">{_e(figure(f["value"]))} {_e(f["unit"])}</td>'
+                f'<td class="better">{_e(f["better"])} is better</td></tr>'
+            )
+        out.append("</tbody></table>")
+    else:
+        out.append('<p class="note">No headline figure yet: the steps that measure them have not ended done.</p>')
+    if s["flags"]:
+        items = "".join(f"<li>{_e(w)}</li>" for w in s["flags"])
+        out.append(f'<ul class="flags" aria-label="validity flags">{items}</ul>')
+    else:
+        out.append(
+            "<p class=\"flags ok\">No validity flag: every step's figures are the drive's, by every check the "
+            "report makes.</p>"
+        )
+    out.append("</section>")
+    return "".join(out)
+
+
+LABEL_W, BAR_W, ROW_H, TOP, APART_GAP = 300, 380, 24, 8, 22
+
+
+def bar_chart(c, fineprint):
+    """One ranked bar chart (an entry of results/ranking.charts) as a figure holding an SVG: drawn on the server,
+    the same in the web UI and offline, and saved as SVG or PNG as it is."""
+    rows = len(c["bars"])
+    apart_at = sum(b["apart"] for b in c["bars"])
+    height = TOP + rows * ROW_H + (APART_GAP if apart_at else 0) + 8
+    width = LABEL_W + BAR_W + 130
+    scale = c["scale"] or 1
+
+    def x(value):
+        return BAR_W * value / scale
+
+    what = f"{c['label']}, {c['unit']}, {c['better']} is better"
+    out = [
+        f'<figure class="chart bars" data-chart="{_e(c["id"])}"><figcaption>{_e(c["label"])} '
+        f'<span class="unit">({_e(c["unit"])}, {_e(c["better"])} is better)</span></figcaption>',
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height + 16}" '
+        f'viewBox="0 0 {width} {height + 16}" font-family="sans-serif" font-size="12" role="img" '
+        f'aria-label="{_e(what)}"><rect width="100%" height="100%" fill="#ffffff"/>',
+    ]
+    for i, b in enumerate(c["bars"]):
+        y = TOP + i * ROW_H + (APART_GAP if b["apart"] else 0)
+        if b["apart"] and i == rows - apart_at:
+            out.append(
+                f'<text x="4" y="{y - 6}" fill="#8a1c1c" font-style="italic">Other workload hash: not ranked with '
+                "the runs above</text>"
+            )
+        spread = b["spread"]
+        hover = f"{b['label']}: {b['value']} {c['unit']} ({b['source']})"
+        if spread:
+            hover += f"; repeat set of {spread['n']}: min {spread['min']}, max {spread['max']}, stdev {spread['stdev']}"
+        classes = "bar" + (" current" if b["current"] else "") + (" apart" if b["apart"] else "")
+        color = "#d62728" if b["current"] else "#bbbbbb" if b["apart"] else "#1f77b4"
+        label = b["label"] if len(b["label"]) <= 44 else b["label"][:43] + "…"
+        weight = "bold" if b["current"] else "normal"
+        out.append(
+            f'<g class="{classes}" data-run="{b["run"]}" data-value="{b["value"]}"><title>{_e(hover)}</title>'
+            f'<text x="{LABEL_W - 6}" y="{y + 16}" text-anchor="end" font-weight="{weight}">'
+            f"{_e(label)}{' ▸' if b['current'] else ''}</text>"
+            f'<rect x="{LABEL_W}" y="{y + 3}" width="{x(b["value"]):.1f}" height="{ROW_H - 6}" fill="{color}"/>'
+        )
+        end = x(b["value"])
+        if spread:
+            x0, x1 = LABEL_W + x(spread["min"]), LABEL_W + x(spread["max"])
+            out.append(
+                f'<path class="range" d="M{x0:.1f} {y + 12}H{x1:.1f}M{x0:.1f} {y + 6}V{y + 18}'
+                f'M{x1:.1f} {y + 6}V{y + 18}" stroke="#000" stroke-width="1.5" fill="none"/>'
+            )
+            end = max(end, x(spread["max"]))
+        note = (f" (min–max of {spread['n']})" if spread else "") + (" · other workload" if b["apart"] else "")
+        out.append(
+            f'<text x="{LABEL_W + end + 6:.1f}" y="{y + 16}" class="value">'
+            f"{_e(figure(b['value']))}{_e(note)}</text></g>"
+        )
+    out.append(
+        f'<text x="{width - 4}" y="{height + 10}" text-anchor="end" font-size="9" fill="#666">{_e(fineprint)}</text>'
+        "</svg></figure>"
+    )
+    return "".join(out)
+
+
+def bar_charts(charts, fineprint):
+    return "\n".join(bar_chart(c, fineprint) for c in charts)
+
+
+def compare_runs(runs, run_url=None):
+    """The runs of a compare, the current one first, each with its warnings."""
+    out = ['<ul class="runs">']
+    current = ' class="current"'
+    for i, r in enumerate(runs):
+        name = f"Run {r['id']}"
+        head = f'<a href="{_e(run_url(r["id"]))}">{name}</a>' if run_url else name
+        d = r["drive"]
+        origin = f", {_e(r['origin'])}" if r.get("origin") and r["origin"] != "local" else ""
+        warnings = "".join(f"<li>{_e(w)}</li>" for w in r.get("warnings") or [])
+        out.append(
+            f"<li{current if i == 0 else ''}>{head}{' (current)' if i == 0 else ''}: "
+            f"{_e(d.get('model') or d.get('path'))} (serial {_e(d.get('serial') or 'not reported')}), "
+            f"{_e(r['suite'])} <code>{_e(r['suite_hash'][:12])}</code>, {_e(r['state'])}{origin}"
+            + (f'<ul class="warnings">{warnings}</ul>' if warnings else "")
+            + "</li>"
+        )
+    out.append("</ul>")
+    return "".join(out)

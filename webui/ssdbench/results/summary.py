@@ -1,0 +1,39 @@
+"""A run's summary, the first screen of its page and of its offline report: the drive's identity, the suite and
+its hashes and whether the result compares, the review figures (results/headline.py, one per methodology test)
+and the validity flags. Computed from the run alone (store.get_run's shape or a run document), so the web UI,
+report.html and a lab server that holds the same documents show the same summary."""
+
+from . import document, headline
+
+
+def of(run):
+    drive = run["drive"]
+    reasons = document.incomparable(run)
+    return {
+        "id": run["id"],
+        "state": run["state"],
+        "drive": {k: drive.get(k) for k in ("model", "serial", "firmware", "path", "transport", "capacity_bytes")},
+        "suite": run["suite"],
+        "suite_hash": run["suite_hash"],
+        "standard": bool(run["standard"]),
+        "workload_sha256": document.recorded(run, "suite", "workload_sha256"),
+        "fio": document.recorded(run, "tools", "fio"),
+        "comparable": not reasons,
+        "incomparable": reasons,
+        "figures": headline.review(run),
+        "flags": [w for w in document.run_warnings(run) if w not in reasons],
+        "origin": run.get("origin", "local"),
+    }
+
+
+def workload(run):
+    """What two runs must share for their figures to stand in one ranking: the workload hash (job files, data
+    pattern, traces), or the suite's hash for a run recorded before the workload hash was."""
+    return document.recorded(run, "suite", "workload_sha256") or f"suite {run['suite_hash']}"
+
+
+def fineprint(runs):
+    """The small print under a chart: the fio versions and suite hashes its runs used."""
+    fios = dict.fromkeys(document.recorded(r, "tools", "fio") or "fio not recorded" for r in runs)
+    suites = dict.fromkeys(f"{r['suite']} {r['suite_hash'][:12]}" for r in runs)
+    return f"{' / '.join(fios)} · suite {' / '.join(suites)}"

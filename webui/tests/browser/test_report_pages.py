@@ -1,0 +1,251 @@
+"""The pages a reviewer publishes from, in Debian's chromium driven by Playwright, over runs made by the real
+engine (the smoke suite, and the engine suite's repeat set imported from its bundle): the summary in the first
+screen, folding, ranked bars with the current run marked, the bench's sorting, PNG and SVG downloads that are
+valid images, the print layout; and the screenshots of docs/screenshots/."""
+
+import os
+import shutil
+import sqlite3
+import xml.etree.ElementTree as ET
+import zipfile
+
+import pytest
+from conftest import PIN, needs_root, ssdbench, web_server
+
+sync_api = pytest.importorskip("playwright.sync_api")
+
+CHROMIUM = "/usr/bin/chromium"
+SCREEN = {"width": 1280, "height": 900}
+SCREENSHOTS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "docs", "screenshots")
+A4_WIDTH_PX = 718  # 210 mm less 2 x 12 mm margins, at 96 px an inch: A4 is narrower than Letter
+
+pytestmark = [needs_root(), pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="apt-get install chromium")]
+
+
+@pytest.fixture(scope="module")
+def held(smoke_run, finished_repeat, tmp_path_factory):
+    """A data folder with the smoke run (run 1) and the engine suite's repeat set imported (runs 2 to 4), its
+    drive named "Engine loop" so that the bench has two models."""
+    top = tmp_path_factory.mktemp("pages")
+    data_dir = top / "data"
+    shutil.copytree(smoke_run[1], data_dir)
+    out = top / "bundle"
+    out.mkdir()
+    path = ssdbench("bundle", "--repeat", "1", "-o", str(out), data_dir=finished_repeat[0], check=True).stdout.strip()
+    ssdbench("import", path, data_dir=data_dir, check=True)
+    with sqlite3.connect(data_dir / "ssdbench.db") as db:  # a name only: every figure stays the engine's
+        db.execute("UPDATE runs SET drive_json = json_set(drive_json, '$.model', 'Engine loop') WHERE id > 1")
+    return data_dir
+
+
+@pytest.fixture(scope="module")
+def site(held):
+    with web_server(held) as (_, port), sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--headless=new"])
+        context = browser.new_context(viewport=SCREEN, accept_downloads=True)
+        page = context.new_page()
+        errors = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        base = f"http://127.0.0.1:{port}"
+        page.goto(f"{base}/login")
+        page.fill("input[name=pin]", PIN)
+        page.click("button[type=submit]")
+        yield page, base, errors
+        browser.close()
+
+
+def height(page):
+    return page.evaluate("document.documentElement.scrollHeight")
+
+
+def drawn(page):
+    page.wait_for_function("() => window.SsdbenchReport && SsdbenchReport.charts.length > 0", timeout=30_000)
+
+
+def saved(page, button):
+    with page.expect_download() as download:
+        button.click()
+    with open(download.value.path(), "rb") as f:
+        return download.value.suggested_filename, f.read()
+
+
+def valid_png(content):
+    return content[:8] == b"\x89PNG\r\n\x1a\n" and len(content) > 1000
+
+
+def valid_svg(content):
+    root = ET.fromstring(content)
+    return root.tag == "{http://www.w3.org/2000/svg}svg" and len(list(root.iter())) > 10
+
+
+def test_a_run_opens_on_its_summary_and_folds_to_under_three_screens(site):
+    page, base, errors = site
+    page.goto(f"{base}/runs/1")
+    drawn(page)
+    box = page.locator("#summary").bounding_box()
+    assert box["y"] + box["height"] <= SCREEN["height"]  # the whole summary in the first screen
+    assert page.locator("#summary table.headline tbody tr").count() == 8
+    assert page.locator("#summary").inner_text().count("is better") == 8
+    folded = height(page)
+    assert folded < 3 * SCREEN["height"], folded
+    os.makedirs(SCREENSHOTS, exist_ok=True)
+    page.screenshot(path=os.path.join(SCREENSHOTS, "run-summary.png"))
+    page.get_by_role("button", name="Unfold every section", exact=True).click()
+    assert page.evaluate("[...document.querySelectorAll('details.fold')].every((d) => d.open)")
+    unfolded = height(page)
+    assert unfolded > 5 * folded
+    # everything the page had before folding is in it: the tables, every chart, the steps, the bundle
+    assert page.locator("table.summary tbody tr").count() >= 4
+    assert page.locator("details.step").count() == 20
+    assert page.locator("#download-bundle").is_visible()
+    page.get_by_role("button", name="Fold every section", exact=True).click()
+    assert page.evaluate("[...document.querySelectorAll('details.fold')].every((d) => !d.open)")
+    assert height(page) < 3 * SCREEN["height"]
+    print(f"run page at 1280 px: {folded} px folded, {unfolded} px unfolded")
+    assert errors == []
+
+
+def test_each_figure_has_its_chart_units_and_small_print_and_no_legend_shows_a_dash(site):
+    page, base, errors = site
+    page.goto(f"{base}/runs/1")
+    drawn(page)
+    page.get_by_role("button", name="Unfold every section", exact=True).click()
+    figures = page.locator("section, details").locator("figure.chart")
+    assert figures.count() == len(page.evaluate("SsdbenchReport.charts"))
+    for small in page.locator("figure.chart p.fineprint").all_inner_texts():
+        assert small.startswith("fio-") and "suite smoke " in small
+    assert "–" not in "".join(page.locator(".u-legend").all_inner_texts())
+    # every axis has a unit: in brackets, or the label is the unit
+    for x, y in page.evaluate("SsdbenchReport.charts.map((u) => u.axes.map((a) => a.label))"):
+        assert x.endswith(")") and (y.endswith(")") or y in ("IOPS", "MB/s", "µs", "s", "°C")), (x, y)
+    # consistency: a scatter, log first, linear on a click, the steady-state window shaded
+    chart = page.locator("figure[data-chart=consistency]")
+    state = "() => SsdbenchReport.charts.find((u) => u.root.closest('figure').dataset.chart === 'consistency')"
+    assert page.evaluate(f"({state})().scales.y.distr") == 3
+    chart.get_by_role("button", name="Linear scale").click()
+    assert page.evaluate(f"({state})().scales.y.distr") == 1
+    page.locator("figure[data-chart=consistency]").screenshot(path=os.path.join(SCREENSHOTS, "consistency.png"))
+    assert errors == []
+
+
+def test_every_chart_saves_as_a_valid_png_and_svg(site):
+    page, base, errors = site
+    page.goto(f"{base}/runs/1")
+    drawn(page)
+    page.get_by_role("button", name="Unfold every section", exact=True).click()
+    for chart in ("consistency", "burst-timeline-burst", "slc-seq-fill"):
+        figure = page.locator(f"figure[data-chart={chart}]")
+        name, content = saved(page, figure.locator("button[data-save=png]"))
+        assert name.endswith(".png") and valid_png(content), name
+        name, content = saved(page, figure.locator("button[data-save=svg]"))
+        assert name.endswith(".svg") and valid_svg(content), name
+    page.goto(f"{base}/compare?runs=2,1")
+    bars = page.locator("figure.bars[data-chart=seq-read-128k]")
+    assert valid_png(saved(page, bars.locator("button[data-save=png]"))[1])
+    assert valid_svg(saved(page, bars.locator("button[data-save=svg]"))[1])
+    assert errors == []
+
+
+def test_compare_ranks_the_bars_and_marks_the_current_run_and_the_other_workload(site):
+    page, base, errors = site
+    page.goto(f"{base}/compare?runs=3,2,4,1")
+    charts = page.locator("figure.bars")
+    assert charts.count() == 8  # smoke's eight review figures; the engine runs share three of them
+    for i in range(charts.count()):
+        chart = charts.nth(i)
+        caption = chart.locator("figcaption").inner_text()
+        better = "higher" if "higher is better" in caption else "lower"
+        assert f"{better} is better" in caption
+        bars = chart.locator("g.bar")
+        rows = [
+            (
+                bars.nth(j).get_attribute("data-run"),
+                float(bars.nth(j).get_attribute("data-value")),
+                "apart" in bars.nth(j).get_attribute("class"),
+                "current" in bars.nth(j).get_attribute("class"),
+            )
+            for j in range(bars.count())
+        ]
+        ranked = [v for _, v, apart, _ in rows if not apart]
+        assert ranked == sorted(ranked, reverse=better == "higher")
+        assert [r for r, *_ in rows if r == "3"] == ([r for r, *_, cur in rows if cur] or [])
+        assert all(apart for run, _, apart, _ in rows if run == "1")  # smoke: another workload, set apart
+        assert [apart for *_, apart, _ in rows] == sorted(apart for *_, apart, _ in rows)  # apart ones last
+        for j in range(bars.count()):
+            assert bars.nth(j).locator("text.value").text_content()  # the value printed on each bar
+    # the engine runs are a repeat set: their bars carry its min-max range
+    assert page.locator("figure[data-chart=seq-read-128k] g.bar:not(.apart) path.range").count() == 3
+    page.screenshot(path=os.path.join(SCREENSHOTS, "compare.png"))
+    page.goto(f"{base}/compare?run=2&run=1")  # the history page's form still works
+    assert page.locator("g.bar.current[data-run='2']").count() >= 1
+    assert errors == []
+
+
+def test_the_bench_lists_every_model_sorts_by_any_column_and_opens_two_side_by_side(site):
+    page, base, errors = site
+    page.goto(f"{base}/")
+    page.click("nav >> text=Bench")
+    rows = page.locator("table.bench tbody tr")
+    assert rows.count() == 2
+    assert page.locator("table.bench thead th[data-sort]").count() == 9  # the drive and eight figures
+    column = page.locator("table.bench thead th[data-sort=higher]:has-text('128K sequential read')")
+    index = page.evaluate("(th) => th.cellIndex", column.element_handle())
+    column.locator("button").click()
+    values = [
+        page.locator(f"table.bench tbody tr:nth-child({i + 1}) td:nth-child({index + 1})").get_attribute("data-value")
+        for i in range(2)
+    ]
+    assert float(values[0]) >= float(values[1])
+    column.locator("button").click()
+    again = [
+        page.locator(f"table.bench tbody tr:nth-child({i + 1}) td:nth-child({index + 1})").get_attribute("data-value")
+        for i in range(2)
+    ]
+    assert again == values[::-1]
+    page.screenshot(path=os.path.join(SCREENSHOTS, "bench.png"))
+    page.locator("table.bench tbody input[type=checkbox]").nth(0).check()
+    page.locator("table.bench tbody input[type=checkbox]").nth(1).check()
+    page.click("text=Open the picked drives side by side")
+    page.wait_for_selector("figure.bars")
+    assert "/compare" in page.url and page.locator("g.bar.current").count() >= 1
+    assert errors == []
+
+
+def test_a_printed_run_fits_a4_and_letter(site):
+    page, base, errors = site
+    page.goto(f"{base}/runs/1")
+    drawn(page)
+    page.get_by_role("button", name="Unfold every section", exact=True).click()
+    page.emulate_media(media="print")
+    page.set_viewport_size({"width": A4_WIDTH_PX, "height": 1000})
+    assert page.evaluate("document.documentElement.scrollWidth") <= A4_WIDTH_PX
+    assert not page.locator("header").is_visible() and not page.locator("p.save").first.is_visible()
+    for paper in ("A4", "Letter"):
+        pdf = page.pdf(format=paper, print_background=True)
+        assert (
+            pdf[:5] == b"%PDF-"
+            and pdf.count(b"/Type /Page\n") + pdf.count(b"/Type /Page>") + pdf.count(b"/Type/Page") >= 2
+        )
+    page.emulate_media(media="screen")
+    page.set_viewport_size(SCREEN)
+    assert errors == []
+
+
+def test_the_offline_report_and_compare_open_from_files_with_the_summary_first(site, held, tmp_path):
+    page, _, errors = site
+    bundle = ssdbench("bundle", "1", "-o", str(tmp_path), data_dir=held, check=True).stdout.strip()
+    other = ssdbench("bundle", "2", "-o", str(tmp_path), data_dir=held, check=True).stdout.strip()
+    out = tmp_path / "compare.html"
+    ssdbench("compare", other, bundle, "-o", str(out), check=True)
+    ssdbench("verify", bundle, check=True)
+
+    with zipfile.ZipFile(bundle) as zf:
+        zf.extract("report.html", tmp_path)
+    for name in ("report.html", "compare.html"):
+        page.goto(f"file://{tmp_path / name}")
+        drawn(page)
+        first = "#summary" if name == "report.html" else "figure.bars"
+        box = page.locator(first).first.bounding_box()
+        assert box["y"] < SCREEN["height"]
+    assert page.locator("g.bar.current").first.get_attribute("data-run") == "2"
+    assert errors == []

@@ -1,0 +1,100 @@
+"""The review figures (results/headline.review), a run's summary (results/summary), the ranked bars of compare
+(results/ranking) and the drive bench (results/bench), on runs made by the real engine: every value shown is
+the stored metric fio's output gave."""
+
+from ssdbench.results import bench, headline, ranking, repeatability, store, summary
+
+SMOKE_REVIEW = {
+    "rand-write-4k-qd3",
+    "rand-read-4k-qd3",
+    "seq-read-128k",
+    "seq-write-128k",
+    "consistency",
+    "trace-mb-s/trace",
+    "trace-busy/trace",
+    "burst-service/burst",
+}
+
+
+def runs_of(data_dir):
+    db = store.connect(data_dir)
+    try:
+        return [store.get_run(db, r["id"]) for r in store.list_runs(db)]
+    finally:
+        db.close()
+
+
+def stored(data_dir, run_id, step, name):
+    db = store.connect(data_dir)
+    try:
+        return store.step_metric(db, run_id, step, name)
+    finally:
+        db.close()
+
+
+def test_the_summary_holds_one_figure_per_methodology_test_each_the_stored_metric(smoke_run):
+    _, data_dir = smoke_run
+    run = runs_of(data_dir)[0]
+    s = summary.of(run)
+    assert {f["id"] for f in s["figures"]} == SMOKE_REVIEW
+    for f in s["figures"]:
+        assert f["value"] == stored(data_dir, run["id"], f["step"], f["name"])
+        assert f["better"] == (headline.LOWER if f["id"].startswith(("trace-busy", "burst")) else headline.HIGHER)
+    # smoke on a loop device compares with nothing, and says why; the flags do not repeat those reasons
+    assert not s["comparable"] and any("smoke suite" in r for r in s["incomparable"])
+    assert not set(s["flags"]) & set(s["incomparable"])
+    assert s["fio"].startswith("fio-")
+
+
+def test_a_step_that_did_not_end_done_gives_no_review_figure(smoke_run):
+    run = runs_of(smoke_run[1])[0]
+    for step in run["steps"]:
+        if step["key"] == "consistency":
+            step["state"] = "failed"
+    assert "consistency" not in {f["id"] for f in headline.review(run)}
+
+
+def test_bars_are_ranked_best_first_with_the_current_run_marked_and_its_set_spread(finished_repeat):
+    data_dir, _, _ = finished_repeat
+    runs = runs_of(data_dir)
+    charts = ranking.charts(runs[1:] + runs[:1], [runs] * len(runs))
+    assert [c["id"] for c in charts] == ["rand-read-4k-qd3", "seq-read-128k", "seq-write-128k"]
+    for c in charts:
+        values = [b["value"] for b in c["bars"]]
+        assert values == sorted(values, reverse=True)  # all three are higher-is-better
+        assert [b["run"] for b in c["bars"] if b["current"]] == [runs[1]["id"]]
+        for b in c["bars"]:
+            assert b["value"] == stored(data_dir, b["run"], b["step"], c["name"])
+        key = f"{c['bars'][0]['step']}/{c['name']}"
+        figure = next(f for f in repeatability.summary(store.connect(data_dir), 1)["figures"] if f["key"] == key)
+        assert all(b["spread"]["min"] == figure["min"] and b["spread"]["max"] == figure["max"] for b in c["bars"])
+        assert c["scale"] == max(values)
+
+
+def test_lower_is_better_ranks_the_lowest_first_and_a_run_of_another_workload_goes_after(finished_repeat, smoke_run):
+    repeat_runs = runs_of(finished_repeat[0])
+    smoke = runs_of(smoke_run[1])[0]
+    charts = {c["id"]: c for c in ranking.charts([smoke, *repeat_runs])}
+    bars = charts["seq-read-128k"]["bars"]
+    assert bars[0]["current"] and not bars[0]["apart"]  # the smoke run alone in its workload
+    assert all(b["apart"] for b in bars[1:])
+    assert [b["value"] for b in bars[1:]] == sorted((b["value"] for b in bars[1:]), reverse=True)
+    lower = ranking.ranked(bars, headline.LOWER)
+    assert [b["value"] for b in lower[:1]] == [bars[0]["value"]]
+    assert [b["value"] for b in lower[1:]] == sorted(b["value"] for b in bars[1:])
+
+
+def test_the_bench_has_a_row_per_drive_model_with_its_latest_done_runs_figures(finished_repeat, smoke_run):
+    runs = runs_of(finished_repeat[0])
+    for i, run in enumerate(runs):
+        run["drive"]["model"] = "Drive A" if i < 2 else "Drive B"
+    smoke = runs_of(smoke_run[1])[0]
+    smoke["drive"]["model"] = "Drive C"
+    table = bench.table([*runs, smoke])
+    assert [r["model"] for r in table["rows"]] == ["Drive A", "Drive B", "Drive C"]
+    assert [r["run"] for r in table["rows"][:2]] == [runs[1]["id"], runs[2]["id"]]
+    assert table["rows"][0]["runs"] == 2
+    order = [headline.review_order(c["id"]) for c in table["columns"]]
+    assert order == sorted(order) and {c["id"] for c in table["columns"]} == SMOKE_REVIEW
+    for row, run in zip(table["rows"], [runs[1], runs[2], smoke]):
+        assert row["values"] == {f["id"]: f["value"] for f in headline.review(run)}
