@@ -289,6 +289,9 @@ def test_the_lab_pages_show_every_appliances_runs_side_by_side(lab_db, finished_
         assert status == 200 and "bench-a" in history and "bench-b" in history and "Other SSD 2TB" in history
         status, _, page = browser.get("/compare?run=1&run=2")
         assert status == 200 and "sent by bench-a" in page and "sent by bench-b" in page
+        assert 'class="ranked"' in page and 'class="chart bars"' in page  # the ranked bars, from the bundles
+        status, _, bench = browser.get("/bench")
+        assert status == 200 and "Other SSD 2TB" in bench
         status, _, text = browser.get("/api/compare?run=1&run=2")
         compared = json.loads(text)
         assert [r["appliance"] for r in compared["runs"]] == ["bench-a", "bench-b"]
