@@ -1,9 +1,15 @@
-"""The image's kernel: the fragment on top of x86_64_defconfig builds in what real testbeds need. The root
-file system is an initramfs with no module loading before it, so a driver counts only when it is =y."""
+"""The image's configuration (configs/, board/ssdbench/): the kernel builds in what real testbeds need, and the
+image carries nothing that nothing on it reads. The root file system is an initramfs with no module loading
+before it, so a driver counts only when it is =y. make br-check resolves the same choices with Buildroot, and
+make test-boot with the kernel's own Kconfig."""
 
 import os
+import pathlib
+import re
 
-FRAGMENT = os.path.join(os.path.dirname(__file__), "..", "..", "board", "ssdbench", "linux.fragment")
+TOP = pathlib.Path(__file__).resolve().parents[2]
+FRAGMENT = os.path.join(TOP, "board", "ssdbench", "linux.fragment")
+DEFCONFIG = TOP / "configs" / "ssdbench_x86_64_defconfig"
 NEEDED = {
     "VMD": "NVMe drives behind Intel VMD, on laptops and desktops with RST",
     "BLK_DEV_NVME": "NVMe drives",
@@ -38,3 +44,46 @@ def test_the_kernel_builds_in_the_drivers_real_testbeds_need():
     missing = {name: why for name, why in NEEDED.items() if found.get(name) != "y"}
     assert not missing, missing
     assert [name for name, n in count.items() if n > 1] == []  # a later line would silently win
+
+
+def test_the_root_file_system_is_compressed_once():
+    """The kernel carries the root file system and is compressed as a whole, with zstd (it unpacks faster than
+    xz at boot, for a few per cent more size); the initramfs inside it is not compressed a second time. Its
+    compression choice exists only once its source is set, so the fragment sets the source as Buildroot's fixup
+    does, or the choice would be lost at the merge and the kernel's default, gzip, would come back."""
+    found, _ = fragment()
+    assert (found["INITRAMFS_SOURCE"], found["INITRAMFS_COMPRESSION_NONE"]) == ('"${BR_BINARIES_DIR}/rootfs.cpio"', "y")
+    lines = DEFCONFIG.read_text().splitlines()
+    assert "BR2_TARGET_ROOTFS_INITRAMFS=y" in lines and "BR2_LINUX_KERNEL_ZSTD=y" in lines
+
+
+# What time zone data, the udev hardware database and glibc's character set converters would serve.
+NEEDS_TZDATA = r"\bzoneinfo\b|\btzdata\b|\blocaltime\b|\bTZ="
+NEEDS_HWDB = r"FROM_DATABASE|\bhwdb\b"
+NEEDS_GCONV = r"\biconv\b|\bmtools\b|\bm(copy|dir|type|md|rd|del|label|format|info)\b"
+
+
+def appliance_code():
+    """Everything that runs on the appliance and comes from this tree: the package and the boot flow."""
+    for folder in (TOP / "webui" / "ssdbench", TOP / "overlay"):
+        for path in sorted(folder.rglob("*")):
+            if path.is_file() and path.suffix in ("", ".py", ".sh", ".html", ".script") and "vendor" not in path.parts:
+                yield path, path.read_text(errors="replace")
+
+
+def test_the_image_leaves_out_time_zones_hwdb_and_gconv_which_nothing_reads():
+    """The appliance runs on UTC and writes its times with gmtime and datetime.UTC: no time zone data. Drive
+    identity comes from the drives (ATA IDENTIFY, NVMe Identify, sysfs), never from udev's hardware database of
+    USB and PCI names. glibc's converters serve iconv, which Buildroot copies for mtools; nothing on the
+    appliance runs mtools (the hosts that read the stick do). If code comes to need one of them, this fails."""
+    lines = DEFCONFIG.read_text().splitlines()
+    assert "BR2_TARGET_TZ_INFO=y" not in lines
+    assert "# BR2_PACKAGE_EUDEV_ENABLE_HWDB is not set" in lines
+    assert "BR2_PACKAGE_MTOOLS" not in (TOP / "package" / "ssdbench" / "Config.in").read_text()
+    uses = [
+        (str(path.relative_to(TOP)), what)
+        for path, text in appliance_code()
+        for what, pattern in (("tzdata", NEEDS_TZDATA), ("hwdb", NEEDS_HWDB), ("gconv", NEEDS_GCONV))
+        if re.search(pattern, text)
+    ]
+    assert uses == []
