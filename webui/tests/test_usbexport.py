@@ -133,7 +133,7 @@ def files_under(*folders):
     return {os.path.join(top, name) for folder in folders for top, _, names in os.walk(folder) for name in names}
 
 
-def test_web_download_and_export(finished_run, stick, tmp_path):
+def test_web_download_and_export(finished_run, stick, tmp_path, monkeypatch):
     data_dir, _ = finished_run
     dev, img = stick("exfat")
     # The stick is offered only once it is listed (a loop device is never found on its own).
@@ -143,14 +143,17 @@ def test_web_download_and_export(finished_run, stick, tmp_path):
     assert refused.status_code == 404 and "is not one of the sticks found" in refused.get_json()["error"]
     client = make_app(data_dir, SSDBENCH_EXTRA_STICKS=[dev]).test_client()
     token = login(client)
-    # A download is made outside the data folder and leaves no file behind, there or in /tmp.
-    before = files_under(data_dir, tempfile.gettempdir())
+    # A download is made outside the data folder and leaves no file behind, there or in the temporary folder:
+    # a private one, since other programs come and go in /tmp.
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    os.mkdir(tempfile.tempdir)
+    before = files_under(data_dir, tempfile.tempdir)
     got = client.get("/api/runs/1/bundle")
     assert got.status_code == 200 and got.mimetype == "application/zip"
     assert "attachment" in got.headers["Content-Disposition"]
     (tmp_path / "dl.zip").write_bytes(got.data)
     got.close()
-    assert files_under(data_dir, tempfile.gettempdir()) - before <= {str(tmp_path / "dl.zip")}
+    assert files_under(data_dir, tempfile.tempdir) == before
     assert ssdbench("verify", str(tmp_path / "dl.zip")).returncode == 0
     assert client.get("/api/runs/9/bundle").status_code == 404
     assert client.post("/api/export", json={"runs": [1], "device": dev}).status_code == 403
