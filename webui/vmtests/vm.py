@@ -49,6 +49,7 @@ class VM:
                     raise AssertionError("QEMU did not open its serial console socket") from exc
                 time.sleep(0.1)
         self.console = b""
+        self.shell_ended = 0
         self.lock = threading.Lock()
         self.log = open(console_log, "ab")
         self.reader = threading.Thread(target=self._read, daemon=True)
@@ -149,20 +150,28 @@ class VM:
         assert status == 200, body
         return body
 
+    def status_screen(self):
+        """Wait for the status screen, which reads the Enter that leaves it. Between a shell's exit and the
+        next status screen nothing reads the serial port, and what is typed then is lost."""
+        self.wait_console("Press Enter for a shell.", after=self.shell_ended)
+
     def shell(self, command):
         """Run a command in a root shell on the serial console (Enter leaves the status screen; exit goes
-        back to it) and return its output's last line, marked so that the typed command is not mistaken
-        for it."""
+        back to it) and return its output's last line, between two marks that the typed line, echoed
+        before or after the shell's prompt, does not hold."""
+        self.status_screen()
         mark = len(self.console_text())
         self.type("\r")
         self.wait_console("A root shell.", after=mark)
-        self.type(f'echo "@@$({command} 2>&1)@@"; exit\r')
-        start = self.wait_console("\r\n@@", after=mark)
-        end = self.wait_console("@@", after=start + 4)
-        return self.console_text()[start + 4 : end].strip()
+        self.type(f'echo "=-""=$({command} 2>&1)=-""="; exit\r')
+        start = self.wait_console("=-=", after=mark) + 3
+        end = self.wait_console("=-=", after=start)
+        self.shell_ended = end
+        return self.console_text()[start:end].strip()
 
     def poweroff(self):
         """Enter leaves the status screen for a shell; poweroff goes through init's shutdown."""
+        self.status_screen()
         mark = len(self.console_text())
         self.type("\r")
         self.wait_console("A root shell.", after=mark)
