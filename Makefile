@@ -10,7 +10,7 @@ VERSION := $(VERSION)
 # and checks it against its hash (a wheel build does the same).
 VENDOR = webui/ssdbench/static/vendor
 
-.PHONY: help setup assets lint test test-vm bench vm-image demo
+.PHONY: help setup assets lint test test-vm test-boot bench vm-image demo
 
 help:
 	@echo "make setup   install the ssdbench package (editable) with its test dependencies"
@@ -21,6 +21,7 @@ help:
 	@echo "make vm-image  build the VM test image from Debian packages: $(VM_DIR)/"
 	@echo "make demo    boot the appliance in QEMU, the web UI on http://localhost:8080"
 	@echo "make test-vm boot the VM and test it from the host (part of make test)"
+	@echo "make test-boot  assemble the release stick's layout from Debian stand-ins, boot it with BIOS and UEFI (part of make test)"
 	@echo "make image   build the USB stick image with Buildroot: output/images/ssdbench-$(VERSION).img"
 	@echo "make br-check  check the Buildroot tree (needs BUILDROOT_DIR=/path/to/buildroot)"
 
@@ -45,6 +46,7 @@ test: assets
 	@$(MAKE) --no-print-directory br-check
 	cd webui && $(PYTEST) -q
 	@$(MAKE) --no-print-directory test-vm
+	@$(MAKE) --no-print-directory test-boot
 
 bench: assets
 	cd webui && $(PYTHON) bench/bench_engine.py
@@ -83,7 +85,28 @@ $(VM_DIR)/demo/stick.img: $(VM_DIR)/stick.img
 	cp --sparse=always $< $@
 
 test-vm: $(VM_DIR)/stick.img
-	cd webui && $(PYTEST) -q -s vmtests
+	cd webui && $(PYTEST) -q -s vmtests/test_vm.py
+
+# The boot test: the release stick, assembled by board/ssdbench/post-image.sh
+# from its genimage.cfg and grub.cfg, out of Debian stand-ins for what
+# Buildroot builds (board/boottest/), booted with SeaBIOS and with OVMF.
+# The stand-in kernel is Debian's Linux source configured as the image's,
+# with the VM image's root file system inside: the first build takes long
+# (tens of minutes on two cores), later ones only relink it.
+BOOT_DIR = build/boot
+LINUX_TARBALL = /usr/src/linux-source-6.1.tar.xz
+BR_CONFIG_FILES = configs/ssdbench_x86_64_defconfig board/ssdbench/linux.fragment
+
+$(BOOT_DIR)/images/bzImage: board/boottest/build-kernel.sh $(BR_CONFIG_FILES) $(LINUX_TARBALL) $(VM_DIR)/stick.img
+	board/boottest/build-kernel.sh $(LINUX_TARBALL) $(VM_DIR)/initrd.img $(BOOT_DIR)
+
+$(BOOT_DIR)/stick.img: $(BOOT_DIR)/images/bzImage $(VM_DIR)/version board/boottest/build-stick.sh \
+		board/boottest/support/scripts/genimage.sh board/ssdbench/post-image.sh \
+		board/ssdbench/genimage.cfg board/ssdbench/grub.cfg $(BR_CONFIG_FILES)
+	board/boottest/build-stick.sh $(BOOT_DIR) $(VERSION)
+
+test-boot: $(BOOT_DIR)/stick.img
+	cd webui && $(PYTEST) -q -s vmtests/test_boot.py
 
 .PHONY: FORCE
 FORCE:
