@@ -7,7 +7,9 @@
 #                        as its initramfs: the system runs from RAM, as the
 #                        appliance does
 #   stick.img            the USB stick: an MBR with SSDBENCH (FAT32: boot
-#                        files, ssdbench-results/) and SSDB-DATA (ext4)
+#                        files, ssdbench-results/) and SSDB-DATA (ext4, made
+#                        as genimage.cfg makes it; it grows to the end of a
+#                        larger stick at the first boot)
 # Made without mounting anything: mkfs.vfat, mtools and mkfs.ext4 work on
 # partition files, which are then copied into the disk image.
 #
@@ -53,7 +55,7 @@ rm -f "$OUT/fat.part" "$OUT/data.part"
 mkfs.vfat -F 32 -n SSDBENCH -C "$OUT/fat.part" $((FAT_MIB * 1024)) > /dev/null
 mcopy -i "$OUT/fat.part" "$OUT/vmlinuz" "$OUT/initrd.img" ::/
 mmd -i "$OUT/fat.part" ::/ssdbench-results
-mkfs.ext4 -q -L SSDB-DATA "$OUT/data.part" "${DATA_MIB}M" > /dev/null
+mkfs.ext4 -q -b 4096 -m 0 -L SSDB-DATA "$OUT/data.part" "${DATA_MIB}M" > /dev/null
 truncate -s $((1 + FAT_MIB + DATA_MIB))M "$OUT/stick.img.part"
 sfdisk -q "$OUT/stick.img.part" <<PARTS
 label: dos

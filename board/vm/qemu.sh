@@ -34,6 +34,9 @@ done
 
 # TCG, never KVM: the same on every machine, CI included. usb-storage
 # waits a second per device by default before it scans.
+# The SATA model fills all 40 characters of ATA IDENTIFY: the SCSI INQUIRY
+# string that sysfs and lsblk show holds only 16 of them.
+SATA_MODEL="SSDB-SATA-SSD 1TB MODEL NAME OF 40 CHARS"
 exec qemu-system-x86_64 -accel tcg -m 1024 -smp 2 \
 	-nodefaults -no-user-config -display none \
 	-kernel "$IMAGE_DIR/vmlinuz" -initrd "$IMAGE_DIR/initrd.img" \
@@ -45,6 +48,6 @@ exec qemu-system-x86_64 -accel tcg -m 1024 -smp 2 \
 	-device nvme,id=nvme0,drive=nvme,serial=SSDB-NVME-0001 \
 	-device ahci,id=ahci \
 	-drive if=none,id=sata,file="$DISK_DIR/sata.img",format=raw,discard=unmap \
-	-device ide-hd,bus=ahci.0,drive=sata,model=SSDB-SATA-SSD,serial=SSDB-SATA-0001,rotation_rate=1 \
+	-device ide-hd,bus=ahci.0,drive=sata,model="$SATA_MODEL",serial=SSDB-SATA-0001,rotation_rate=1 \
 	-nic user,model=virtio-net-pci,hostfwd=tcp:127.0.0.1:"${SSDBENCH_HOST_PORT:-8080}"-:80 \
 	"$@"

@@ -11,9 +11,9 @@ from . import __version__
 from .appliance import access, console, unattended
 from .drives import discovery
 from .errors import SsdbenchError
-from .human import clock, printable, size
-from .results import bundle, store, usbexport
-from .run import plan, queue, runner, workload
+from .human import clock, figure, printable, size
+from .results import bundle, repeatability, store, usbexport
+from .run import plan, queue, repeat, runner, space, workload
 from .suites import locked
 
 DEFAULT_DATA_DIR = "/var/lib/ssdbench"
@@ -84,6 +84,11 @@ def cmd_suites(args):
     if args.json:
         return out_json(data)
     print(f"{s.name} v{s.data['version']}: {s.data['title']}\nsha256 {s.sha256}\nworkload sha256 {s.workload_sha256}")
+    t = data["repeat"]
+    print(
+        f"repeat sets flag a headline figure whose CoV is above {t['cov_percent']}% "
+        f"({t['qd1_latency_cov_percent']}% for a latency at QD1)"
+    )
     for step in data["steps"]:
         idle = "idles first" if step["cooldown"] else "no idle"
         print(f"  {step['id']:<24} {step['kind']:<6} {idle:<11} {step['title']}")
@@ -97,21 +102,27 @@ def cmd_suites(args):
 
 def cmd_plan(args):
     s = locked.load(args.suite)
-    steps = plan.compile_plan(s, args.capacity)
+    steps = plan.compile_plan(s, args.capacity, args.logical_block)
     total = plan.estimate_seconds(steps)
+    room = space.needed_bytes(steps)
     if args.json:
         return out_json(
             {
                 "suite": s.name,
                 "sha256": s.sha256,
                 "capacity_bytes": args.capacity,
+                "logical_block_bytes": args.logical_block,
                 "estimate_s": total,
+                "room_needed_bytes": room,
                 "steps": [st.to_dict() for st in steps],
             }
         )
     for st in steps:
         print(f"{st.index + 1:>3}. {st.id:<22} {clock(st.estimate_s)}  {st.title}")
+        for note in plan.adaptation_notes(st.adapted):
+            print(f"{'':<5}{'':<22} adapted to {args.logical_block} B logical blocks: {note}")
     print(f"estimated total: {clock(total)} on a {size(args.capacity)} drive")
+    print(f"room for its results: {size(room)} free in the data folder")
     return None
 
 
@@ -160,12 +171,98 @@ def cmd_run(args):
     return 0 if state == "done" else 1
 
 
+def cmd_repeat(args):
+    s = locked.load(args.suite, path=args.suite_file, allow_non_standard=args.non_standard)
+    s = workload.verified(s, allow_non_standard=args.non_standard)
+    show_progress = progress_printer(s, sys.stderr)
+
+    def on_run(position, run_id):
+        if sys.stderr.isatty():
+            print(file=sys.stderr)  # past the redrawn line
+        print(f"run {position} of {args.times}: run {run_id}", file=sys.stderr, flush=True)
+
+    repeat_id, state, error = repeat.run_in_foreground(
+        data_dir(args),
+        s,
+        args.times,
+        args.drive,
+        args.confirm,
+        destroy_data=args.destroy_data,
+        allow_usb=args.allow_usb,
+        on_progress=show_progress,
+        on_run=on_run,
+    )
+    if sys.stderr.isatty():
+        print(file=sys.stderr)
+    summary = repeatability.summary(store.connect(data_dir(args)), repeat_id)
+    if args.json:
+        out_json(summary)
+    else:
+        print_summary(summary)
+    return 0 if state == "done" else 1
+
+
+def print_summary(summary):
+    """A repeat set's summary as a table: a line per headline figure, FLAG where its CoV passes its threshold."""
+    t = summary["thresholds"]
+    runs = ", ".join(f"{r['id']} {r['state']}" for r in summary["runs"])
+    print(
+        printable(
+            f"repeat set {summary['id']}: {summary['state']}, suite {summary['suite']} ({summary['suite_hash'][:16]}), "
+            f"drive {summary['drive']['path']} {summary['drive'].get('model') or ''}"
+        )
+    )
+    if summary["error"]:
+        print(f"error: {summary['error']}")
+    print(f"runs ({len(summary['runs'])} of {summary['times']}): {runs or 'none'}")
+    print(
+        f"counted: the {len(summary['counted'])} runs that ended done; a figure is flagged when its CoV is above "
+        f"{t['cov_percent']}% ({t['qd1_latency_cov_percent']}% for a latency at QD1)"
+    )
+    print(f"{'figure':<44} {'unit':<6} {'n':>2} {'mean':>12} {'stdev':>12} {'CoV %':>7} {'min':>12} {'max':>12}")
+    for f in summary["figures"]:
+        cov = "–" if f["cov_percent"] is None else f"{f['cov_percent']:.2f}"
+        values = [f"{figure(f[k]):>12}" for k in ("mean", "stdev")] + [f"{cov:>7}"]
+        values += [f"{figure(f[k]):>12}" for k in ("min", "max")]
+        flag = f"  FLAG (above {f['threshold_percent']}%)" if f["flagged"] else ""
+        print(printable(f"{f['key']:<44} {f['unit']:<6} {f['n']:>2} {' '.join(values)}{flag}"))
+    print(f"{summary['flagged']} of {len(summary['figures'])} headline figures flagged")
+
+
+def listed_at(row):
+    """When a listed run or repeat set was made, to the minute, in UTC (the listing adds the Z)."""
+    return time.strftime("%Y-%m-%d %H:%M", time.gmtime(row["created_at"]))
+
+
+def cmd_repeats(args):
+    db = store.connect(data_dir(args))
+    if args.set is not None:
+        summary = repeatability.summary(db, args.set)
+        if summary is None:
+            raise SsdbenchError(f"no repeat set {args.set}")
+        if args.json:
+            return out_json(summary)
+        return print_summary(summary)
+    rows = store.list_repeats(db)
+    if args.json:
+        return out_json(rows)
+    for r in rows:
+        when = listed_at(r)
+        print(
+            printable(
+                f"{r['id']:>4}  {when}Z  {r['state']:<11} {r['suite']:<9} x{r['times']:<3} {r['runs']} runs  "
+                f"{r['path']} {r['model'] or ''} {r['serial'] or ''}"
+            )
+        )
+    return None
+
+
 def cmd_runs(args):
     rows = store.list_runs(store.connect(data_dir(args)))
     if args.json:
         return out_json(rows)
     for r in rows:
-        when = time.strftime("%Y-%m-%d %H:%M", time.gmtime(r["created_at"]))
+        when = listed_at(r)
         print(
             printable(
                 f"{r['id']:>4}  {when}Z  {r['state']:<11} {r['suite']:<9} {r['path']} "
@@ -201,8 +298,7 @@ def cmd_show(args):
 
 
 def cmd_cancel(args):
-    run_id = runner.cancel(data_dir(args))
-    print(f"asked run {run_id} to stop")
+    print(f"asked {runner.cancel(data_dir(args))} to stop")
 
 
 def cmd_web(args):
@@ -231,8 +327,14 @@ def cmd_runner(args):
 
 
 def cmd_bundle(args):
+    if (args.run is None) == (args.repeat is None):
+        raise SsdbenchError("name a run, or a repeat set with --repeat")
     out_dir = args.output or "."
-    print(bundle.write(store.connect(data_dir(args)), data_dir(args), args.run, out_dir))
+    db = store.connect(data_dir(args))
+    if args.repeat is not None:
+        print(bundle.write_repeat(db, data_dir(args), args.repeat, out_dir))
+    else:
+        print(bundle.write(db, data_dir(args), args.run, out_dir))
 
 
 def cmd_verify(args):
@@ -244,9 +346,15 @@ def cmd_verify(args):
             print(f"FAILED {exc}", file=sys.stderr)
             failed += 1
             continue
+        held = m.get("repeat")
+        what = (
+            f"repeat set {held['id']} ({held['state']}, runs {', '.join(str(r['id']) for r in held['runs'])})"
+            if held
+            else f"run {m['run']['id']} ({m['run']['state']})"
+        )
         print(
             f"OK {path}: {len(m['files'])} files match their sha256; suite {m['suite']['name']} "
-            f"{m['suite']['sha256']}, run {m['run']['id']} ({m['run']['state']})"
+            f"{m['suite']['sha256']}, {what}"
         )
     return EXIT_ERROR if failed else 0
 
@@ -254,8 +362,13 @@ def cmd_verify(args):
 def cmd_import(args):
     db = store.connect(data_dir(args))
     for path in args.bundles:
-        run_id = bundle.import_bundle(db, data_dir(args), path)
-        print(f"{path}: imported as run {run_id} ({store.get_run(db, run_id)['origin']})")
+        made = bundle.import_bundle(db, data_dir(args), path)
+        if "repeat" in made:
+            origin = store.get_repeat(db, made["repeat"])["origin"]
+            runs = ", ".join(map(str, made["runs"]))
+            print(f"{path}: imported as repeat set {made['repeat']} with runs {runs} ({origin})")
+        else:
+            print(f"{path}: imported as run {made['run']} ({store.get_run(db, made['run'])['origin']})")
 
 
 def cmd_export(args):
@@ -302,6 +415,21 @@ def cmd_auto(args):
     return 0 if all(state == "done" for _, state in ended) else 1
 
 
+def size_arg(text):
+    """A size on the command line; a bad one is argparse's one-line usage error, not a traceback."""
+    try:
+        return locked.parse_size(text)
+    except SsdbenchError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def logical_block_arg(text):
+    block = size_arg(text)
+    if block < plan.SECTOR or block > plan.ALIGN or block & (block - 1):
+        raise argparse.ArgumentTypeError(f"a logical block is a power of two from {plan.SECTOR} B to 1 MiB, not {text}")
+    return block
+
+
 def parser():
     p = argparse.ArgumentParser(prog="ssdbench", description="SSD test appliance: locked fio suites.")
     p.add_argument("--version", action="version", version=f"ssdbench {__version__}")
@@ -328,9 +456,16 @@ def parser():
     sh.add_argument("name")
     sh.add_argument("--json", action="store_true")
 
-    c = add("plan", cmd_plan, "print a suite's steps and estimated time for a capacity", as_json=True)
+    c = add("plan", cmd_plan, "print a suite's steps, estimated time and room for results on a capacity", as_json=True)
     c.add_argument("--suite", required=True)
-    c.add_argument("--capacity", required=True, type=locked.parse_size, help="drive size, e.g. 1000204886016 or 512GiB")
+    c.add_argument("--capacity", required=True, type=size_arg, help="drive size, e.g. 1000204886016 or 512GiB")
+    c.add_argument(
+        "--logical-block",
+        type=logical_block_arg,
+        default=plan.SECTOR,
+        metavar="BYTES",
+        help=f"the drive's logical block (default {plan.SECTOR}; 4096 for a 4Kn drive)",
+    )
 
     c = add("run", cmd_run, "run a suite on a drive (destroys its data)", data=True)
     c.add_argument("--suite", help="a locked suite by name")
@@ -340,6 +475,19 @@ def parser():
     c.add_argument("--destroy-data", action="store_true", help="confirm that existing partitions/file systems go")
     c.add_argument("--allow-usb", action="store_true", help="allow a USB-attached drive")
     c.add_argument("--non-standard", action="store_true", help="run a suite whose hash is not locked")
+
+    c = add("repeat", cmd_repeat, "run a suite N times on a drive and measure how far its figures repeat", data=True)
+    c.add_argument("--suite", help="a locked suite by name")
+    c.add_argument("--suite-file", help="a suite file; refused unless its hash is locked, or --non-standard")
+    c.add_argument("--times", required=True, type=int, metavar="N", help=f"how many runs: 2 to {repeat.MAX_TIMES}")
+    c.add_argument("--drive", required=True, help="the device, e.g. /dev/nvme0n1")
+    c.add_argument("--confirm", required=True, metavar="ID", help="the drive's serial (or kernel name if it has none)")
+    c.add_argument("--destroy-data", action="store_true", help="confirm that existing partitions/file systems go")
+    c.add_argument("--allow-usb", action="store_true", help="allow a USB-attached drive")
+    c.add_argument("--non-standard", action="store_true", help="run a suite whose hash is not locked")
+    c.add_argument("--json", action="store_true", help="print the summary as JSON")
+    c = add("repeats", cmd_repeats, "list repeat sets, or show one's summary", data=True, as_json=True)
+    c.add_argument("set", type=int, nargs="?", metavar="SET", help="the repeat set to show")
 
     add("runs", cmd_runs, "list runs", data=True, as_json=True)
     c = add("show", cmd_show, "show one run with its metrics", data=True, as_json=True)
@@ -368,8 +516,9 @@ def parser():
     c.add_argument("--allow-usb", action="store_true", help="treat USB-attached drives as targets")
     c = add("runner", cmd_runner, "the runner service: execute the queued runs, one at a time", data=True)
     c.add_argument("--auto-export", action="store_true", help="export each run that ends to the USB stick found")
-    c = add("bundle", cmd_bundle, "write a run's result bundle (.zip)", data=True)
-    c.add_argument("run", type=int)
+    c = add("bundle", cmd_bundle, "write a run's or a repeat set's result bundle (.zip)", data=True)
+    c.add_argument("run", type=int, nargs="?")
+    c.add_argument("--repeat", type=int, metavar="SET", help="the repeat set's bundle: its runs and its summary")
     c.add_argument("-o", "--output", metavar="DIR", help="folder to write it in (default: here)")
     c = add("verify", cmd_verify, "check every hash in result bundles; exit 2 on any problem")
     c.add_argument("bundles", nargs="+", metavar="BUNDLE")
@@ -392,8 +541,8 @@ def parser():
 
 def main(argv=None):
     args = parser().parse_args(argv)
-    if args.command == "run" and not (args.suite or args.suite_file):
-        parser().error("run needs --suite NAME or --suite-file PATH")
+    if args.command in ("run", "repeat") and not (args.suite or args.suite_file):
+        parser().error(f"{args.command} needs --suite NAME or --suite-file PATH")
     try:
         return args.func(args) or 0
     except SsdbenchError as exc:

@@ -18,6 +18,15 @@ def when(timestamp):
     return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(timestamp)) if timestamp else "–"
 
 
+def figure(value):
+    """A measured value at a precision that fits its size (the exact value stays in the results); – for none."""
+    if value is None:
+        return "–"
+    if abs(value) >= 1000:
+        return f"{value:,.0f}"
+    return f"{value:,.2f}" if abs(value) >= 1 else f"{value:.3g}"
+
+
 def size(nbytes):
     return f"{nbytes / 1e9:.1f} GB" if nbytes >= 1e9 else f"{nbytes / 1e6:.1f} MB"
 

@@ -3,11 +3,13 @@ the web app over it, and a run finished by the real engine.
 
 Fixtures: `loopdev` (attach a sparse file as a loop device), `data_dir` (an empty data folder), `app`,
 `client` and `token` (the web app on that folder, a test client, and its CSRF token once logged in),
-`finished_run` (a data folder holding one run of the engine suite on a loop device, shared by a module)
-and `finished_bundle` (its bundle).
+`finished_run` (a data folder holding one run of the engine suite on a loop device, shared by a module),
+`finished_bundle` (its bundle), `finished_repeat` (a repeat set of three engine-suite runs, shared by all),
+`smoke_run` (one run of the smoke suite, shared by the session) and `small_partition` (a data folder on a small
+ext4 file system of its own).
 Helpers: `ssdbench` (the real CLI in a child process), `web_server` (the real `ssdbench web` on a free port),
-`show`, `wait_until`, `make_app`, `login`, and `add_run` (a run written through the store, for pages that
-need one without running fio)."""
+`show`, `wait_until`, `make_app`, `login`, `add_run` (a run written through the store, for pages that
+need one without running fio) and `add_repeat` (a repeat set of such runs)."""
 
 import contextlib
 import hashlib
@@ -28,6 +30,8 @@ from ssdbench.run.fio_output import Metric
 DATA = os.path.join(os.path.dirname(__file__), "data")
 # Six short steps: the engine's behaviour without the time the whole smoke suite takes.
 ENGINE_SUITE = ("--suite-file", os.path.join(DATA, "engine-suite.toml"), "--non-standard")
+# 512 B transfer-size rows and trace IOs, for a drive of 4096 B logical blocks.
+BLOCKS_SUITE = ("--suite-file", os.path.join(DATA, "blocks-suite.toml"), "--non-standard")
 
 
 def data(name):
@@ -39,23 +43,25 @@ def needs_root():
     return pytest.mark.skipif(os.geteuid() != 0, reason="needs root for loop devices")
 
 
-def attach(img, size=None):
-    """A loop device over the image file, made first as a sparse file of `size` when one is given."""
+def attach(img, size=None, sector_size=None):
+    """A loop device over the image file, made first as a sparse file of `size` when one is given; with
+    `sector_size` (4096: a 4Kn drive), its logical blocks are that many bytes."""
     if size is not None:
         subprocess.run(["truncate", "-s", size, str(img)], check=True)
+    sectors = ["--sector-size", str(sector_size)] if sector_size else []
     return subprocess.run(
-        ["losetup", "-f", "--show", str(img)], check=True, capture_output=True, text=True
+        ["losetup", "-f", "--show", *sectors, str(img)], check=True, capture_output=True, text=True
     ).stdout.strip()
 
 
 @pytest.fixture
 def loopdev(tmp_path):
-    """A fresh 512 MiB sparse file attached to a loop device."""
+    """A fresh 512 MiB sparse file attached to a loop device (of 512 B logical blocks, unless asked)."""
     made = []
 
-    def make(size="512M", name="disk.img"):
+    def make(size="512M", name="disk.img", sector_size=None):
         img = tmp_path / name
-        dev = attach(img, size)
+        dev = attach(img, size, sector_size)
         made.append(dev)
         return dev, img
 
@@ -155,6 +161,71 @@ def finished_run(tmp_path_factory):
         subprocess.run(["losetup", "-d", dev], capture_output=True)
 
 
+@pytest.fixture(scope="session")
+def smoke_run(tmp_path_factory):
+    """One run of the smoke suite (every step type) on a 3 GiB loop device, shared by the session: (the run as
+    `ssdbench show` gives it, its data folder)."""
+    tmp = tmp_path_factory.mktemp("smoke")
+    # Big enough that the whole-drive fill lasts more than the 1 s between bandwidth samples.
+    dev = attach(tmp / "disk.img", "3G")
+    try:
+        data_dir = tmp / "data"
+        proc = ssdbench(
+            "run", "--suite", "smoke", "--drive", dev, "--confirm", os.path.basename(dev), data_dir=data_dir
+        )
+        assert proc.returncode == 0, proc.stderr
+        yield show(1, data_dir), data_dir
+    finally:
+        subprocess.run(["losetup", "-d", dev], capture_output=True)
+
+
+@pytest.fixture(scope="session")
+def finished_repeat(tmp_path_factory):
+    """One finished repeat set of the engine suite, three runs (about 45 s), shared by every module that needs one:
+    (data folder, loop device, the summary that `ssdbench repeat --json` printed)."""
+    top = tmp_path_factory.mktemp("repeat")
+    dev = attach(top / "drive.img", "512M")
+    data_dir = top / "data"
+    try:
+        proc = ssdbench(
+            "repeat",
+            *ENGINE_SUITE,
+            "--times",
+            "3",
+            "--drive",
+            dev,
+            "--confirm",
+            os.path.basename(dev),
+            "--json",
+            data_dir=data_dir,
+            check=True,
+        )
+        yield data_dir, dev, json.loads(proc.stdout)
+    finally:
+        subprocess.run(["losetup", "-d", dev], capture_output=True)
+
+
+@pytest.fixture
+def small_partition(tmp_path, loopdev):
+    """A data folder on a file system of its own, of `size`, made as SSDB-DATA is (ext4, 4 KiB blocks, none
+    kept for root) on a loop device and mounted: make(size) returns its path."""
+    mounts = []
+
+    def make(size):
+        dev, _ = loopdev(size, name=f"partition{len(mounts)}.img")
+        subprocess.run(["mkfs.ext4", "-q", "-b", "4096", "-m", "0", dev], check=True)
+        mnt = tmp_path / f"partition{len(mounts)}"
+        mnt.mkdir()
+        subprocess.run(["mount", dev, str(mnt)], check=True)
+        mounts.append(mnt)
+        return mnt
+
+    yield make
+    for mnt in mounts:
+        if subprocess.run(["umount", str(mnt)]).returncode:
+            subprocess.run(["umount", "-l", str(mnt)])
+
+
 PIN = "424242"
 XSS = "<img src=x onerror=alert(1)>"
 # What store.create_run reads of a plan step; the engine's PlanStep has more.
@@ -192,9 +263,35 @@ def login(client):
     return response.get_json()["csrf_token"]
 
 
-def add_run(data_dir, state="done", model="Fast SSD 1TB", serial="S123", suite_hash="a" * 64, points=20, link=None):
-    """A run as the engine leaves it: a fill, a measured step, a consistency step, a sweep, a temperature.
-    The drive's `link` (none: unknown, as for a loop device) is what its read of 404.5 MB/s is checked against."""
+def add_repeat(data_dir, iops=(98765.4321, 98765.4321), state="done", model="Fast SSD 1TB"):
+    """A repeat set of add_run's runs, one a value of `iops`, each done, or the set `running` between two runs."""
+    db = store.connect(data_dir)
+    suite = SimpleNamespace(name="standard", sha256="a" * 64, locked=True)
+    drive = {"path": "/dev/nvme0n1", "model": model, "serial": "S123", "capacity_bytes": 10**12, "transport": "nvme"}
+    thresholds = {"cov_percent": 2.5, "qd1_latency_cov_percent": 3.0}
+    repeat_id = store.create_repeat(db, drive, suite, max(2, len(iops)), thresholds, {"device": drive["path"]})
+    for position, value in enumerate(iops, 1):
+        add_run(data_dir, model=model, iops=value, repeat=(repeat_id, position))
+    if state != "running":
+        store.finish_repeat(db, repeat_id, state)
+    db.close()
+    return repeat_id
+
+
+def add_run(
+    data_dir,
+    state="done",
+    model="Fast SSD 1TB",
+    serial="S123",
+    suite_hash="a" * 64,
+    points=20,
+    link=None,
+    iops=98765.4321,
+    repeat=None,
+):
+    """A run as the engine leaves it: a fill, a measured step (of `iops` read IOPS), a consistency step, a sweep,
+    a temperature. The drive's `link` (none: unknown, as for a loop device) is what its read of 404.5 MB/s is
+    checked against; `repeat` (set id, position) places it in a repeat set."""
     db = store.connect(data_dir)
     drive = {
         "path": "/dev/nvme0n1",
@@ -212,7 +309,7 @@ def add_run(data_dir, state="done", model="Fast SSD 1TB", serial="S123", suite_h
         Step(2, "consistency", "fio", "Consistency", 2000.0, "[consistency]\nrw=randwrite\n"),
         Step(3, "sweep-clean", "sweep", "Zone sweep, clean", 5.0, None),
     ]
-    run_id = store.create_run(db, drive, suite, steps, state="running")
+    run_id = store.create_run(db, drive, suite, steps, state="running", repeat=repeat)
     store.add_series(
         db, run_id, None, "temperature", "°C", "hwmon:/x", [(i * 1000, 40.0 + i % 3) for i in range(points)]
     )
@@ -224,7 +321,7 @@ def add_run(data_dir, state="done", model="Fast SSD 1TB", serial="S123", suite_h
         ),
         (
             [
-                Metric("read.iops", 98765.4321, "IOPS", "/jobs/0/read/iops"),
+                Metric("read.iops", iops, "IOPS", "/jobs/0/read/iops"),
                 Metric("read.bw", 404.5e6, "B/s", "/jobs/0/read/bw_bytes"),
                 Metric("read.mb_s", 404.5, "MB/s", "/jobs/0/read/bw_bytes / 1e6"),
                 Metric("read.lat_p99", 123456.0, "ns", "/jobs/0/read/lat_ns/percentile/99.000000"),

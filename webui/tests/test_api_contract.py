@@ -10,7 +10,7 @@ import sys
 import jsonschema
 import openapi_spec_validator
 import pytest
-from conftest import PIN, add_run, needs_root, web_server
+from conftest import PIN, add_repeat, add_run, needs_root, web_server
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -104,6 +104,7 @@ def documented(path, method):
 def test_every_error_is_json_and_documented(client, data_dir, token):
     add_run(data_dir)
     add_run(data_dir)
+    add_repeat(data_dir)
     headers = {"X-CSRF-Token": token}
     cases = [
         # (method, url, JSON body or raw bytes, status, documented under)
@@ -130,6 +131,26 @@ def test_every_error_is_json_and_documented(client, data_dir, token):
         ("POST", "/api/runs", [1, 2], 400, "/api/runs"),
         ("POST", "/api/login", {"pin": 424242}, 400, "/api/login"),
         ("POST", "/api/runs", b"x" * (65 * 1024), 413, "/api/runs"),
+        ("GET", f"/api/repeats/{2**64}", None, 404, "/api/repeats/{repeat_id}"),
+        ("GET", "/api/repeats/9", None, 404, "/api/repeats/{repeat_id}"),
+        ("GET", "/api/repeats/9/bundle", None, 404, "/api/repeats/{repeat_id}/bundle"),
+        ("POST", "/api/repeats/9/cancel", None, 404, "/api/repeats/{repeat_id}/cancel"),
+        ("POST", "/api/repeats/1/cancel", None, 409, "/api/repeats/{repeat_id}/cancel"),
+        ("POST", "/api/repeats", {"drive": "/dev/sdz", "suite": "smoke", "confirm": "x"}, 400, "/api/repeats"),
+        (
+            "POST",
+            "/api/repeats",
+            {"drive": "/dev/sdz", "suite": "smoke", "confirm": "x", "times": 1},
+            400,
+            "/api/repeats",
+        ),
+        (
+            "POST",
+            "/api/repeats",
+            {"drive": "/dev/sdz", "suite": "smoke", "confirm": "x", "times": 2},
+            404,
+            "/api/repeats",
+        ),
     ]
     for method, url, body, status, path in cases:
         kw = {"data": body, "content_type": "application/json"} if isinstance(body, bytes) else {"json": body}
@@ -171,11 +192,12 @@ def schemathesis_run(port, tmp_path, seed, examples=100):
 @needs_root()
 def test_schemathesis_with_every_check_finds_nothing(finished_run, tmp_path):
     # A copy: the fuzzer may delete runs. One real finished run (its bundle downloads), one queued (it can
-    # be cancelled), one failed.
+    # be cancelled), one failed, and a repeat set of two runs (its summary and its bundle).
     data_dir = tmp_path / "data"
     shutil.copytree(finished_run[0], data_dir)
     add_run(data_dir, state="failed")
     add_run(data_dir, state="queued")
+    add_repeat(data_dir, iops=(100.0, 110.0))
     with web_server(data_dir) as (_, port):
         result = schemathesis_run(port, tmp_path, seed=20261123)
     summary = result.stdout[result.stdout.rfind("Test cases:") :]

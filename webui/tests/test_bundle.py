@@ -1,7 +1,9 @@
 """Result bundles on a real run (real fio on a loop device): what a bundle holds, verify, import, tampering,
 rerun.sh."""
 
+import csv
 import hashlib
+import io
 import json
 import os
 import shlex
@@ -13,6 +15,7 @@ import zipfile
 import pytest
 from conftest import login, make_app, needs_root, show, ssdbench
 
+from ssdbench.errors import SsdbenchError
 from ssdbench.results import bundle, offline_report, store, zip_safety
 from ssdbench.run import fio_output
 
@@ -295,3 +298,90 @@ def test_report_json_escapes_markup(finished_run, tmp_path):
     embedded = page.split('id="run-document">', 1)[1].split("</script>", 1)[0]
     assert not set("<>&") & set(embedded)
     assert json.loads(embedded)["drive"]["model"] == doc["drive"]["model"]
+
+
+def test_a_repeat_sets_bundle_holds_every_run_and_the_summary_and_verifies_and_imports(finished_repeat, tmp_path):
+    data_dir, _, summary = finished_repeat
+    out = ssdbench("bundle", "--repeat", str(summary["id"]), "-o", str(tmp_path), data_dir=data_dir, check=True)
+    path = out.stdout.strip()
+    assert "_engine-test-repeat3_" in os.path.basename(path)
+    verified = ssdbench("verify", path)
+    assert verified.returncode == 0 and f"repeat set {summary['id']} (done, runs 1, 2, 3)" in verified.stdout
+    with zipfile.ZipFile(path) as zf:
+        names = set(zf.namelist())
+        manifest = json.loads(zf.read("manifest.json"))
+        held = json.loads(zf.read("repeat.json"))
+        table = list(csv.DictReader(io.StringIO(zf.read("summary.csv").decode())))
+        results = {p: json.loads(zf.read(f"run-{p}/result.json")) for p in (1, 2, 3)}
+    assert set(manifest["files"]) == names - {"manifest.json"} and manifest["repeat"]["times"] == 3
+    assert manifest["suite"]["workload_sha256"] == results[1]["environment"]["suite"]["workload_sha256"]
+    # The summary as the set's own document and as a table, to the last digit, without this machine's queue.
+    assert held["figures"] == summary["figures"] and held["counted"] == summary["counted"]
+    assert not {"pid", "request", "cancel_requested"} & set(held)
+    assert [(row["key"], float(row["mean"]), row["flagged"]) for row in table] == [
+        (f["key"], f["mean"], "yes" if f["flagged"] else "no") for f in summary["figures"]
+    ]
+    # Every run whole, as its own bundle holds it: its document, report, job files, raw fio output.
+    for position, run_id in enumerate(summary["counted"], 1):
+        assert results[position]["id"] == run_id and results[position]["repeat"]["position"] == position
+        assert [s["metrics"] for s in results[position]["steps"]] == [
+            s["metrics"] for s in show(run_id, data_dir)["steps"]
+        ]
+        for member in ("report.html", "jobs/rerun.sh", "jobs/02-rand-read-4k.fio", "raw/02-rand-read-4k/fio.json"):
+            assert f"run-{position}/{member}" in names, member
+
+    # Another testbed imports the set whole, with its runs and their files; its summary is the same.
+    other = tmp_path / "other"
+    imported = ssdbench("import", path, data_dir=other, check=True).stdout
+    assert "imported as repeat set 1 with runs 1, 2, 3 (imported: repeat set 1 on " in imported
+    again = json.loads(ssdbench("repeats", "1", "--json", data_dir=other, check=True).stdout)
+    figures = lambda s: [(f["key"], f["values"], f["mean"], f["stdev"], f["flagged"]) for f in s["figures"]]  # noqa: E731
+    assert figures(again) == figures(summary) and again["state"] == "done" and len(again["runs"]) == 3
+    assert show(2, other)["origin"].startswith("imported: run 2 on ") and show(2, other)["repeat"]["position"] == 2
+    assert (other / "runs" / "3" / "02-rand-read-4k" / "fio.json").exists()
+    twice = ssdbench("import", path, data_dir=other)
+    assert twice.returncode == 2 and "already here, as repeat set 1" in twice.stderr
+    # A run of the set, brought in from its own bundle, is the same run: already here too.
+    single = ssdbench("bundle", "2", "-o", str(tmp_path), data_dir=data_dir, check=True).stdout.strip()
+    alone = ssdbench("import", single, data_dir=other)
+    assert alone.returncode == 2 and "already here, as run 2" in alone.stderr
+
+    # A changed byte in any run fails verify, and a forged set document is refused by import, whole.
+    bad = tmp_path / "bad.zip"
+    rewrite(
+        path,
+        bad,
+        lambda name, data: (
+            data.replace(b"read.iops,", b"read.iops,9", 1) if name.startswith("run-2/metrics/") else data
+        ),
+    )
+    check = ssdbench("verify", str(bad))
+    assert check.returncode == 2 and "run-2/metrics/02-rand-read-4k.csv: sha256" in check.stderr
+
+    def edit(change):
+        def apply(name, data):
+            return json.dumps(change(json.loads(data))).encode() if name == "repeat.json" else data
+
+        return apply
+
+    for change, expect in (
+        (lambda d: {**d, "runs": d["runs"] + [{"id": 9, "position": 4, "state": "done"}]}, "run-4: no result.json"),
+        (lambda d: {**d, "runs": d["runs"][:1] * 2}, "position must be a whole number"),
+        (lambda d: {**d, "times": 1}, "times must be"),
+        (lambda d: {**d, "thresholds": {"cov_percent": "2.5"}}, "thresholds must give"),
+        (lambda d: {**d, "suite": "../x"}, "suite name"),
+    ):
+        forged = forge(path, tmp_path / "forged.zip", change=edit(change))
+        refused = ssdbench("import", forged, data_dir=tmp_path / "third")
+        assert refused.returncode == 2 and expect in refused.stderr, refused.stderr
+    third = store.connect(tmp_path / "third")
+    assert store.list_runs(third) == [] and store.list_repeats(third) == []
+    assert not (tmp_path / "third" / "runs").exists() or os.listdir(tmp_path / "third" / "runs") == []
+
+
+def test_a_bundle_that_verify_would_refuse_is_not_written(finished_repeat, tmp_path, monkeypatch):
+    data_dir, _, summary = finished_repeat
+    monkeypatch.setattr(zip_safety, "MAX_MEMBERS", 100)  # a set of three engine runs holds more files
+    with pytest.raises(SsdbenchError, match="over the 100 files or"):
+        bundle.write_repeat(store.connect(data_dir), str(data_dir), summary["id"], str(tmp_path))
+    assert os.listdir(tmp_path) == []

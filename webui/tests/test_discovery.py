@@ -3,6 +3,7 @@
 import json
 import os
 import subprocess
+import time
 
 import pytest
 from conftest import data, needs_root, ssdbench
@@ -65,6 +66,29 @@ def test_signatures_need_destroy_data_and_mounts_are_refused(loopdev, tmp_path):
         assert not d["eligible"] and f"on {mnt}" in d["reason"]
     finally:
         subprocess.run(["umount", str(mnt)], check=True)
+
+
+@needs_root()
+def test_io_ticks_is_the_kernels_busy_time_of_the_device_or_none_when_it_counts_none(loopdev):
+    dev, _ = loopdev("64M")
+    name = os.path.basename(dev)
+    stat, before = discovery.io_ticks(dev)
+    assert stat == f"/sys/class/block/{name}/stat"
+    started = time.monotonic()
+    read = ["dd", f"if={dev}", "of=/dev/null", "bs=4k", "count=4096", "iflag=direct"]
+    subprocess.run(read, check=True, capture_output=True)
+    elapsed_ms = (time.monotonic() - started) * 1000
+    # Busy while dd read, never longer than dd took (give or take the kernel's tick, at most 10 ms).
+    assert 0 < discovery.io_ticks(dev)[1] - before <= elapsed_ms + 10
+    iostats = f"/sys/block/{name}/queue/iostats"
+    with open(iostats, "w") as f:
+        f.write("0")
+    try:
+        assert discovery.io_ticks(dev) is None
+    finally:
+        with open(iostats, "w") as f:
+            f.write("1")
+    assert discovery.io_ticks("/dev/does-not-exist") is None
 
 
 def test_unknown_drive_is_a_clear_error():

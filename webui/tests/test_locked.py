@@ -9,7 +9,7 @@ import pytest
 
 from ssdbench import __version__
 from ssdbench.errors import SsdbenchError
-from ssdbench.run import plan, workload
+from ssdbench.run import burst, plan, workload
 from ssdbench.suites import locked, trace_profiles
 
 SMOKE = resources.files("ssdbench") / "suites" / "smoke.toml"
@@ -30,8 +30,10 @@ def test_every_shipped_suite_matches_the_manifest():
         lambda mp: mp.setitem(plan.DATA_OPTIONS["compressible"], "buffer_compress_percentage", 80),
         # A fio option that every replayed trace segment gets.
         lambda mp: mp.setattr(plan, "PER_IO_LOGS", {**plan.PER_IO_LOGS, "log_offset": 0}),
+        # How many periods Mixed Burst's background replays: the bytes of its timed writes.
+        lambda mp: mp.setattr(burst, "HOLD", burst.HOLD + 1),
     ],
-    ids=["trace-profile", "data-pattern", "job-option"],
+    ids=["trace-profile", "data-pattern", "job-option", "burst-replay"],
 )
 def test_a_changed_workload_refuses_to_run_as_standard(monkeypatch, change):
     monkeypatch.setattr(workload, "_computed", {})
@@ -47,7 +49,14 @@ def test_a_changed_workload_refuses_to_run_as_standard(monkeypatch, change):
 def test_the_workload_hash_leaves_out_the_release_and_covers_each_job_file():
     s = locked.load("smoke")
     covered = dict(workload.parts(s))
-    assert set(covered) >= {"suite.json", "trace/trace.txt", "trace/trace.fio", "burst/burst.fio"}
+    assert set(covered) >= {
+        "suite.json",
+        "trace/trace.txt",
+        "trace/trace.fio",
+        "burst/burst.fio",
+        "burst/background1.replay",
+        "burst/background2.replay",
+    }
     step = next(p for p in plan.compile_plan(s, workload.REFERENCE_CAPACITY) if p.id == "seq-fill")
     assert __version__ in step.job_file and s.sha256 in step.job_file  # in the comment lines only
     assert (
@@ -90,11 +99,21 @@ def test_unknown_suite_name_lists_the_suites():
         (lambda d: d["steps"][13].update(baseline="sweep-recovered"), "baseline must name an earlier sweep"),
         (lambda d: d["steps"][14].update(profile="heavy-2099"), "profile must be one of"),
         (lambda d: d["steps"][15]["foreground"].pop("idle_s"), "foreground must have exactly the keys"),
+        (lambda d: d["steps"][15]["background"].pop("seed"), "background must have exactly the keys"),
+        (lambda d: d["steps"][15]["background"].update(every_s=0), "background.every_s must be seconds > 0"),
+        (lambda d: d["steps"][15]["background"].update(every_s=0.0005), "in whole milliseconds"),
+        (lambda d: d["steps"][15]["background"].update(every_s=float("nan")), "in whole milliseconds"),
+        (lambda d: d["steps"][15]["background"].update(iodepth=33), "background.iodepth must be at most 32"),
         (lambda d: d["steps"][8].update(steady={"from_s": 6}), "steady must be"),
         (lambda d: d["steps"][1].update(bogus=1), "unknown keys"),
         (lambda d: d["steps"][1].pop("cooldown"), "cooldown must be true or false"),
         (lambda d: d["steps"][1].update(cooldown="yes"), "cooldown must be true or false"),
         (lambda d: d.update(format=9), "format must be 1"),
+        (lambda d: d["repeat"].update(cov_percent=0), "repeat.cov_percent must be a percentage above 0"),
+        (lambda d: d["repeat"].update(qd1_latency_cov_percent="3"), "repeat.qd1_latency_cov_percent must be"),
+        (lambda d: d["repeat"].update(cov_percent=True), "repeat.cov_percent must be"),
+        (lambda d: d["repeat"].update(p99_cov_percent=5), "repeat takes only"),
+        (lambda d: d.update(repeat=2.5), "repeat takes only"),
     ],
 )
 def test_invalid_suites_are_refused(change, message):
@@ -138,6 +157,32 @@ def test_plan_caps_spans_at_capacity_and_writes_runnable_job_files():
         assert line in job
 
 
+def test_a_4kn_drive_runs_the_block_sizes_it_cannot_take_rounded_up_and_the_plan_says_which():
+    s = locked.load("standard")
+    native, fitted = plan.compile_plan(s, 2**40), plan.compile_plan(s, 2**40, 4096)
+    assert not [step.id for step in native if step.adapted]
+    rows = [f"{rw}.qd{qd}.bs{bs}" for rw in ("read", "write") for qd in (1, 32) for bs in ("512", "1k", "2k")]
+    assert {step.id: step.adapted for step in fitted if step.adapted} == {
+        "xfer": {row: (row.rpartition(".bs")[2], 4096) for row in rows}
+    }
+    xfer = next(step for step in fitted if step.id == "xfer")
+    assert dict(xfer.jobs)["read.qd1.bs512"]["bs"] == 4096 and dict(xfer.jobs)["read.qd1.bs4k"]["bs"] == "4k"
+    assert "[read.qd1.bs512]\nrw=read\nbs=4096\n" in xfer.job_file
+    assert xfer.to_dict()["adapted"][0] == "bs 512 runs as 4096 B in " + ", ".join(r for r in rows if "bs512" in r)
+    assert f"; adapted to the drive: {xfer.to_dict()['adapted'][0]}\n" in xfer.job_file
+    # Every other step runs as on a drive of 512 B blocks.
+    assert [a.job_file for a in native if a.id != "xfer"] == [b.job_file for b in fitted if b.id != "xfer"]
+
+
+def test_a_burst_on_larger_blocks_still_writes_its_megabytes_per_period(tmp_path):
+    burst_step = next(step for step in plan.compile_plan(locked.load("smoke"), 2**30, 8192) if step.id == "burst")
+    assert burst_step.adapted == {"background": ("4k", 8192)} and dict(burst_step.jobs)["foreground"]["bs"] == "64k"
+    detail = burst.prepare(burst_step, tmp_path)
+    assert detail["writes_per_period"] == -(-4_000_000 // 8192)
+    writes = [w for _, name in burst.writers(burst_step) for w in burst.planned_writes(tmp_path / name)]
+    assert {length for _, _, length in writes} == {8192} and all(offset % 8192 == 0 for _, offset, _ in writes)
+
+
 def test_estimate_grows_with_capacity_for_size_based_steps():
     s = locked.load("smoke")
     assert plan.estimate_seconds(plan.compile_plan(s, 64 * 1024**2)) < plan.estimate_seconds(
@@ -161,6 +206,20 @@ def test_suites_show_json_lists_fio_parameters():
         "n/a",
     )
     assert job["span"] == {"offset": "0", "size": "64MiB"}
+    assert shown["repeat"] == {"cov_percent": 2.5, "qd1_latency_cov_percent": 3.0}
+
+
+def test_every_suite_states_its_repeatability_thresholds_and_a_suite_without_gets_the_defaults():
+    for name in locked.names():
+        assert locked.load(name).data["repeat"] == {"cov_percent": 2.5, "qd1_latency_cov_percent": 3.0}, name
+    data = tomllib.loads(SMOKE.read_text())
+    data["repeat"] = {"cov_percent": 4}
+    locked.validate(data)
+    assert locked.repeat_thresholds(data) == {"cov_percent": 4, "qd1_latency_cov_percent": 3.0}
+    del data["repeat"]
+    assert (
+        locked.repeat_thresholds(data) == locked.REPEAT_DEFAULTS == {"cov_percent": 2.5, "qd1_latency_cov_percent": 3.0}
+    )
 
 
 def steps_by_id(name):
@@ -224,7 +283,7 @@ def test_standard_suite_has_the_methodologys_numbers():
     # 8: Mixed Burst
     b = st["burst"]
     assert b["span"]["size"] == "8GiB"
-    assert b["background"] == {"bs": "4k", "iodepth": 4, "burst": "40000000", "every_s": 2}
+    assert b["background"] == {"bs": "4k", "iodepth": 2, "burst": "40000000", "every_s": 2, "seed": 2011}
     assert {k: b["foreground"][k] for k in ("bs", "iodepth", "burst", "bursts")} == {
         "bs": "64k",
         "iodepth": 2,
@@ -311,3 +370,17 @@ def test_plan_estimate_grows_with_capacity_where_fills_and_sweeps_do():
         )
         # quick fills only its 8 GiB span, so it takes the same time on any drive
         assert big == small if name == "quick" else big > small, name
+
+
+def test_plan_for_a_4kn_drive_lists_what_it_adapts_and_refuses_a_block_that_is_no_block():
+    from conftest import ssdbench
+
+    argv = ("plan", "--suite", "standard", "--capacity", "1TiB", "--json", "--logical-block")
+    out = json.loads(ssdbench(*argv, "4k", check=True).stdout)
+    assert out["logical_block_bytes"] == 4096
+    assert {s["id"]: len(s["adapted"]) for s in out["steps"] if s["adapted"]} == {"xfer": 3}
+    assert not [s for s in json.loads(ssdbench(*argv, "512", check=True).stdout)["steps"] if s["adapted"]]
+    for bad in ("3000", "0", "2MiB", "4 parsecs"):
+        proc = ssdbench(*argv, bad)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, bad
+        assert proc.stderr.splitlines()[-1].startswith("ssdbench plan: error: argument --logical-block: "), bad

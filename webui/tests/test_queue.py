@@ -1,6 +1,7 @@
 """The runner service: runs queued through the web API, executed by `ssdbench runner` in a process of its own."""
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -106,4 +107,75 @@ def test_service_takes_queued_runs_survives_a_failing_one_and_stops_on_cancel(lo
     states = [s["state"] for s in run["steps"]]
     assert states[:2] == ["done", "done"] and "cancelled" in states and states[-1] == "skipped"
     assert run["environment"]["drive"]["path"] == good
+    assert service.poll() is None, service.stderr.read()
+
+
+def test_service_checks_the_room_again_when_it_takes_a_queued_run(loopdev, small_partition, runner_service):
+    """Room enough when the run was queued, none when the service takes it: the run fails before it starts,
+    naming the room it needs and the room there is, and nothing is written to the drive."""
+    dev, img = loopdev()
+    data_dir = small_partition("32M")
+    client = make_app(data_dir, SSDBENCH_EXTRA_DRIVES=[dev]).test_client()
+    body = {"drive": dev, "suite": "smoke", "confirm": os.path.basename(dev)}
+    assert client.post("/api/runs", json=body, headers={"X-CSRF-Token": login(client)}).status_code == 201
+    # Filled up, less 2 MiB: room for the service to record the run, not for its results.
+    subprocess.run(["dd", "if=/dev/zero", f"of={data_dir / 'filler'}", "bs=1M"], capture_output=True)
+    subprocess.run(["truncate", "-s", "-2M", str(data_dir / "filler")], check=True)
+    runner_service(data_dir)
+    wait_for(data_dir, state_is(1, "failed"))
+    run = store.get_run(store.connect(data_dir), 1)
+    assert run["error"].startswith("not enough room for the results: smoke on this drive needs "), run["error"]
+    free = re.search(rf"and the data partition \({re.escape(str(data_dir))}\) has ([0-9.]+) MB free", run["error"])
+    assert free and float(free.group(1)) < 3, run["error"]  # the 2 MiB left, and what SQLite gave back
+    assert {s["state"] for s in run["steps"]} == {"skipped"} and os.stat(img).st_blocks == 0
+
+
+def test_a_repeat_queued_from_the_web_runs_one_run_after_another_and_its_cancel_stops_the_set(
+    loopdev, tmp_path, runner_service
+):
+    dev, _ = loopdev()
+    data_dir = tmp_path / "data"
+    client = make_app(data_dir, SSDBENCH_EXTRA_DRIVES=[dev]).test_client()
+    headers = {"X-CSRF-Token": login(client)}
+    start = {"drive": dev, "suite": "smoke", "confirm": os.path.basename(dev)}
+    made = client.post("/api/repeats", json={**start, "times": 3}, headers=headers)
+    assert made.status_code == 201 and made.get_json() == {"id": 1, "url": "/repeats/1"}
+    held = client.get("/api/repeats/1").get_json()
+    assert held["state"] == "queued" and [(r["position"], r["state"]) for r in held["runs"]] == [(1, "queued")]
+    assert client.post("/api/runs", json=start, headers=headers).status_code == 409
+
+    service = runner_service(data_dir)
+
+    def second_run_measuring(db):
+        """the set's second run to reach its third step"""
+        row = db.execute(
+            """SELECT runs.step_index FROM runs JOIN repeat_runs ON repeat_runs.run_id = runs.id
+               WHERE repeat_runs.repeat_id = 1 AND repeat_runs.position = 2 AND runs.state = 'running'"""
+        ).fetchone()
+        return row is not None and (row[0] or 0) >= 2
+
+    # The first run ends done, and the service starts the second under the same lock: a console run is refused.
+    wait_for(data_dir, second_run_measuring, timeout=900)
+    held = client.get("/api/repeats/1").get_json()
+    assert held["state"] == "running" and [(r["position"], r["state"]) for r in held["runs"]] == [
+        (1, "done"),
+        (2, "running"),
+    ]
+    assert held["counted"] == [1] and held["figures"] and {f["n"] for f in held["figures"]} == {1}
+    console = ssdbench("run", "--suite", "smoke", "--drive", dev, "--confirm", os.path.basename(dev), data_dir=data_dir)
+    assert console.returncode == 2 and "another run is active (run 2" in console.stderr
+
+    # Cancelling the set stops its run in progress, and no third run starts.
+    assert client.post("/api/repeats/1/cancel", headers=headers).status_code == 202
+
+    def set_ended(db):
+        """the repeat set to end"""
+        return store.repeat_state(db, 1) not in store.ACTIVE
+
+    wait_for(data_dir, set_ended, timeout=120)
+    held = client.get("/api/repeats/1").get_json()
+    assert held["state"] == "cancelled" and held["error"].startswith("run 2 (2 of 3) ended cancelled")
+    assert [(r["position"], r["state"]) for r in held["runs"]] == [(1, "done"), (2, "cancelled")]
+    assert [r["id"] for r in client.get("/api/runs").get_json()["runs"]] == [1, 2]
+    assert client.post("/api/repeats/1/cancel", headers=headers).status_code == 409
     assert service.poll() is None, service.stderr.read()

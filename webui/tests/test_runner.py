@@ -1,6 +1,7 @@
 """The runner end to end: real fio on real loop devices, results in a real SQLite file."""
 
 import contextlib
+import html
 import os
 import signal
 import subprocess
@@ -9,23 +10,35 @@ import threading
 import time
 from types import SimpleNamespace
 
-from conftest import ENGINE_SUITE, needs_root, show, ssdbench, wait_until
+from conftest import BLOCKS_SUITE, ENGINE_SUITE, login, make_app, needs_root, show, ssdbench, wait_until
+from markupsafe import escape
 
-from ssdbench.results import store
+from ssdbench.results import document, offline_report, store
 from ssdbench.run import fio_output, plan, runner, workload
 from ssdbench.suites import locked
 
 pytestmark = needs_root()
 
 
-def start_run(dev, data_dir, *extra):
+def long_suite(folder, key):
+    """The engine suite with its step `key` lasting 300 s instead of 3, for a test that acts while that step's
+    fio runs: on a busy host, 3 s can be over before the test has seen the step start. The test ends the
+    step long before its 300 s."""
+    suite = folder / f"long-{key}.toml"
+    with open(ENGINE_SUITE[1]) as f:
+        head, step, tail = f.read().partition(f'id = "{key}"')
+    suite.write_text(head + step + tail.replace("runtime = 3", "runtime = 300", 1))
+    return ("--suite-file", str(suite), "--non-standard")
+
+
+def start_run(dev, data_dir, *extra, suite=ENGINE_SUITE):
     """Start `ssdbench run` in the background, as a tester at the console would."""
     argv = [
         sys.executable,
         "-m",
         "ssdbench.cli",
         "run",
-        *ENGINE_SUITE,
+        *suite,
         "--drive",
         dev,
         "--confirm",
@@ -134,6 +147,85 @@ def test_re_run_the_saved_job_file_with_plain_fio(loopdev, tmp_path):
     assert fio_output.fio_result(out)["jobs"][0]["read"]["total_ios"] > 0
 
 
+def test_a_4kn_drive_runs_512_b_rows_and_trace_ios_rounded_up_to_its_blocks(loopdev, tmp_path):
+    """A drive of 4096 B logical blocks refuses 512 B direct IO. Its 512 B and 2 KiB transfer-size rows run 4096 B
+    blocks, its trace's IOs are widened to whole blocks, and the run says so; it does not fail."""
+    dev, _ = loopdev("256M", sector_size=4096)
+    # As the suite names it, a 512 B row is refused by such a drive.
+    row = ["fio", "--name=row", f"--filename={dev}", "--direct=1", "--rw=read", "--bs=512", "--size=1M"]
+    assert "Invalid argument" in subprocess.run(row, capture_output=True, text=True).stdout
+    data_dir = tmp_path / "data"
+    ssdbench("run", *BLOCKS_SUITE, "--drive", dev, "--confirm", os.path.basename(dev), data_dir=data_dir, check=True)
+    run = show(1, data_dir)
+    assert run["state"] == "done" and run["drive"]["logical_block_size"] == 4096
+    steps = {s["key"]: s for s in run["steps"]}
+
+    xfer = steps["xfer"]
+    assert xfer["detail"]["adapted"] == [
+        "bs 512 runs as 4096 B in read.bs512, write.bs512",
+        "bs 2k runs as 4096 B in read.bs2k, write.bs2k",
+    ]
+    doc = fio_output.fio_result((data_dir / xfer["out_dir"] / "fio.json").read_text())
+    ran = {job["jobname"]: job["job options"]["bs"] for job in doc["jobs"]}
+    assert ran == {"read.bs512": "4096", "read.bs2k": "4096", "read.bs4k": "4k"} | {
+        "write.bs512": "4096",
+        "write.bs2k": "4096",
+        "write.bs4k": "4k",
+    }
+    for job in doc["jobs"]:
+        moved = job[job["jobname"].split(".")[0]]
+        assert moved["io_bytes"] > 0 and moved["io_bytes"] % 4096 == 0, job["jobname"]
+    # The curve draws only the rows that ran the size they name; the others keep their figures, by name.
+    curves = [s for s in run["series"] if s["step_id"] == xfer["id"] and s["x_unit"] == "bytes"]
+    db = store.connect(data_dir)
+    assert sorted(s["name"] for s in curves) == ["read.mb_s", "write.mb_s"]
+    assert all([x for x, _ in store.series_points(db, s["id"])] == [4096] for s in curves)
+    assert {"read.bs512.read.mb_s", "write.bs2k.write.mb_s"} <= {m["name"] for m in xfer["metrics"]}
+
+    # The trace as generated, against what was played: every IO in whole 4096 B blocks, covering its bytes.
+    trace = steps["trace"]
+    folder = data_dir / trace["out_dir"]
+    declared = [line.split() for line in (folder / "trace.txt").read_text().splitlines() if line[0] != "#"]
+    played = [
+        line.split()[1:]
+        for replay in sorted(folder.glob("seg*.replay"))
+        for line in replay.read_text().splitlines()
+        if line.split()[1] in ("read", "write")
+    ]
+    assert len(played) == len(declared)
+    widened = added = 0
+    for (_, op, offset, length), (kind, start, size) in zip(declared, played):
+        offset, length, start, size = int(offset), int(length), int(start), int(size)
+        assert kind == {"R": "read", "W": "write"}[op] and start % 4096 == 0 and size % 4096 == 0
+        assert start <= offset and offset + length <= start + size < offset + length + 4096
+        widened += (start, size) != (offset, length)
+        added += size - length
+    assert widened and trace["detail"]["trace"]["widened"] == {
+        "block_bytes": 4096,
+        "ios": widened,
+        "of_ios": len(declared),
+        "bytes_added": added,
+    }
+    assert trace["detail"]["adapted"] == [
+        f"{widened} of {len(declared)} trace IOs widened to whole 4096 B blocks (start rounded down, end up): "
+        f"{added} bytes more in all"
+    ]
+    # And each IO that fio logged ran whole blocks.
+    logged = [s for log in sorted(folder.glob("seg*_lat.*.log")) for s in fio_output.fio_log(log.read_text())]
+    assert logged and all(s.offset % 4096 == 0 and s.bs % 4096 == 0 for s in logged)
+    # The run carries it as a warning, on its page and in its offline report; each step keeps its own notes.
+    warning = (
+        "adapted to the drive's 4096 B logical blocks: in xfer, trace, the block sizes and trace IOs that are not "
+        "whole logical blocks ran rounded up to them (each step says how)"
+    )
+    doc = document.run_document(db, 1)
+    assert warning in doc["warnings"] and html.escape(warning).encode() in offline_report.render(doc)
+    client = make_app(data_dir).test_client()
+    login(client)
+    assert str(escape(warning)).encode() in client.get("/runs/1").data  # as Jinja escapes it
+    assert not [s for s in run["steps"] if s["key"] not in ("xfer", "trace") and "adapted" in s["detail"]]
+
+
 @needs_root()
 def test_random_steps_issue_the_same_offsets_every_run(loopdev, tmp_path):
     """The suite's randseed and norandommap: two runs of the same random step issue the same offsets, and
@@ -173,9 +265,9 @@ def run_with_sensor(dev, data_dir, sensor, warning_c):
     neither. Yields the run: its `id`, its `thread`, and its `outcome` once the thread has ended. A check that
     fails meanwhile cancels it, so that no run is left idling for a sensor that will not cool."""
     suite = locked.load(path=ENGINE_SUITE[1], allow_non_standard=True)
-    drive, steps = runner.prepare(suite, dev, os.path.basename(dev))
-    drive |= {"temperature_source": f"hwmon:{sensor}", "warning_temp_c": warning_c}
     db = store.connect(data_dir)
+    drive, steps = runner.prepare(data_dir, suite, dev, os.path.basename(dev))
+    drive |= {"temperature_source": f"hwmon:{sensor}", "warning_temp_c": warning_c}
     lock = runner.RunLock(data_dir).acquire()
     run = SimpleNamespace(id=store.create_run(db, drive, suite, steps), outcome=None)
 
@@ -267,6 +359,95 @@ def test_temperature_is_sampled_through_the_whole_run(loopdev, tmp_path):
     assert hot and series["temperature.above_warning"] == hot
 
 
+def test_another_drive_on_the_same_node_fails_the_run_before_its_next_step(loopdev, tmp_path):
+    """The serial is read again before every step. The run idles in rand-read-4k's cool-down (its drive held
+    hot), where no fio holds the loop device, and there the device node is given another backing file: a
+    drive swapped on the same node. The step fails without touching it, and the steps before it stay."""
+    dev, img = loopdev()
+    other = tmp_path / "other.img"
+    subprocess.run(["truncate", "-s", "512M", str(other)], check=True)
+    data_dir = tmp_path / "data"
+    sensor = tmp_path / "temp1_input"
+    set_sensor(sensor, 40)
+    with run_with_sensor(dev, data_dir, sensor, warning_c=45) as r:
+        wait_until(lambda: run_series(data_dir, r.id)[1].get("temperature"), "the first temperature point")
+        set_sensor(sensor, 50)
+        wait_until(lambda: sampled_after(data_dir, r.id, "rand-read-4k", 1), "the cool-down of rand-read-4k")
+        subprocess.run(["losetup", "-d", dev], check=True)
+        # udev may still hold the node open for a moment after the detach: attach once it is free.
+        wait_until(lambda: subprocess.run(["losetup", dev, str(other)]).returncode == 0, f"{dev} to take {other}")
+        set_sensor(sensor, 40)
+        wait_until(lambda: not r.thread.is_alive(), "the run to end")
+    error = f"{dev} is now another drive (serial {other}), not the one this run began on (serial {img})"
+    assert r.outcome == ("failed", error)
+    run, _ = run_series(data_dir, r.id)
+    assert [s["state"] for s in run["steps"]] == ["done", "done", "failed", "skipped", "skipped", "skipped"]
+    assert run["steps"][2]["error"] == error and run["error"] == error
+
+
+def fill(folder):
+    """Write a file into `folder` until its file system has no room left, as a run's results would."""
+    subprocess.run(["dd", "if=/dev/zero", f"of={folder / 'filler'}", "bs=1M"], capture_output=True)
+    assert store.free_bytes(folder) < store.FULL_BELOW
+
+
+def full_error(data_dir):
+    return f"data partition full: no room left in {data_dir} for the step's results; the steps before it are kept"
+
+
+def test_a_partition_that_fills_while_the_drive_idles_fails_the_next_step_before_fio(loopdev, small_partition):
+    """The run idles in rand-read-4k's cool-down (its drive held hot), and there the data partition fills up:
+    the step fails before fio starts, so nothing is written for it, and the steps before it stay."""
+    dev, _ = loopdev()
+    data_dir = small_partition("32M")
+    sensor = data_dir.parent / "temp1_input"
+    set_sensor(sensor, 40)
+    with run_with_sensor(dev, data_dir, sensor, warning_c=45) as r:
+        wait_until(lambda: run_series(data_dir, r.id)[1].get("temperature"), "the first temperature point")
+        set_sensor(sensor, 50)
+        wait_until(lambda: sampled_after(data_dir, r.id, "rand-read-4k", 1), "the cool-down of rand-read-4k")
+        fill(data_dir)
+        set_sensor(sensor, 40)
+        wait_until(lambda: not r.thread.is_alive(), "the run to end")
+    assert r.outcome == ("failed", full_error(data_dir))
+    run, _ = run_series(data_dir, r.id)
+    assert [s["state"] for s in run["steps"]] == ["done", "done", "failed", "skipped", "skipped", "skipped"]
+    assert run["steps"][2]["error"] == full_error(data_dir) and run["steps"][1]["metrics"]
+    assert not os.path.exists(data_dir / run["steps"][2]["out_dir"])
+    assert not os.path.exists(data_dir / store.RESERVE_NAME)
+
+
+def test_a_full_data_partition_fails_the_step_and_the_run_can_still_be_exported_and_deleted(
+    loopdev, small_partition, tmp_path
+):
+    """The partition fills up while fio runs a 300 s step. fio says nothing of the writes it cannot make (it
+    exits 0, its JSON cut short), so the runner looks: it stops fio, and the step fails as "data partition
+    full", long before its 300 s. The steps before it stay; the run, its filler still beside it, can be
+    bundled and deleted."""
+    dev, _ = loopdev()
+    data_dir = small_partition("32M")
+    proc = start_run(dev, data_dir, suite=long_suite(tmp_path, "rand-write-4k"))
+    wait_for_step(data_dir, "rand-write-4k")
+    wait_until(lambda: fio_status(data_dir / "runs" / "1" / "03-rand-write-4k"), "fio's first status")
+    fill(data_dir)
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 1 and out.strip() == f"run 1: failed: {full_error(data_dir)}", err
+    run = show(1, data_dir)
+    assert run["state"] == "failed" and run["error"] == full_error(data_dir)
+    assert [s["state"] for s in run["steps"]] == ["done", "done", "done", "failed", "skipped", "skipped"]
+    failed = run["steps"][3]
+    assert failed["error"] == full_error(data_dir) and not failed["metrics"]
+    assert failed["finished_at"] - failed["started_at"] < 150  # stopped, not run to its end
+    assert all(s["metrics"] for s in run["steps"][1:3])
+    assert not os.path.exists(data_dir / store.RESERVE_NAME)
+
+    bundle = ssdbench("bundle", "1", "-o", str(tmp_path), data_dir=data_dir, check=True).stdout.strip()
+    assert ssdbench("verify", bundle).returncode == 0
+    client = make_app(data_dir).test_client()
+    assert client.delete("/api/runs/1", headers={"X-CSRF-Token": login(client)}).status_code == 204
+    assert not os.path.exists(data_dir / "runs" / "1")
+
+
 def test_cancel_during_a_cool_down_stops_the_sampler(loopdev, tmp_path):
     """A cancel while the drive idles: the run ends cancelled, its sampler stopped before it returns, and no
     point after its end."""
@@ -295,7 +476,7 @@ def test_second_run_is_refused_while_one_is_active(loopdev, tmp_path):
     dev, _ = loopdev()
     other, _ = loopdev(name="other.img")
     data_dir = tmp_path / "data"
-    first = start_run(dev, data_dir)
+    first = start_run(dev, data_dir, suite=long_suite(tmp_path, "rand-read-4k"))
     try:
         wait_for_step(data_dir, "rand-read-4k")
         second = ssdbench(
@@ -304,15 +485,17 @@ def test_second_run_is_refused_while_one_is_active(loopdev, tmp_path):
         assert second.returncode == 2
         assert f"another run is active (run 1 on {dev}" in second.stderr
     finally:
+        ssdbench("cancel", data_dir=data_dir)
         first.wait(timeout=120)
-    assert first.returncode == 0
+    assert show(1, data_dir)["state"] == "cancelled"
 
 
 def test_cancel_stops_fio_cleanly(loopdev, tmp_path):
     dev, _ = loopdev()
     data_dir = tmp_path / "data"
-    proc = start_run(dev, data_dir)
+    proc = start_run(dev, data_dir, suite=long_suite(tmp_path, "rand-read-4k"))
     wait_for_step(data_dir, "rand-read-4k")
+    wait_until(lambda: fio_status(data_dir / "runs" / "1" / "02-rand-read-4k"), "fio's first status")
     cancelled = ssdbench("cancel", data_dir=data_dir)
     assert cancelled.returncode == 0 and "asked run 1 to stop" in cancelled.stdout
     proc.wait(timeout=60)
@@ -358,7 +541,7 @@ def test_sigterm_at_any_moment_cancels_and_never_fails(loopdev, tmp_path):
 def test_killed_runner_leaves_an_interrupted_run_with_its_steps(loopdev, tmp_path):
     dev, _ = loopdev()
     data_dir = tmp_path / "data"
-    proc = start_run(dev, data_dir)
+    proc = start_run(dev, data_dir, suite=long_suite(tmp_path, "rand-write-4k"))
     wait_for_step(data_dir, "rand-write-4k")
     proc.kill()  # as a power cut would
     proc.wait()
@@ -382,7 +565,7 @@ def test_killed_runner_leaves_an_interrupted_run_with_its_steps(loopdev, tmp_pat
 def test_drive_that_vanishes_fails_its_step_with_fios_message(loopdev, tmp_path):
     dev, img = loopdev()
     data_dir = tmp_path / "data"
-    proc = start_run(dev, data_dir)
+    proc = start_run(dev, data_dir, suite=long_suite(tmp_path, "rand-write-4k"))
     wait_for_step(data_dir, "rand-write-4k")
     # fio is writing once it has printed a status with I/O done.
     step_dir = data_dir / "runs" / "1" / "03-rand-write-4k"

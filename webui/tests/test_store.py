@@ -4,7 +4,7 @@ import sqlite3
 from types import SimpleNamespace
 
 import pytest
-from conftest import add_run
+from conftest import add_repeat, add_run
 
 from ssdbench.results import store
 
@@ -101,3 +101,28 @@ def test_a_run_being_exported_cannot_be_deleted(tmp_path):
     add_run(tmp_path, state="running")
     with pytest.raises(store.RunBusy, match="is running: cancel it"):
         store.delete_run(db, str(tmp_path), 2)
+
+
+def test_a_repeat_set_links_its_runs_and_keeps_the_others_when_one_is_deleted(tmp_path):
+    repeat_id = add_repeat(tmp_path, iops=(1.0, 2.0, 3.0))
+    db = store.connect(tmp_path)
+    assert [(r["id"], r["position"]) for r in store.get_repeat(db, repeat_id)["runs"]] == [(1, 1), (2, 2), (3, 3)]
+    assert store.get_run(db, 2)["repeat"] == {"id": repeat_id, "position": 2} and store.repeat_of(db, 3) == (1, 3)
+    assert store.delete_run(db, str(tmp_path), 2)
+    assert [(r["id"], r["position"]) for r in store.get_repeat(db, repeat_id)["runs"]] == [(1, 1), (3, 3)]
+    assert store.list_repeats(db)[0]["runs"] == 2 and store.get_repeat(db, repeat_id)["state"] == "done"
+    with pytest.raises(sqlite3.IntegrityError):  # a set is of two runs or more
+        store.create_repeat(db, {"path": "/dev/x"}, SimpleNamespace(name="s", sha256="h", locked=True), 1, {}, {})
+
+
+def test_a_repeat_set_cut_off_is_interrupted_and_a_cancel_of_its_run_reaches_it(tmp_path):
+    add_repeat(tmp_path, state="running")
+    db = store.connect(tmp_path)
+    with pytest.raises(store.RunBusy, match="repeat set 1 is running"):
+        store.check_idle(db)
+    store.request_cancel(db, 2)
+    assert store.repeat_cancel_requested(db, 1) and store.cancel_requested(db, 2)
+    store.mark_interrupted(db)
+    held = store.get_repeat(db, 1)
+    assert held["state"] == "interrupted" and "cut off" in held["error"] and held["pid"] is None
+    store.check_idle(db)

@@ -1,9 +1,10 @@
 """The drive tools' output parsed: nvme-cli, smartctl, hdparm, lsblk and blkid, as captured from real drives."""
 
 import json
+import os
 
 import pytest
-from conftest import data
+from conftest import DATA, data
 
 from ssdbench.drives import health, tool_output
 from ssdbench.errors import SsdbenchError
@@ -27,6 +28,17 @@ def test_smartctl_sata_nvme_and_unknown_usb_bridge():
     assert nvme["protocol"] == "NVMe" and nvme["host_bytes_written"] == 0
     usb = tool_output.smartctl(data("smartctl-usb.json"))
     assert usb["model"] is None and "Unknown USB bridge" in usb["messages"][0]
+    # SAT passthrough forced on a bridge that carries no ATA command: no identity, so the bridge's only.
+    assert tool_output.smartctl(data("smartctl-usb-sat.json"))["model"] is None
+
+
+def test_ata_identity_from_the_vpd_page_the_kernel_hands_out():
+    with open(os.path.join(DATA, "vpd-pg89-sata.bin"), "rb") as f:
+        page = f.read()
+    ids = tool_output.vpd_ata_information(page)
+    assert ids == {"model": "SSDB-SATA-MODEL", "serial": "SSDB-SATA-0001", "firmware": "2.5+"}
+    assert tool_output.vpd_ata_information(page[:200]) is None  # cut short: not an IDENTIFY
+    assert tool_output.vpd_ata_information(page[:1] + b"\x80" + page[2:]) is None  # another page
 
 
 # Each fixture is QEMU's SATA disk with attribute 4 (raw value 100) given a vendor's name by `smartctl -v`,

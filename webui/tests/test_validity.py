@@ -7,7 +7,7 @@ import pytest
 from conftest import needs_root
 
 from ssdbench.results import document, store, validity
-from ssdbench.run import plan, playback
+from ssdbench.run import burst, plan, playback
 from ssdbench.run.fio_output import Metric
 from ssdbench.suites import locked
 
@@ -249,22 +249,29 @@ def test_a_matrix_names_its_jobs_and_a_job_that_did_not_read_is_not_flagged(tmp_
 
 
 def test_mixed_burst_reads_outside_its_background_span_so_it_needs_the_fill(tmp_path):
-    burst = {
+    mixed = {
         "id": "burst",
         "kind": "burst",
         "cooldown": False,
         "title": "burst",
         "span": {"offset": "0", "size": "256MiB"},
-        "background": {"bs": "4k", "iodepth": 4, "burst": "4000000", "every_s": 0.5},
+        "background": {"bs": "4k", "iodepth": 2, "burst": "4000000", "every_s": 0.5, "seed": 2011},
         "foreground": {"bs": "64k", "iodepth": 2, "burst": "4000000", "bursts": 3, "idle_s": 0.5},
     }
     reads = {"burst": {"foreground.read.io_bytes": 12 * MB, "background.write.io_bytes": 8 * MB}}
-    bare = load_suite(tmp_path, device_step("purge"), burst)
+    bare = load_suite(tmp_path, device_step("purge"), mixed)
     assert suspect(record(tmp_path / "bare", bare, reads))["burst"] == [
         never_written("12.0 MB", "12.0 MB", job=" in foreground")
     ]
-    filled = load_suite(tmp_path, device_step("purge"), fio_step("fill", "write", "100%"), burst)
+    filled = load_suite(tmp_path, device_step("purge"), fio_step("fill", "write", "100%"), mixed)
     assert suspect(record(tmp_path / "filled", filled, reads))["burst"] == []
+    # The background replays timed writes, which its job file does not bound: the step's detail records the
+    # span they fall in, and a later read of it is a read of written LBAs.
+    after = load_suite(tmp_path, device_step("purge"), mixed, fio_step("read-back", "randread", "256MiB", runtime=1))
+    figures = {**reads, "read-back": {"read.io_bytes": MB}}
+    span = {"burst": {"background": {"span": {"offset": 0, "size": 256 * 2**20}}}}
+    assert suspect(record(tmp_path / "after", after, figures, details=span))["read-back"] == []
+    assert suspect(record(tmp_path / "unknown", after, figures))["read-back"] == [never_written("268.4 MB", "268.4 MB")]
 
 
 def test_a_sweep_reads_what_it_wrote_and_a_trace_is_never_flagged(tmp_path):
@@ -305,12 +312,45 @@ def test_a_sweep_reads_what_it_wrote_and_a_trace_is_never_flagged(tmp_path):
     }
 
 
+# Rule 4: a trace's busy time against the kernel's
+
+
+def busy_off(rebuilt, kernel, off):
+    return (
+        f"the disk busy time rebuilt from fio's logs, {rebuilt:.3f} s, is {off} off the {kernel:.3f} s that the "
+        "kernel counted (io_ticks), over 5%: the busy time and the MB/s from it may not be the drive's"
+    )
+
+
+def test_a_trace_s_busy_time_more_than_5_percent_off_the_kernel_s_flags_its_step(tmp_path):
+    keys = ("above", "below", "just-above", "just-below", "uncounted", "unknown")
+    trace = {"kind": "trace", "cooldown": False, "profile": "smoke", "seed": 1, "scale": 1.0}
+    suite = load_suite(tmp_path, *({"id": key, "title": key, **trace} for key in keys))
+    figures = {
+        "above": {"all.busy_s": 10.51, "kernel.busy_s": 10.0},
+        "below": {"all.busy_s": 9.49, "kernel.busy_s": 10.0},
+        "just-above": {"all.busy_s": 10.49, "kernel.busy_s": 10.0},
+        "just-below": {"all.busy_s": 9.51, "kernel.busy_s": 10.0},
+        # The kernel counted nothing (a queue whose iostats is off), or its stat could not be read: no check.
+        "uncounted": {"all.busy_s": 10.0, "kernel.busy_s": 0.0},
+        "unknown": {"all.busy_s": 10.0},
+    }
+    assert suspect(record(tmp_path, suite, figures)) == {
+        "above": [busy_off(10.51, 10.0, "5.1%")],
+        "below": [busy_off(9.49, 10.0, "5.1%")],
+        "just-above": [],
+        "just-below": [],
+        "uncounted": [],
+        "unknown": [],
+    }
+
+
 def reads_everywhere(steps):
     """Every job that can read, read as far as fio could: a write-only job has no read figures."""
     figures = {}
     for step in steps:
         for job, options in step.jobs:
-            if options["rw"] not in ("write", "randwrite"):
+            if "read_iolog" not in options and options["rw"] not in ("write", "randwrite"):
                 prefix = f"{job}." if len(step.jobs) > 1 else ""
                 figures.setdefault(step.id, {})[f"{prefix}read.io_bytes"] = 2**50
     return figures
@@ -330,7 +370,9 @@ def test_smoke_reads_the_trimmed_drive_in_its_burst_and_pts_rows(tmp_path):
     steps = plan.compile_plan(suite, capacity)
     trace = next(step for step in steps if step.kind == "trace")
     _, played = playback.prepare(trace, tmp_path / "trace", capacity, suite)
-    doc = record(tmp_path, suite, reads_everywhere(steps), capacity, details={"trace": {"trace": played}})
+    background = burst.prepare(next(step for step in steps if step.kind == "burst"), tmp_path / "burst")
+    details = {"trace": {"trace": played}, "burst": {"background": background}}
+    doc = record(tmp_path, suite, reads_everywhere(steps), capacity, details=details)
     flagged = {key: reasons for key, reasons in suspect(doc).items() if reasons}
     assert sorted(flagged) == ["burst", "pts"]
     assert all(

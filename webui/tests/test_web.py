@@ -8,7 +8,7 @@ import stat
 from urllib.parse import unquote
 
 import pytest
-from conftest import PIN, XSS, add_run, login, make_app, needs_root, ssdbench, web_server
+from conftest import PIN, XSS, add_repeat, add_run, login, make_app, needs_root, ssdbench, web_server
 from markupsafe import escape
 
 from ssdbench.appliance import access
@@ -414,3 +414,74 @@ def test_a_large_body_gets_a_quick_413_and_costs_the_server_no_memory(tmp_path):
         assert answer.startswith(b"HTTP/1.1 413"), answer[:80]
         assert sent < 16 << 20, sent
         assert rss() - before < 10 * 1024, (before, rss())  # kB: the body was never kept
+
+
+def test_a_repeat_sets_page_shows_its_runs_and_its_summary_with_the_flags(client, data_dir, token):
+    add_repeat(data_dir, iops=(100.0, 110.0, 90.0), model=XSS)
+    summary = client.get("/api/repeats/1").get_json()
+    assert summary["counted"] == [1, 2, 3] and summary["flagged"] == 1
+    iops = next(f for f in summary["figures"] if f["key"] == "rand-read-4k/read.iops")
+    assert (iops["values"], iops["mean"], iops["stdev"], iops["flagged"]) == ([100.0, 110.0, 90.0], 100.0, 10.0, True)
+    page = client.get("/repeats/1").data.decode()
+    assert "rand-read-4k/read.iops" in page and "10.00%" in page and 'class="flagged"' in page
+    assert "1 of 4 headline figures flagged" in page and 'id="download-bundle"' in page
+    assert 'href="/runs/2"' in page and html.escape(XSS) in page and XSS not in page
+    assert 'data-page="repeat"' in page  # ended: nothing to follow
+    assert "repeat set 1" in client.get("/runs/2").data.decode()
+    history = client.get("/history").data.decode()
+    assert "Repeat sets" in history and 'href="/repeats/1"' in history and "3 of 3" in history
+    assert [r["repeat_id"] for r in client.get("/api/runs").get_json()["runs"]] == [1, 1, 1]
+    assert client.get("/api/repeats").get_json()["repeats"][0]["runs"] == 3
+    assert client.get("/repeats/2").status_code == 404 and client.get("/api/repeats/2").status_code == 404
+    assert client.post("/api/repeats/1/cancel", headers={"X-CSRF-Token": token}).status_code == 409
+
+
+def test_between_two_runs_of_a_set_nothing_else_starts_and_a_cancel_stops_the_set(client, data_dir, token):
+    add_repeat(data_dir, state="running")
+    body = {"drive": "/dev/nvme0n1", "suite": "smoke", "confirm": "S123"}
+    refused = client.post("/api/runs", json=body, headers={"X-CSRF-Token": token})
+    assert refused.status_code == 409 and "repeat set 1 is running" in refused.get_json()["error"]
+    refused = client.post("/api/repeats", json={**body, "times": 2}, headers={"X-CSRF-Token": token})
+    assert refused.status_code == 409 and "repeat set 1 is running" in refused.get_json()["error"]
+    drives = client.get("/").data.decode()
+    assert 'href="/repeats/1"' in drives and "a new run can start when it ends" in drives
+    page = client.get("/repeats/1").data.decode()
+    assert 'data-page="repeat-live"' in page and "Cancel the repeat set" in page
+    assert client.post("/repeats/1/cancel", data={"csrf_token": token}).status_code == 302
+    assert store.repeat_cancel_requested(store.connect(data_dir), 1)
+    assert client.post("/api/repeats/1/cancel", headers={"X-CSRF-Token": token}).status_code == 202
+    assert client.post("/api/repeats/7/cancel", headers={"X-CSRF-Token": token}).status_code == 404
+
+
+@needs_root()
+def test_repeat_n_next_to_start_queues_a_set_with_its_first_run(loopdev, data_dir):
+    dev, _ = loopdev()
+    client = make_app(data_dir, SSDBENCH_EXTRA_DRIVES=[dev]).test_client()
+    token = login(client)
+    page = client.get("/").data.decode()
+    assert 'formaction="/repeat"' in page and "Repeat ×N" in page and 'name="times"' in page
+    form = {"drive": dev, "suite": "smoke", "confirm": os.path.basename(dev), "csrf_token": token}
+    for times, expect in (
+        ("1", "from 2 to 20"),
+        ("x", "from 2 to 20"),
+        ("٣", "from 2 to 20"),
+        ("", "from 2 to 20"),
+    ):
+        refused = client.post("/repeat", data={**form, "times": times})
+        assert refused.status_code == 400 and expect in refused.data.decode(), times
+    wrong = client.post("/repeat", data={**form, "confirm": "nope", "times": "3"})
+    assert wrong.status_code == 409 and f"--confirm {os.path.basename(dev)}" in wrong.data.decode()
+    made = client.post("/repeat", data={**form, "times": "3"})
+    assert made.status_code == 302 and made.headers["Location"].endswith("/repeats/1")
+    held = store.get_repeat(store.connect(data_dir), 1)
+    assert (held["state"], held["times"], held["request"]["device"]) == ("queued", 3, dev)
+    assert [(r["position"], r["state"]) for r in held["runs"]] == [(1, "queued")]
+    assert held["thresholds"] == {"cov_percent": 2.5, "qd1_latency_cov_percent": 3.0}  # what smoke states
+    # The API takes the same, its times checked against the document first.
+    headers = {"X-CSRF-Token": token}
+    body = {k: form[k] for k in ("drive", "suite", "confirm")}
+    for times in (None, 1, 21, "3", True):
+        sent = {**body, "times": times} if times is not None else body
+        assert client.post("/api/repeats", json=sent, headers=headers).status_code == 400, times
+    again = client.post("/api/repeats", json={**body, "times": 2.0}, headers=headers)
+    assert again.status_code == 409 and "run 1 is queued" in again.get_json()["error"]

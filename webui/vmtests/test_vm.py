@@ -2,7 +2,8 @@
 
 The VM image comes from make vm-image. Each test boots it on copies in a temporary folder: the stick on
 USB, an NVMe and a SATA drive; the serial console goes to webui/tests/artifacts/. The two tests share the
-stick and drives and run in order: the first leaves two runs on them, the second cuts the power.
+stick and drives and run in order: the first grows the stick's SSDB-DATA and leaves two runs on them, the
+second cuts the power.
 """
 
 import json
@@ -24,8 +25,10 @@ ARTIFACTS = os.path.join(TOP, "webui", "tests", "artifacts")
 PIN = "271828"
 # As board/vm/qemu.sh names them; QEMU 7.2 has no option for an NVMe model, so it is its own.
 NVME = {"serial": "SSDB-NVME-0001", "model": "QEMU NVMe Ctrl", "transport": "nvme"}
-SATA = {"serial": "SSDB-SATA-0001", "model": "SSDB-SATA-SSD", "transport": "sata"}
+# The SATA model has 40 characters, all that ATA IDENTIFY holds; lsblk shows its first 16.
+SATA = {"serial": "SSDB-SATA-0001", "model": "SSDB-SATA-SSD 1TB MODEL NAME OF 40 CHARS", "transport": "sata"}
 STICK_OFFSET = 1024 * 1024  # partition 1, SSDBENCH (board/vm/build-image.sh)
+STICK_SIZE = "4G"  # the stick of the two tests that share it: the image is 513 MiB, SSDB-DATA 256 MiB of it
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists(os.path.join(VM_DIR, "stick.img")), reason="no VM image: make vm-image"
@@ -40,9 +43,11 @@ def qemu(disks, console_log, extra=(), append=""):
 
 @pytest.fixture(scope="module")
 def disks(tmp_path_factory):
-    """The stick (a copy of the built one) and empty drives, for both tests."""
+    """The stick (a copy of the built one, on a larger stick: the rest of it is a sparse hole) and empty
+    drives, for both tests."""
     folder = tmp_path_factory.mktemp("vm")
     subprocess.run(["cp", "--sparse=always", os.path.join(VM_DIR, "stick.img"), str(folder)], check=True)
+    subprocess.run(["truncate", "-s", STICK_SIZE, os.path.join(folder, "stick.img")], check=True)
     return str(folder)
 
 
@@ -87,9 +92,36 @@ def second_namespace(folder):
     return img, ["-drive", f"if=none,id=ns2,file={img},format=raw", "-device", "nvme-ns,drive=ns2,bus=nvme0,nsid=2"]
 
 
+def namespace_4kn(folder):
+    """A namespace of 4096 B logical (and physical) blocks on the NVMe controller: a 4Kn drive. Small, as smoke
+    fills it whole."""
+    img = os.path.join(folder, "ns4k.img")
+    subprocess.run(["truncate", "-s", "256M", img], check=True)
+    return [
+        "-drive",
+        f"if=none,id=ns4k,file={img},format=raw,discard=unmap",
+        "-device",
+        "nvme-ns,drive=ns4k,bus=nvme0,nsid=2,logical_block_size=4096,physical_block_size=4096",
+    ]
+
+
+def busy_times(run):
+    """The trace step's busy time as rebuilt from fio's logs and as the kernel counted it, for the log."""
+    trace = {m["name"]: m["value"] for m in next(s for s in run["steps"] if s["kind"] == "trace")["metrics"]}
+    return f"busy {trace['all.busy_s']:.3f} s rebuilt from fio's logs, {trace.get('kernel.busy_s')} s by io_ticks"
+
+
 def test_boot_runs_export_and_verify(boot, disks, tmp_path):
     ns2_img, extra = second_namespace(disks)
     vm = boot(*extra)
+    # The stick's first boot: SSDB-DATA, 256 MiB in the image, grew to the end of the 4 GiB stick, its
+    # partition first (3839 MiB: the stick less 1 MiB before SSDBENCH and its 256 MiB), then its file system.
+    console = vm.console_text()
+    assert re.search(r"SSDB-DATA: partition 2 of sd[a-z] grown to the end of the stick: 256 MiB -> 3839 MiB", console)
+    assert "SSDB-DATA: file system grown online: 256 MiB -> " in console and "not grown" not in console
+    blocks, block = vm.shell("stat -f -c '%b %S' /var/lib/ssdbench").split()
+    print(f"SSDB-DATA on a {STICK_SIZE} stick: {int(blocks) * int(block) / 1e9:.2f} GB")
+    assert int(blocks) * int(block) > 3.5e9
     # Another namespace of the drive's controller in use: a purge of nvme0n1 must not reach it.
     # And the settings file, which holds the PIN, is root's alone.
     vm.shell("mount -t vfat /dev/nvme0n2 /mnt")
@@ -103,9 +135,14 @@ def test_boot_runs_export_and_verify(boot, disks, tmp_path):
     for want in (NVME, SATA):
         drive = by_serial(found, want["serial"])
         assert (drive["model"], drive["transport"], drive["eligible"]) == (want["model"], want["transport"], True)
+    assert by_serial(found, SATA["serial"])["identity_source"] == "ATA IDENTIFY (smartctl)"
+    assert by_serial(found, NVME["serial"])["identity_source"] == "NVMe Identify Controller (nvme-cli)"
     sticks = [d for d in found if d["transport"] == "usb"]
     assert len(sticks) == 1 and not sticks[0]["eligible"], sticks
     assert "boot stick" in sticks[0]["reason"]
+    # QEMU's usb-storage passes no ATA command, as many bridges: its identity is the bridge's, and says so.
+    assert sticks[0]["identity_source"] == "the USB bridge only (SCSI INQUIRY)"
+    assert any(note.startswith("identity from the bridge only") for note in sticks[0]["notes"]), sticks[0]["notes"]
 
     # The status screen on the serial console: the URL (QEMU's user network gives 10.0.2.15) and the drives.
     start = vm.wait_console("Web UI: http://10.0.2.15/")
@@ -117,7 +154,7 @@ def test_boot_runs_export_and_verify(boot, disks, tmp_path):
     for want in (NVME, SATA):
         run_id = vm.start_run(by_serial(found, want["serial"]))
         state, seconds = vm.wait_run(run_id)
-        print(f"smoke on {want['transport']}: {state} in {seconds:.0f} s")
+        print(f"smoke on {want['transport']}: {state} in {seconds:.0f} s; {busy_times(vm.run(run_id))}")
         assert state == "done", vm.run(run_id)["error"]
         run_ids.append(run_id)
     # QEMU formats one namespace at a time (FNA 0): Format is used, and says nothing of nvme0n2.
@@ -206,6 +243,8 @@ def full_stick(folder, free=200_000):
 def test_power_cut_leaves_the_run_interrupted_with_its_steps(boot, disks):
     full_img, extra = full_stick(disks)
     vm = boot(*extra)
+    # The stick's second boot: its SSDB-DATA already fills it, and is left alone.
+    assert "Looking for the ssdbench stick: sd" in vm.console_text() and "grown" not in vm.console_text()
 
     # Export to a vfat stick that fills up partway through a bundle (the Debian kernel's vfat driver):
     # a clear error, and nothing left on the stick under the bundle's name or a temporary one.
@@ -228,7 +267,8 @@ def test_power_cut_leaves_the_run_interrupted_with_its_steps(boot, disks):
     vm.kill()
     print(f"power cut after the steps {', '.join(done)}")
 
-    vm = boot()
+    # Booted again, with a 4Kn namespace beside the interrupted run's.
+    vm = boot(*namespace_4kn(disks))
     # The runner service marks the run when it starts, which may be just after the web UI.
     deadline = time.monotonic() + 120
     while (run := vm.run(run_id))["state"] == "running" and time.monotonic() < deadline:
@@ -245,10 +285,20 @@ def test_power_cut_leaves_the_run_interrupted_with_its_steps(boot, disks):
         if steps[key]["job_file"]:
             assert vm.file_status(run_id, f"{os.path.basename(steps[key]['out_dir'])}/fio.json") == 200, key
 
-    sata = by_serial(drives(vm), SATA["serial"])
-    state, seconds = vm.wait_run(vm.start_run(sata))
-    print(f"smoke on sata after the power cut: {state} in {seconds:.0f} s")
-    assert state == "done"
+    # Then smoke to the end, on the 4Kn namespace: the trace's 512 B IOs run widened to whole 4096 B blocks, and
+    # the run says so.
+    drive = next(d for d in drives(vm) if d["path"] == "/dev/nvme0n2")
+    assert drive["eligible"] and (drive["logical_block_size"], drive["physical_block_size"]) == (4096, 4096), drive
+    run_id = vm.start_run(drive)
+    state, seconds = vm.wait_run(run_id)
+    run = vm.run(run_id)
+    print(f"smoke on a 4Kn NVMe namespace after the power cut: {state} in {seconds:.0f} s; {busy_times(run)}")
+    assert state == "done", run["error"]
+    trace = next(s for s in run["steps"] if s["kind"] == "trace")
+    print(f"4Kn: {'; '.join(trace['detail']['adapted'])}")
+    assert trace["detail"]["trace"]["widened"]["block_bytes"] == 4096 and trace["detail"]["trace"]["widened"]["ios"]
+    assert [s["key"] for s in run["steps"] if "adapted" in (s["detail"] or {})] == ["trace"]
+    assert any(w.startswith("adapted to the drive's 4096 B logical blocks: in trace,") for w in run["warnings"])
     vm.poweroff()
     assert mtools("mdir", "-b", "-i", full_img, "::").split() == ["::/filler", "::/ssdbench-results/"]
     assert mtools("mdir", "-b", "-i", full_img, "::ssdbench-results").split() == []

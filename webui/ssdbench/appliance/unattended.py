@@ -32,7 +32,7 @@ def run_all(data_dir, suite_name, say=print):
     for d in targets:
         while store.busy_run(db) is not None:  # a run started from the web UI goes first
             time.sleep(POLL_S)
-        run_id = queue.enqueue(db, suite_name, d["path"], d["confirm_id"])
+        run_id = queue.enqueue(db, data_dir, suite_name, d["path"], d["confirm_id"])
         say(f"run {run_id}: {suite_name} on {d['path']} ({d.get('model') or d['name']}) queued")
         while (state := store.run_state(db, run_id)) in store.ACTIVE:
             time.sleep(POLL_S)

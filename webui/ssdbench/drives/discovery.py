@@ -132,6 +132,7 @@ def _enrich_nvme(drive, notes):
         notes.append(str(exc))
         return
     drive.update({k: ids[k] or drive.get(k) for k in ("model", "serial", "firmware")})
+    drive["identity_source"] = "NVMe Identify Controller (nvme-cli)"
     drive["erase"] = {
         "format": ids["format_supported"],
         "sanitize": ids["sanitize_supported"],
@@ -152,33 +153,69 @@ def _enrich_nvme(drive, notes):
         )
 
 
-def _enrich_ata(drive, notes):
-    if tools.which("smartctl"):
+def _smartctl(drive, notes):
+    """`smartctl -a`; on a USB drive whose bridge smartctl's database does not know, again with SAT
+    passthrough forced (-d sat), which many bridges carry. None when smartctl is not there or fails."""
+    if tools.which("smartctl") is None:
+        notes.append("smartctl is not installed: no SMART identity or health")
+        return None
+    forced = [["-d", "sat"]] if drive["transport"] == "usb" else []
+    smart = None
+    for extra in [[], *forced]:
         try:
-            smart = tool_output.smartctl(tools.run(["smartctl", "-j", "-a", drive["path"]], ok=None))
-            for key in ("model", "serial", "firmware"):
-                drive[key] = drive.get(key) or smart[key]
-            if drive["link"] is None or drive["link"].get("speed") is None and smart["link_current"]:
-                g = SATA_GEN.get((smart["link_current"] or "").split()[0] if smart["link_current"] else "")
-                drive["link"] = {
-                    "kind": "sata",
-                    "speed": smart["link_current"],
-                    "generation": f"SATA Gen{g}" if g else None,
-                    "max": smart["link_max"],
-                }
-            if smart["trim_supported"] is not None:
-                drive["trim_supported"] = smart["trim_supported"]
+            smart = tool_output.smartctl(tools.run(["smartctl", "-j", "-a", *extra, drive["path"]], ok=None))
         except SsdbenchError as exc:
             notes.append(str(exc))
-    else:
-        notes.append("smartctl is not installed: no SMART identity or health")
+            continue
+        if smart["model"]:
+            break
+    return smart
+
+
+def _hdparm(drive, notes):
     if tools.which("hdparm") is None:
         notes.append("hdparm is not installed: ATA security state unknown")
-        return
+        return None
     try:
-        ident = tool_output.hdparm_identify(tools.run(["hdparm", "-I", drive["path"]]))
+        return tool_output.hdparm_identify(tools.run(["hdparm", "-I", drive["path"]]))
     except SsdbenchError as exc:
         notes.append(str(exc))
+        return None
+
+
+def _ata_identity(drive, notes, smart, ident):
+    """Model, serial and firmware from ATA IDENTIFY, whichever source has it: smartctl, hdparm -I, or the
+    kernel's SAT layer (VPD page 89h in sysfs). lsblk shows the SCSI INQUIRY strings instead, whose model
+    is cut to 16 characters. A USB bridge that passes no ATA command leaves only its own INQUIRY strings."""
+    vpd = tool_output.vpd_ata_information(sysfs.read_bytes(f"{SYS}/class/block/{drive['name']}/device/vpd_pg89") or b"")
+    for source, ids in (("smartctl", smart), ("hdparm -I", ident), ("sysfs VPD page 89h", vpd)):
+        if ids and ids.get("model"):
+            drive.update({key: ids[key] or drive[key] for key in ("model", "serial", "firmware")})
+            drive["identity_source"] = f"ATA IDENTIFY ({source})"
+            return
+    if drive["transport"] == "usb":
+        drive["identity_source"] = "the USB bridge only (SCSI INQUIRY)"
+        notes.append(
+            "identity from the bridge only: the USB bridge passes no ATA command (SAT), so the model and "
+            "serial shown are the bridge's, not the drive's"
+        )
+
+
+def _enrich_ata(drive, notes):
+    smart, ident = _smartctl(drive, notes), _hdparm(drive, notes)
+    _ata_identity(drive, notes, smart, ident)
+    if smart:
+        if drive["link"] is None or drive["link"].get("speed") is None and smart["link_current"]:
+            g = SATA_GEN.get((smart["link_current"] or "").split()[0] if smart["link_current"] else "")
+            drive["link"] = {
+                "kind": "sata",
+                "speed": smart["link_current"],
+                "generation": f"SATA Gen{g}" if g else None,
+                "max": smart["link_max"],
+            }
+        if smart["trim_supported"] is not None:
+            drive["trim_supported"] = smart["trim_supported"]
+    if not ident:
         return
     security = (
         "not supported"
@@ -210,6 +247,8 @@ def describe(node, named=False, allow_usb=False, root_disks=(), boot_disk=None):
         "model": (node.get("model") or "").strip() or None,
         "serial": (node.get("serial") or "").strip() or None,
         "firmware": (node.get("rev") or "").strip() or sysfs.read(f"{SYS}/class/block/{name}/device/firmware_rev"),
+        # What lsblk shows: sysfs, which for a SATA or USB disk holds the SCSI INQUIRY strings.
+        "identity_source": "lsblk" if transport != "loop" else None,
         "capacity_bytes": node["size"],
         "logical_block_size": node["log-sec"],
         "physical_block_size": node["phy-sec"],
@@ -340,6 +379,44 @@ def namespaces_in_use(drive):
         if uses:
             found.append(f"{name}: {', '.join(uses)}")
     return found
+
+
+def serial_now(drive):
+    """The serial of whatever is on the drive's device node now, read the same way every time, so that a run
+    can tell when its drive was swapped: an NVMe controller's serial and a SATA drive's IDENTIFY serial from
+    sysfs (no process, no command to the drive), a loop device's backing file, else lsblk's SERIAL (a USB
+    bridge's). None when the node is empty or says nothing."""
+    name = os.path.basename(os.path.realpath(drive["path"]))
+    block = f"{SYS}/class/block/{name}"
+    if drive["transport"] == "loop":
+        return sysfs.read(f"{block}/loop/backing_file")
+    if drive["transport"] == "nvme":
+        return sysfs.read(f"{block}/device/serial")
+    ids = tool_output.vpd_ata_information(sysfs.read_bytes(f"{block}/device/vpd_pg89") or b"")
+    if ids and ids["serial"]:
+        return ids["serial"]
+    if not os.path.exists(block):
+        return None
+    try:
+        nodes = _lsblk([drive["path"]])
+    except SsdbenchError:
+        return None
+    return (nodes[0].get("serial") or "").strip() or None
+
+
+def io_ticks(path):
+    """(stat file, ms) of the kernel's io_ticks for the device at `path`: the time, in ms, during which it had
+    at least one IO in flight (field 10 of its stat file), or None when the kernel does not count it.
+
+    The stat file is that of the device itself, as fio opens it: a partition's or a dm device's own counts
+    only the IOs sent to it, where its disk's, or the disks under it, also count others. A queue whose
+    iostats is off counts nothing."""
+    name = os.path.basename(os.path.realpath(path))
+    stat = f"{SYS}/class/block/{name}/stat"
+    fields = (sysfs.read(stat) or "").split()
+    if sysfs.read(f"{SYS}/class/block/{name}/queue/iostats") == "0" or len(fields) < 10 or not fields[9].isdigit():
+        return None
+    return stat, int(fields[9])
 
 
 def capacity(path):

@@ -201,3 +201,24 @@ def hdparm_identify(text):
 def _erase_minutes(security):
     m = re.search(r"(\d+)min for SECURITY ERASE UNIT", security)
     return int(m.group(1)) if m else None
+
+
+def _ata_string(data, first_word, words):
+    """An ATA IDENTIFY string: each 16-bit word holds two characters, the first in its high byte."""
+    raw = data[first_word * 2 : (first_word + words) * 2]
+    swapped = bytes(raw[i ^ 1] for i in range(len(raw)))
+    return swapped.decode("ascii", "replace").strip() or None
+
+
+def vpd_ata_information(data):
+    """Model, serial and firmware from SCSI VPD page 89h (ATA Information), which carries the drive's own
+    512-byte IDENTIFY DEVICE data from byte 60 (SAT-4, 12.4.2): the whole 40-character model, where the
+    INQUIRY string that lsblk shows holds only 16. None when the page is not an ATA Information page."""
+    if len(data) < 60 + 512 or data[1] != 0x89:
+        return None
+    identify = data[60 : 60 + 512]
+    return {
+        "serial": _ata_string(identify, 10, 10),
+        "firmware": _ata_string(identify, 23, 4),
+        "model": _ata_string(identify, 27, 20),
+    }

@@ -11,6 +11,11 @@ Layout (also written into the bundle's README.txt):
   jobs/NN-step.fio       the exact fio job files, and rerun.sh to run them with plain fio
   raw/NN-step/           fio's own JSON, logs and replay files, as written during the run
 
+A repeat set's bundle holds every run of the set, each as a run bundle holds it but its manifest, under
+run-N/ (N its place in the set), beside the set's own files; one manifest covers them all:
+  repeat.json            the set and its summary: each headline figure's values, mean, stdev, CoV, min, max
+  summary.csv            the summary as a table, one headline figure a row
+
 A bundle is checked by hashes only: they catch damage and edits, not someone who rewrites the manifest too.
 """
 
@@ -26,21 +31,26 @@ import shutil
 import socket
 import zipfile
 import zlib
+from contextlib import ExitStack
 
 from .. import __version__
 from ..errors import SsdbenchError
 from ..suites import locked
 from ..system import durable
-from . import document, offline_report, store, zip_safety
+from . import document, offline_report, repeatability, store, zip_safety
 
 FORMAT = "ssdbench-bundle"
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 RESULT = "result.json"
+REPEAT = "repeat.json"
 # What reading a damaged member can raise: a bad CRC, a broken deflate stream, a cut-off file.
 DAMAGED = (zipfile.BadZipFile, zlib.error, EOFError, OSError)
-# Fields of the run document that describe this machine's queue, not the result.
+# Fields of a run's or a repeat set's document that describe this machine's queue, not the result.
 LOCAL_FIELDS = ("pid", "cancel_requested", "request", "step_index", "eta_s", "cur_iops", "cur_bw", "progress_at")
+# summary.csv: a headline figure a row (results/repeatability.py names each column).
+SUMMARY_COLUMNS = ("key", "unit", "kind", "n", "mean", "stdev", "cov_percent", "min", "max")
+SUMMARY_COLUMNS += ("threshold_percent", "flagged")
 # The run folder's own files, and their names in a bundle; everything else in the folder goes under raw/.
 RUN_FILES = {
     "environment.json": "environment.json",
@@ -62,10 +72,12 @@ def fat_safe(text, limit=40):
 
 
 def bundle_name(run):
+    """<model>_<serial>_<suite>_<UTC start>.zip for a run; the suite as <suite>-repeatN for a repeat set."""
     drive = run["drive"]
     when = datetime.datetime.fromtimestamp(run["started_at"] or run["created_at"], datetime.UTC)
     serial = drive.get("serial") or os.path.basename(drive.get("path") or "")
-    parts = (drive.get("model"), serial, run["suite"], when.strftime("%Y%m%dT%H%M%SZ"))
+    suite = run["suite"] + (f"-repeat{run['times']}" if "times" in run else "")
+    parts = (drive.get("model"), serial, suite, when.strftime("%Y%m%dT%H%M%SZ"))
     return "_".join(fat_safe(p) for p in parts) + ".zip"
 
 
@@ -141,15 +153,21 @@ def _raw_files(data_dir, doc):
     ]
 
 
-def members(db, data_dir, run_id):
-    """Everything a bundle holds but its manifest: (name, bytes or a file path), and the run document."""
-    doc = document.run_document(db, run_id)
+def _ended(doc, what):
+    """The document of a run or a repeat set that has ended, without the fields that only this appliance
+    knows (LOCAL_FIELDS); `what` names it in the error when there is none, or it has not ended."""
     if doc is None:
-        raise SsdbenchError(f"no run {run_id}")
+        raise SsdbenchError(f"no {what}")
     if doc["state"] in store.ACTIVE:
-        raise SsdbenchError(f"run {run_id} is {doc['state']}: bundle it when it has ended")
+        raise SsdbenchError(f"{what} is {doc['state']}: bundle it when it has ended")
     for key in LOCAL_FIELDS:
         doc.pop(key, None)
+    return doc
+
+
+def members(db, data_dir, run_id):
+    """Everything a bundle holds but its manifest: (name, bytes or a file path), and the run document."""
+    doc = _ended(document.run_document(db, run_id), f"run {run_id}")
     out = [
         (RESULT, _json(doc)),
         ("drive/identity.json", _json(doc["drive"])),
@@ -201,18 +219,76 @@ def _add(zf, name, content):
         return _copy_hashing(src, dst)
 
 
+def repeat_members(db, data_dir, repeat_id):
+    """Everything a repeat set's bundle holds but its manifest, and the set's summary document."""
+    doc = _ended(repeatability.summary(db, repeat_id), f"repeat set {repeat_id}")
+    out = [
+        (REPEAT, _json(doc)),
+        ("summary.csv", _csv(SUMMARY_COLUMNS, ([_cell(f[c]) for c in SUMMARY_COLUMNS] for f in doc["figures"]))),
+        ("README.txt", ("\n\n".join(__doc__.split("\n\n")[1:3]) + "\n").encode()),
+    ]
+    runs = []
+    for r in doc["runs"]:
+        files, run_doc = members(db, data_dir, r["id"])
+        out += [
+            (f"{run_member_prefix(r['position'])}{name}", content) for name, content in files if name != "README.txt"
+        ]
+        runs.append(run_doc)
+    return out, doc, runs
+
+
+def _cell(value):
+    """A summary value for the CSV: numbers at full precision, nothing for none, yes or no for a flag."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return "" if value is None else repr(value) if isinstance(value, float) else value
+
+
+def run_member_prefix(position):
+    """Where a repeat set's bundle keeps the files of the run at `position`."""
+    return f"run-{position}/"
+
+
 def write(db, data_dir, run_id, out_dir):
     """Write the run's bundle into out_dir, atomically: under a temporary name, synced, then renamed,
     and the folder synced. Returns its path. A failure (a full disk, a pulled stick) leaves nothing
     under the final name and removes the temporary file when it still can."""
     with store.run_in_use(data_dir, run_id):
-        return _write(db, data_dir, run_id, out_dir)
+        files, doc = members(db, data_dir, run_id)
+        manifest = {
+            **_manifest_head(doc, doc),
+            "run": {"id": doc["id"], "state": doc["state"], "origin": doc["origin"], "host": socket.gethostname()},
+        }
+        return _write(files, manifest, os.path.join(out_dir, bundle_name(doc)))
 
 
-def _write(db, data_dir, run_id, out_dir):
-    files, doc = members(db, data_dir, run_id)
-    # The manifest goes in last, so that each file is read once: hashed as it is added.
-    manifest = {
+def write_repeat(db, data_dir, repeat_id, out_dir):
+    """Write a repeat set's bundle into out_dir, as write() does a run's; each of its runs is held in use (no
+    delete) while it is read."""
+    held = store.get_repeat(db, repeat_id)
+    if held is None:
+        raise SsdbenchError(f"no repeat set {repeat_id}")
+    with ExitStack() as stack:
+        for r in held["runs"]:
+            stack.enter_context(store.run_in_use(data_dir, r["id"]))
+        files, doc, runs = repeat_members(db, data_dir, repeat_id)
+        manifest = {
+            **_manifest_head(doc, runs[0] if runs else {}),
+            "repeat": {
+                "id": doc["id"],
+                "state": doc["state"],
+                "times": doc["times"],
+                "origin": doc["origin"],
+                "host": socket.gethostname(),
+                "runs": [{"id": r["id"], "position": r["position"], "state": r["state"]} for r in doc["runs"]],
+            },
+        }
+        return _write(files, manifest, os.path.join(out_dir, bundle_name(doc)))
+
+
+def _manifest_head(doc, run):
+    """The manifest's fields before what it describes (a run, or a repeat set with `run` its first)."""
+    return {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "ssdbench_version": __version__,
@@ -220,13 +296,24 @@ def _write(db, data_dir, run_id, out_dir):
         "suite": {
             "name": doc["suite"],
             "sha256": doc["suite_hash"],
-            "workload_sha256": document.recorded(doc, "suite", "workload_sha256"),
+            "workload_sha256": document.recorded(run, "suite", "workload_sha256"),
             "standard": bool(doc["standard"]),
         },
-        "run": {"id": doc["id"], "state": doc["state"], "origin": doc["origin"], "host": socket.gethostname()},
         "drive": {k: doc["drive"].get(k) for k in ("model", "serial", "firmware", "capacity_bytes", "transport")},
     }
-    final = os.path.join(out_dir, bundle_name(doc))
+
+
+def _write(files, manifest, final):
+    out_dir = os.path.dirname(final)
+    # A bundle that verify and import would refuse (a large repeat set's) is not written at all.
+    total = sum(len(content) if isinstance(content, bytes) else os.path.getsize(content) for _, content in files)
+    if len(files) + 1 > zip_safety.MAX_MEMBERS or total > zip_safety.MAX_TOTAL_BYTES:
+        raise SsdbenchError(
+            f"{os.path.basename(final)} would hold {len(files) + 1} files and {total} bytes, over the "
+            f"{zip_safety.MAX_MEMBERS} files or {zip_safety.MAX_TOTAL_BYTES} bytes that verify and import take; "
+            "bundle a repeat set's runs one by one instead"
+        )
+    # The manifest goes in last, so that each file is read once: hashed as it is added.
     tmp = final + ".part"
     try:
         with open(tmp, "wb") as raw:
@@ -292,14 +379,14 @@ def verify(path):
     return manifest
 
 
-def origin(manifest):
-    """Where an imported run came from: stable for one bundle, so importing it twice is caught."""
-    run = manifest["run"]
-    if run.get("origin", "local") != "local":
-        return run["origin"]  # a run already imported once keeps its first origin
-    return (
-        f"imported: run {run['id']} on {run.get('host') or 'an unnamed host'}, result {manifest['files'][RESULT][:16]}"
-    )
+def origin(what, about, host, digest):
+    """Where an imported run or repeat set came from (`what`: "run" or "repeat set"; `about`: its document, with
+    its id and origin), with `digest`, the sha256 of its result.json or repeat.json: stable for one bundle, so
+    importing it twice is caught. One imported before keeps its first origin."""
+    if about.get("origin", "local") != "local":
+        return about["origin"]
+    content = "result" if what == "run" else "summary"
+    return f"imported: {what} {about['id']} on {host or 'an unnamed host'}, {content} {digest[:16]}"
 
 
 def _read_json(zf, name, path):
@@ -336,12 +423,40 @@ def document_problems(doc):
     return found
 
 
-def _unpack(zf, staging):
-    """The run folder's files from the bundle into staging: each resolved, and kept inside it."""
+def repeat_problems(doc, names):
+    """What in an imported repeat set's document could reach the store unchecked, or names a run the bundle
+    does not hold (`names`: its members)."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("runs"), list):
+        return ["it is not a repeat set's document"]
+    found = document_problems({**doc, "steps": []})
+    if type(doc.get("times")) is not int or not 2 <= doc["times"] <= 1000:
+        found.append("times must be a whole number from 2 to 1000")
+    thresholds = doc.get("thresholds")
+    if (
+        not isinstance(thresholds, dict)
+        or set(thresholds) != set(locked.REPEAT_DEFAULTS)
+        or not all(type(v) in (int, float) for v in thresholds.values())
+    ):
+        found.append(f"thresholds must give {' and '.join(sorted(locked.REPEAT_DEFAULTS))} as numbers")
+    positions = [r.get("position") if isinstance(r, dict) else None for r in doc["runs"]]
+    if any(type(p) is not int or not 1 <= p <= 1000 for p in positions) or len(set(positions)) < len(positions):
+        found.append("each run's position must be a whole number from 1 to 1000, each once")
+    else:
+        found += [f"run-{p}: no {RESULT}" for p in positions if run_member_prefix(p) + RESULT not in names]
+    return found
+
+
+def _unpack(zf, staging, prefix=""):
+    """A run folder's files from the bundle (those under `prefix`, in a repeat set's) into staging: each resolved,
+    and kept inside it."""
     top = os.path.realpath(staging)
     own = {in_bundle: in_folder for in_folder, in_bundle in RUN_FILES.items()}
+    os.makedirs(top)
     for name in zf.namelist():
-        target = own.get(name) or (name[len("raw/") :] if name.startswith("raw/") else None)
+        if not name.startswith(prefix):
+            continue
+        inner = name[len(prefix) :]
+        target = own.get(inner) or (inner[len("raw/") :] if inner.startswith("raw/") else None)
         if not target:
             continue
         dest = os.path.realpath(os.path.join(top, target))
@@ -355,25 +470,51 @@ def _unpack(zf, staging):
 
 
 def import_bundle(db, data_dir, path):
-    """Bring another testbed's bundle in as a new run that keeps its origin. A bundle that fails verify is
-    refused, and so is one imported before or one whose run document is not a result. Returns the new run's id."""
+    """Bring another testbed's bundle in: a run's as a new run, a repeat set's as a new set with every one of its
+    runs, each keeping its origin. A bundle that fails verify is refused, and so is one imported before or one
+    whose documents are not results. Returns {"run": id}, or {"repeat": id, "runs": [ids, in the set's order]}."""
     manifest = verify(path)
     with zipfile.ZipFile(path) as zf:
-        doc = _read_json(zf, RESULT, path)
-        problems = document_problems(doc)
+        names = set(zf.namelist())
+        if REPEAT in names:
+            held = _read_json(zf, REPEAT, path)
+            problems = [f"{REPEAT}: {p}" for p in repeat_problems(held, names)]
+            positions = [] if problems else [r["position"] for r in held["runs"]]
+        else:
+            held, problems, positions = None, [], [None]
+        runs = []
+        for position in positions:
+            prefix = run_member_prefix(position) if position else ""
+            doc = _read_json(zf, prefix + RESULT, path)
+            problems += [f"{prefix}{RESULT}: {p}" for p in document_problems(doc)]
+            runs.append((position, doc, prefix))
         if problems:
-            raise BundleError(f"{path}: {RESULT} refused:\n" + "\n".join(problems))
+            raise BundleError(f"{path}: refused:\n" + "\n".join(problems))
+        host = (manifest.get("repeat") or manifest.get("run") or {}).get("host")
         staging = os.path.join(data_dir, store.RUNS_DIR, ".import")
         shutil.rmtree(staging, ignore_errors=True)
-        os.makedirs(staging)
+        folders = [os.path.join(staging, str(n)) for n in range(len(runs))]
         try:
-            _unpack(zf, staging)
-            run_id = store.import_run(db, doc, origin(manifest))
+            for folder, (_, _, prefix) in zip(folders, runs):
+                _unpack(zf, folder, prefix)
+            documents = [
+                (position, doc, origin("run", doc, host, manifest["files"][prefix + RESULT]))
+                for position, doc, prefix in runs
+            ]
+            if held is None:
+                made = {"run": store.import_run(db, documents[0][1], documents[0][2])}
+                run_ids = [made["run"]]
+            else:
+                set_origin = origin("repeat set", held, host, manifest["files"][REPEAT])
+                repeat_id, run_ids = store.import_repeat(db, held, documents, set_origin)
+                made = {"repeat": repeat_id, "runs": run_ids}
         except (OSError, *DAMAGED) as exc:
             shutil.rmtree(staging, ignore_errors=True)
             raise BundleError(f"{path}: could not unpack it ({exc}); nothing was imported") from exc
         except BaseException:
             shutil.rmtree(staging, ignore_errors=True)
             raise
-    os.replace(staging, store.run_dir(data_dir, run_id))
-    return run_id
+    for folder, run_id in zip(folders, run_ids):
+        os.replace(folder, store.run_dir(data_dir, run_id))
+    shutil.rmtree(staging, ignore_errors=True)
+    return made

@@ -36,6 +36,15 @@ def run_warnings(run):
             out.append(f"not comparable: the {run['suite']} suite only checks that every step works")
     if run["drive"].get("development_target"):
         out.append("loop device: a development target, not comparable with drives")
+    adapted = [
+        step["key"] for step in run["steps"] if isinstance(step["detail"], dict) and step["detail"].get("adapted")
+    ]
+    if adapted:
+        out.append(
+            f"adapted to the drive's {run['drive'].get('logical_block_size')} B logical blocks: in "
+            f"{', '.join(adapted)}, the block sizes and trace IOs that are not whole logical blocks ran rounded up to "
+            "them (each step says how)"
+        )
     for step, reasons in zip(run["steps"], validity.suspects(run)):
         if reasons:
             out.append(f"step {step['key']} is suspect: {'; '.join(reasons)}")

@@ -39,7 +39,8 @@ def render(doc):
         (
             "Drive",
             f"{drive.get('model') or '–'} · serial {drive.get('serial') or '–'} · firmware "
-            f"{drive.get('firmware') or '–'}",
+            f"{drive.get('firmware') or '–'}"
+            + (f" (from {drive['identity_source']})" if drive.get("identity_source") else ""),
         ),
         ("Device", f"{drive.get('path')} ({drive.get('transport')}, {drive.get('capacity_bytes')} bytes)"),
         ("Suite", f"{doc['suite']}, sha256 {doc['suite_hash']}" + ("" if doc["standard"] else " (non-standard)")),

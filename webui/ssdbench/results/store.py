@@ -21,6 +21,10 @@ LOCKS_DIR = "locks"
 STATES = ("queued", "running", "done", "failed", "cancelled", "interrupted")
 ACTIVE = STATES[:2]  # waiting for the drive, or using it: at most one run at a time
 ENDED = STATES[2:]
+RESERVE_NAME = "room.reserve"
+RESERVE_BYTES = 8 * 1024 * 1024
+# Free space below this is a full data partition: a write that meets ENOSPC fills every block it can first.
+FULL_BELOW = 1024 * 1024
 
 # Each entry moves the schema up one version; never edit one that has shipped.
 MIGRATIONS = [
@@ -153,6 +157,36 @@ MIGRATIONS = [
     ALTER TABLE runs_new RENAME TO runs;
     CREATE UNIQUE INDEX runs_by_origin ON runs (origin) WHERE origin <> 'local';
     """,
+    # Repeat sets: a suite run `times` times in a row on one drive, to measure how far its figures repeat. The
+    # set keeps the CoV thresholds its suite stated (thresholds_json), so its summary needs no suite file; each
+    # of its runs is linked at its place in the set. A run deleted leaves the set with the others.
+    """
+    CREATE TABLE repeats (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        suite TEXT NOT NULL,
+        suite_hash TEXT NOT NULL,
+        standard INTEGER NOT NULL,
+        times INTEGER NOT NULL CHECK (times >= 2),
+        state TEXT NOT NULL CHECK (state IN ('queued','running','done','failed','cancelled','interrupted')),
+        origin TEXT NOT NULL DEFAULT 'local',
+        created_at REAL NOT NULL,
+        started_at REAL,
+        finished_at REAL,
+        error TEXT,
+        pid INTEGER,
+        cancel_requested INTEGER NOT NULL DEFAULT 0,
+        thresholds_json TEXT NOT NULL,
+        request_json TEXT,
+        drive_json TEXT NOT NULL
+    );
+    CREATE UNIQUE INDEX repeats_by_origin ON repeats (origin) WHERE origin <> 'local';
+    CREATE TABLE repeat_runs (
+        repeat_id INTEGER NOT NULL REFERENCES repeats(id) ON DELETE CASCADE,
+        run_id INTEGER NOT NULL UNIQUE REFERENCES runs(id) ON DELETE CASCADE,
+        position INTEGER NOT NULL,
+        PRIMARY KEY (repeat_id, position)
+    );
+    """,
 ]
 
 
@@ -186,13 +220,63 @@ def run_files(data_dir, run_id):
     return out
 
 
+class DataFull(SsdbenchError):
+    """The data partition has no room left for a write (SQLite's SQLITE_FULL, or ENOSPC)."""
+
+
+class _Connection(sqlite3.Connection):
+    """A connection whose writes that meet a full disk raise DataFull, which the runner knows, rather than
+    SQLite's own OperationalError."""
+
+    def execute(self, *args):
+        try:
+            return super().execute(*args)
+        except sqlite3.OperationalError as exc:
+            _raise_if_full(exc)
+            raise
+
+    def executemany(self, *args):
+        try:
+            return super().executemany(*args)
+        except sqlite3.OperationalError as exc:
+            _raise_if_full(exc)
+            raise
+
+
+def _raise_if_full(exc):
+    if exc.sqlite_errorcode == sqlite3.SQLITE_FULL:
+        raise DataFull(f"data partition full: {exc}") from exc
+
+
+def free_bytes(data_dir):
+    """The room left on the data folder's file system, as df shows it (what is not reserved for root)."""
+    st = os.statvfs(data_dir)
+    return st.f_bavail * st.f_frsize
+
+
+def hold_reserve(data_dir):
+    """Set RESERVE_BYTES aside in the data folder while a run runs: should the partition fill up, releasing
+    them leaves room to record the step that failed and the run's end, since SQLite commits nothing on a full
+    disk."""
+    fd = os.open(os.path.join(data_dir, RESERVE_NAME), os.O_WRONLY | os.O_CREAT, 0o600)
+    try:
+        os.posix_fallocate(fd, 0, RESERVE_BYTES)
+    finally:
+        os.close(fd)
+
+
+def release_reserve(data_dir):
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(os.path.join(data_dir, RESERVE_NAME))
+
+
 def _in(states):
     return f"({', '.join(repr(s) for s in states)})"
 
 
 def connect(data_dir):
     os.makedirs(data_dir, exist_ok=True)
-    db = sqlite3.connect(db_path(data_dir), timeout=30, isolation_level=None)
+    db = sqlite3.connect(db_path(data_dir), timeout=30, isolation_level=None, factory=_Connection)
     db.row_factory = sqlite3.Row
     _enable_wal(db)
     # Foreign keys are off while the schema moves (a rebuilt table must not cascade), on for everything else.
@@ -285,44 +369,173 @@ def busy_run(db):
     return db.execute(f"SELECT * FROM runs WHERE state IN {_in(ACTIVE)} ORDER BY id LIMIT 1").fetchone()
 
 
+def busy_repeat(db):
+    return db.execute(f"SELECT * FROM repeats WHERE state IN {_in(ACTIVE)} ORDER BY id LIMIT 1").fetchone()
+
+
 def check_idle(db):
+    """Raise RunBusy while a run, or a repeat set (between two of its runs too), is queued or running."""
     busy = busy_run(db)
     if busy is not None:
         raise RunBusy(f"run {busy['id']} is {busy['state']}: wait for it to end or cancel it")
+    busy = busy_repeat(db)
+    if busy is not None:
+        raise RunBusy(f"repeat set {busy['id']} is {busy['state']}: wait for it to end or cancel it")
 
 
-def create_run(db, drive, suite, plan, state="running", request=None):
-    """A new run on the drive (its identity as discovered now), with its steps. A queued one carries the
-    tester's `request` for the runner service, and is refused with RunBusy while another run is queued or
-    running (checked in the same transaction)."""
-    now = time.time()
+def create_run(db, drive, suite, plan, state="running", request=None, repeat=None):
+    """A new run on the drive (its identity as discovered now), with its steps; `repeat` (set id, position)
+    places it in a repeat set. A queued one carries the tester's `request` for the runner service, and is
+    refused with RunBusy while another run is queued or running (checked in the same transaction)."""
     with transaction(db):
         if state == "queued":
             check_idle(db)
-        cur = db.execute(
-            """INSERT INTO runs (drive_id, suite, suite_hash, standard, state, created_at, started_at, pid,
+        return _insert_run(db, drive, suite, plan, state, request, repeat)
+
+
+def _insert_run(db, drive, suite, plan, state, request, repeat):
+    now = time.time()
+    cur = db.execute(
+        """INSERT INTO runs (drive_id, suite, suite_hash, standard, state, created_at, started_at, pid,
                                  step_count, request_json, drive_json)
                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+        (
+            upsert_drive(db, drive),
+            suite.name,
+            suite.sha256,
+            int(suite.locked),
+            state,
+            now,
+            now if state == "running" else None,
+            os.getpid() if state == "running" else None,
+            len(plan),
+            json.dumps(request) if request is not None else None,
+            json.dumps(drive),
+        ),
+    )
+    run_id = cur.lastrowid
+    db.executemany(
+        "INSERT INTO steps (run_id, idx, key, kind, title, estimate_s, job_file) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [(run_id, s.index, s.id, s.kind, s.title, s.estimate_s, s.job_file) for s in plan],
+    )
+    if repeat is not None:
+        repeat_id, position = repeat
+        db.execute(
+            "INSERT INTO repeat_runs (repeat_id, run_id, position) VALUES (?, ?, ?)", (repeat_id, run_id, position)
+        )
+    return run_id
+
+
+def create_repeat(db, drive, suite, times, thresholds, request, plan=None):
+    """A repeat set: the suite `times` times on the drive, with the CoV thresholds it states. Given the `plan`,
+    it is queued (from the web) with its first run, in one transaction, refused with RunBusy while anything is
+    queued or running. Without, it runs in this process, which holds the run lock and adds each run as it
+    starts (create_run with `repeat`)."""
+    now = time.time()
+    state = "running" if plan is None else "queued"
+    with transaction(db):
+        if state == "queued":
+            check_idle(db)
+        repeat_id = db.execute(
+            """INSERT INTO repeats (suite, suite_hash, standard, times, state, created_at, started_at, pid,
+                                    thresholds_json, request_json, drive_json)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
             (
-                upsert_drive(db, drive),
                 suite.name,
                 suite.sha256,
                 int(suite.locked),
+                times,
                 state,
                 now,
                 now if state == "running" else None,
                 os.getpid() if state == "running" else None,
-                len(plan),
-                json.dumps(request) if request is not None else None,
+                json.dumps(thresholds),
+                json.dumps(request),
                 json.dumps(drive),
             ),
+        ).lastrowid
+        if plan is not None:
+            _insert_run(db, drive, suite, plan, "queued", request, (repeat_id, 1))
+    return repeat_id
+
+
+def claim_repeat(db, repeat_id):
+    """A queued repeat set becomes this process's, as the runner service takes its first run."""
+    db.execute(
+        "UPDATE repeats SET state='running', started_at=?, pid=? WHERE id=? AND state='queued'",
+        (time.time(), os.getpid(), repeat_id),
+    )
+
+
+def finish_repeat(db, repeat_id, state, error=None):
+    db.execute(
+        "UPDATE repeats SET state=?, error=?, finished_at=?, pid=NULL WHERE id=?",
+        (state, error, time.time(), repeat_id),
+    )
+
+
+def repeat_of(db, run_id):
+    """(repeat set id, position) of a run in a repeat set, else None."""
+    row = db.execute("SELECT repeat_id, position FROM repeat_runs WHERE run_id=?", (run_id,)).fetchone()
+    return tuple(row) if row else None
+
+
+def request_repeat_cancel(db, repeat_id):
+    """Ask a repeat set to stop: no further run starts, and its run in progress is cancelled."""
+    with transaction(db):
+        db.execute("UPDATE repeats SET cancel_requested=1 WHERE id=?", (repeat_id,))
+        db.execute(
+            f"""UPDATE runs SET cancel_requested=1 WHERE state IN {_in(ACTIVE)}
+                AND id IN (SELECT run_id FROM repeat_runs WHERE repeat_id=?)""",
+            (repeat_id,),
         )
-        run_id = cur.lastrowid
-        db.executemany(
-            "INSERT INTO steps (run_id, idx, key, kind, title, estimate_s, job_file) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [(run_id, s.index, s.id, s.kind, s.title, s.estimate_s, s.job_file) for s in plan],
+
+
+def repeat_cancel_requested(db, repeat_id):
+    return bool(db.execute("SELECT cancel_requested FROM repeats WHERE id=?", (repeat_id,)).fetchone()[0])
+
+
+def active_repeat(db):
+    return db.execute("SELECT * FROM repeats WHERE state='running' ORDER BY id DESC LIMIT 1").fetchone()
+
+
+def repeat_state(db, repeat_id):
+    row = db.execute("SELECT state FROM repeats WHERE id=?", (repeat_id,)).fetchone()
+    return row[0] if row else None
+
+
+def get_repeat(db, repeat_id):
+    """A repeat set with its thresholds, request and drive, and its runs in order: [{id, position, state}]."""
+    row = db.execute("SELECT * FROM repeats WHERE id=?", (repeat_id,)).fetchone()
+    if row is None:
+        return None
+    out = dict(row)
+    out["thresholds"] = json.loads(out.pop("thresholds_json"))
+    out["request"] = json.loads(out.pop("request_json") or "null")
+    out["drive"] = json.loads(out.pop("drive_json"))
+    out["runs"] = [
+        dict(r)
+        for r in db.execute(
+            """SELECT runs.id, repeat_runs.position, runs.state
+               FROM repeat_runs JOIN runs ON runs.id = repeat_runs.run_id
+               WHERE repeat_runs.repeat_id=? ORDER BY repeat_runs.position""",
+            (repeat_id,),
         )
-    return run_id
+    ]
+    return out
+
+
+def list_repeats(db):
+    rows = db.execute(
+        """SELECT repeats.id, repeats.suite, repeats.suite_hash, repeats.standard, repeats.times, repeats.state,
+                  repeats.origin, repeats.created_at, repeats.finished_at, repeats.error,
+                  (SELECT count(*) FROM repeat_runs WHERE repeat_id = repeats.id) AS runs,
+                  json_extract(repeats.drive_json, '$.path') AS path,
+                  json_extract(repeats.drive_json, '$.model') AS model,
+                  json_extract(repeats.drive_json, '$.serial') AS serial
+           FROM repeats ORDER BY repeats.id"""
+    )
+    return [dict(r) for r in rows]
 
 
 def set_run_drive(db, run_id, drive):
@@ -412,7 +625,13 @@ def update_progress(db, run_id, step_index, percent, eta_s, cur_iops, cur_bw):
 
 
 def request_cancel(db, run_id):
-    db.execute("UPDATE runs SET cancel_requested=1 WHERE id=?", (run_id,))
+    """Ask a run to stop; a run of a repeat set stops its set with it."""
+    with transaction(db):
+        db.execute("UPDATE runs SET cancel_requested=1 WHERE id=?", (run_id,))
+        db.execute(
+            "UPDATE repeats SET cancel_requested=1 WHERE id IN (SELECT repeat_id FROM repeat_runs WHERE run_id=?)",
+            (run_id,),
+        )
 
 
 def cancel_requested(db, run_id):
@@ -420,10 +639,10 @@ def cancel_requested(db, run_id):
 
 
 def mark_interrupted(db):
-    """Runs still marked running belong to a process that died (crash or power cut).
+    """Runs and repeat sets still marked running belong to a process that died (crash or power cut).
 
     Call this only while holding the run lock, so no live run can be caught.
-    Completed steps keep their state and data.
+    Completed steps keep their state and data; a set keeps its ended runs.
     """
     with transaction(db):
         ids = [r[0] for r in db.execute("SELECT id FROM runs WHERE state='running'")]
@@ -436,6 +655,12 @@ def mark_interrupted(db):
                           WHERE id=?""",
                 (time.time(), run_id),
             )
+        db.execute(
+            """UPDATE repeats SET state='interrupted', pid=NULL, finished_at=?,
+                      error='the repeat set was cut off (crash or power loss); its ended runs are kept'
+                      WHERE state='running'""",
+            (time.time(),),
+        )
     return ids
 
 
@@ -449,7 +674,8 @@ def list_runs(db):
                   runs.created_at, runs.finished_at, runs.percent, runs.error,
                   json_extract(runs.drive_json, '$.path') AS path,
                   json_extract(runs.drive_json, '$.model') AS model,
-                  json_extract(runs.drive_json, '$.serial') AS serial
+                  json_extract(runs.drive_json, '$.serial') AS serial,
+                  (SELECT repeat_id FROM repeat_runs WHERE run_id = runs.id) AS repeat_id
            FROM runs ORDER BY runs.id"""
     )
     return [dict(r) for r in rows]
@@ -463,6 +689,8 @@ def get_run(db, run_id):
     out["environment"] = json.loads(out.pop("environment_json") or "null")
     out["request"] = json.loads(out.pop("request_json") or "null")
     out["drive"] = json.loads(out.pop("drive_json"))
+    place = repeat_of(db, run_id)
+    out["repeat"] = {"id": place[0], "position": place[1]} if place else None
     out["steps"] = []
     for step in db.execute("SELECT * FROM steps WHERE run_id=? ORDER BY idx", (run_id,)):
         s = dict(step)
@@ -488,75 +716,120 @@ def import_run(db, doc, origin):
     series, in one transaction. Its raw files go to runs/<new id>/, as for a local run. A document with a
     field missing or of the wrong type is refused whole."""
     try:
-        return _insert_imported(db, doc, origin)
-    except (KeyError, TypeError, ValueError, sqlite3.InterfaceError, sqlite3.IntegrityError) as exc:
+        with transaction(db):
+            return _insert_imported(db, doc, origin)
+    except IMPORT_ERRORS as exc:
         raise SsdbenchError(f"the run document is not whole ({exc!r}); nothing was imported") from exc
 
 
-def _insert_imported(db, doc, origin):
-    with transaction(db):
-        known = db.execute("SELECT id FROM runs WHERE origin=?", (origin,)).fetchone()
-        if known:
-            raise SsdbenchError(f"this bundle is already here, as run {known[0]} ({origin})")
-        run_id = db.execute(
-            """INSERT INTO runs (drive_id, suite, suite_hash, standard, state, origin, created_at, started_at,
-                                 finished_at, error, environment_json, step_count, percent, drive_json)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-            (
-                upsert_drive(db, doc["drive"]),
-                doc["suite"],
-                doc["suite_hash"],
-                doc["standard"],
-                doc["state"],
-                origin,
-                doc["created_at"],
-                doc["started_at"],
-                doc["finished_at"],
-                doc["error"],
-                json.dumps(doc["environment"]),
-                doc["step_count"],
-                doc["percent"],
-                json.dumps(doc["drive"]),
-            ),
-        ).lastrowid
-        new_step = {}
-        for step in doc["steps"]:
-            out_dir = step["out_dir"] and step_folder(run_id, step["idx"], step["key"])
-            new_step[step["id"]] = db.execute(
-                """INSERT INTO steps (run_id, idx, key, kind, title, state, estimate_s, started_at, finished_at,
-                                      error, job_file, out_dir, detail_json)
-                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+# What a document with a field missing or of the wrong type raises on its way into the tables.
+IMPORT_ERRORS = (KeyError, TypeError, ValueError, sqlite3.InterfaceError, sqlite3.IntegrityError)
+
+
+def import_repeat(db, repeat, runs, origin):
+    """A repeat set from another testbed: its record (what get_repeat gives) and its runs' documents, each with
+    its origin, as [(position, document, origin)], in one transaction: the set comes in whole or not at all.
+    Returns the new set's id and the new run ids, in the order given."""
+    try:
+        with transaction(db):
+            known = db.execute("SELECT id FROM repeats WHERE origin=?", (origin,)).fetchone()
+            if known:
+                raise SsdbenchError(f"this bundle is already here, as repeat set {known[0]} ({origin})")
+            repeat_id = db.execute(
+                """INSERT INTO repeats (suite, suite_hash, standard, times, state, origin, created_at, started_at,
+                                        finished_at, error, thresholds_json, drive_json)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
                 (
-                    run_id,
-                    step["idx"],
-                    step["key"],
-                    step["kind"],
-                    step["title"],
-                    step["state"],
-                    step["estimate_s"],
-                    step["started_at"],
-                    step["finished_at"],
-                    step["error"],
-                    step["job_file"],
-                    out_dir,
-                    json.dumps(step["detail"]) if step["detail"] is not None else None,
+                    repeat["suite"],
+                    repeat["suite_hash"],
+                    repeat["standard"],
+                    repeat["times"],
+                    repeat["state"],
+                    origin,
+                    repeat["created_at"],
+                    repeat["started_at"],
+                    repeat["finished_at"],
+                    repeat["error"],
+                    json.dumps(repeat["thresholds"]),
+                    json.dumps(repeat["drive"]),
                 ),
             ).lastrowid
-            db.executemany(
-                "INSERT INTO metrics (step_id, name, value, unit, source) VALUES (?, ?, ?, ?, ?)",
-                [(new_step[step["id"]], m["name"], m["value"], m["unit"], m["source"]) for m in step["metrics"]],
-            )
-        for s in doc["series"]:
-            add_series(
-                db,
+            run_ids = []
+            for position, doc, run_origin in runs:
+                run_ids.append(_insert_imported(db, doc, run_origin))
+                db.execute(
+                    "INSERT INTO repeat_runs (repeat_id, run_id, position) VALUES (?, ?, ?)",
+                    (repeat_id, run_ids[-1], position),
+                )
+            return repeat_id, run_ids
+    except IMPORT_ERRORS as exc:
+        raise SsdbenchError(f"the repeat set's documents are not whole ({exc!r}); nothing was imported") from exc
+
+
+def _insert_imported(db, doc, origin):
+    """Inside the caller's transaction."""
+    known = db.execute("SELECT id FROM runs WHERE origin=?", (origin,)).fetchone()
+    if known:
+        raise SsdbenchError(f"this bundle is already here, as run {known[0]} ({origin})")
+    run_id = db.execute(
+        """INSERT INTO runs (drive_id, suite, suite_hash, standard, state, origin, created_at, started_at,
+                             finished_at, error, environment_json, step_count, percent, drive_json)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+        (
+            upsert_drive(db, doc["drive"]),
+            doc["suite"],
+            doc["suite_hash"],
+            doc["standard"],
+            doc["state"],
+            origin,
+            doc["created_at"],
+            doc["started_at"],
+            doc["finished_at"],
+            doc["error"],
+            json.dumps(doc["environment"]),
+            doc["step_count"],
+            doc["percent"],
+            json.dumps(doc["drive"]),
+        ),
+    ).lastrowid
+    new_step = {}
+    for step in doc["steps"]:
+        out_dir = step["out_dir"] and step_folder(run_id, step["idx"], step["key"])
+        new_step[step["id"]] = db.execute(
+            """INSERT INTO steps (run_id, idx, key, kind, title, state, estimate_s, started_at, finished_at,
+                                  error, job_file, out_dir, detail_json)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+            (
                 run_id,
-                new_step.get(s["step_id"]),
-                s["name"],
-                s["unit"],
-                s["source"],
-                zip(s["x"], s["y"]),
-                s["x_unit"],
-            )
+                step["idx"],
+                step["key"],
+                step["kind"],
+                step["title"],
+                step["state"],
+                step["estimate_s"],
+                step["started_at"],
+                step["finished_at"],
+                step["error"],
+                step["job_file"],
+                out_dir,
+                json.dumps(step["detail"]) if step["detail"] is not None else None,
+            ),
+        ).lastrowid
+        db.executemany(
+            "INSERT INTO metrics (step_id, name, value, unit, source) VALUES (?, ?, ?, ?, ?)",
+            [(new_step[step["id"]], m["name"], m["value"], m["unit"], m["source"]) for m in step["metrics"]],
+        )
+    for s in doc["series"]:
+        add_series(
+            db,
+            run_id,
+            new_step.get(s["step_id"]),
+            s["name"],
+            s["unit"],
+            s["source"],
+            zip(s["x"], s["y"]),
+            s["x_unit"],
+        )
     return run_id
 
 

@@ -11,6 +11,8 @@ from .. import human
 
 # Above this share of one CPU (user + system) for one fio job, fio's core, not the drive, sets the pace.
 CPU_LIMIT = 90.0
+# Above this share of the kernel's count, a busy time rebuilt from fio's logs is not the drive's.
+BUSY_TOLERANCE = 0.05
 BANDWIDTH = re.compile(r"(?:(.+)\.)?(read|write)\.bw")
 WRITES = ("write", "randwrite", "rw", "readwrite", "randrw")
 NOT_RUN = ("pending", "skipped")
@@ -24,7 +26,7 @@ def suspects(run):
     out = []
     for step, never_written in zip(run["steps"], unwritten):
         metrics = _metrics(step)
-        out.append(cpu_bound(metrics) + over_link(metrics, limit, link) + never_written)
+        out.append(cpu_bound(metrics) + over_link(metrics, limit, link) + never_written + busy_mismatch(metrics))
     return out
 
 
@@ -82,6 +84,23 @@ def over_link(metrics, limit, link):
     ]
 
 
+def busy_mismatch(metrics):
+    """Rule 4: a trace's disk busy time, rebuilt from fio's logs (all.busy_s), differs from what the kernel
+    counted for the drive over the same fio (kernel.busy_s, its io_ticks) by more than BUSY_TOLERANCE of the
+    kernel's figure. Without the kernel's figure, or with none counted, there is no check."""
+    rebuilt, kernel = metrics.get("all.busy_s"), metrics.get("kernel.busy_s")
+    if rebuilt is None or kernel is None or kernel <= 0:
+        return []
+    off = abs(rebuilt - kernel) / kernel
+    if off <= BUSY_TOLERANCE:
+        return []
+    return [
+        f"the disk busy time rebuilt from fio's logs, {rebuilt:,.3f} s, is {off:.1%} off the {kernel:,.3f} s that "
+        f"the kernel counted (io_ticks), over {BUSY_TOLERANCE:.0%}: the busy time and the MB/s from it may not "
+        "be the drive's"
+    ]
+
+
 def unwritten_reads(run):
     """Rule 3, for each step in order: reads of LBAs that hold nothing, never written since the last purge or
     TRIM. A purged drive answers them from its map, with zeros, without reading its flash.
@@ -107,7 +126,7 @@ def unwritten_reads(run):
         elif step["kind"] == "trace":
             written = _union(written, (0, _trace_footprint(step, capacity)))
         else:
-            written, short = _fio_step(step, written, capacity)
+            written, short = _fio_step(step, _replayed(step, written), capacity)
             if short:
                 reasons.append(
                     f"reads LBAs never written since {since} ({'; '.join(short)}): the drive answers them "
@@ -118,10 +137,10 @@ def unwritten_reads(run):
 
 def _fio_step(step, written, capacity):
     """(what is written after a fio step, what its jobs read that was never written). Its jobs run one after
-    another, but for a burst's two at once: the background's writes, listed first, count before the
-    foreground's reads."""
+    another, but for a burst's at once: the background's writes, listed first (or replayed, see _replayed),
+    count before the foreground's reads."""
     metrics = _metrics(step)
-    jobs = _fio_jobs(step["job_file"] or "")
+    jobs = fio_jobs(step["job_file"] or "")
     short = []
     for name, options in jobs:
         prefix = f"{name}." if len(jobs) > 1 else ""
@@ -139,7 +158,17 @@ def _fio_step(step, written, capacity):
     return written, short
 
 
-def _fio_jobs(text):
+def _replayed(step, written):
+    """What is written once a burst step's background has run: it replays timed writes that its job file does
+    not bound, over the span its detail records (runs before that kept the span in the job file)."""
+    span = _get(step["detail"], "background", "span")
+    offset, size = _get(span, "offset"), _get(span, "size")
+    if not all(isinstance(v, int) and v >= 0 for v in (offset, size)):
+        return written
+    return _union(written, (offset, offset + size))
+
+
+def fio_jobs(text):
     """The jobs of a fio job file, in order: (name, options), each with the [global] options under its own."""
     sections = []
     for line in text.splitlines():

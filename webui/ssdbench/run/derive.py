@@ -10,10 +10,11 @@ import os
 import re
 import statistics
 from collections import defaultdict, deque
+from dataclasses import dataclass
 
 from ..errors import SsdbenchError
 from ..suites.locked import job_label, parse_size, reads_only
-from . import fio_output, playback, steady
+from . import burst, fio_output, plan, playback, steady
 from .fio_output import Metric
 
 # fio log names: <prefix>_<kind>.<job>.log; kind "clat_hist" holds histograms and is kept raw.
@@ -259,32 +260,144 @@ def bursts(intervals, min_gap_s):
     return windows
 
 
-def burst_metrics(out_dir, spec):
-    """Mixed Burst: throughput counted only while bursts run, and the reads' total service time."""
-    metrics = []
-    for part, direction, idle in (("foreground", "read", "idle_s"), ("background", "write", "every_s")):
-        # A pause of half the configured idle time separates two bursts; IOs inside a burst are never that far apart.
-        gap = spec[part][idle] / 2
-        windows = bursts(io_intervals(out_dir, part), gap)
-        seconds = sum(e - s for s, e, _ in windows) / 1e6
-        nbytes = sum(b for _, _, b in windows)
-        source = f"{part}.iolog issue times + {part}_lat log, bursts split at pauses of {gap} s or more"
-        metrics += [
-            Metric(
-                f"burst.{direction}.mb_s",
-                nbytes / seconds / 1e6,
-                "MB/s",
-                f"bytes / time inside the {len(windows)} bursts (idle left out), from {source}",
-            ),
-            Metric(
-                f"burst.{direction}.service_s",
-                seconds,
-                "s",
-                f"sum of the {len(windows)} bursts' [first issue, last completion], from {source}",
-            ),
-            Metric(f"burst.{direction}.bursts", float(len(windows)), "bursts", source),
-        ]
-    return metrics
+def background_writes(out_dir, step):
+    """(period, issue, completion, bytes) of every background write that completed, in ms on the Unix clock.
+
+    A writer has one write outstanding, so its per-IO lat log lists its writes in its replay's order; each
+    is checked against the replay's offset. fio logs a completion's time in whole ms; the issue is that
+    time less the write's latency."""
+    out = []
+    for prefix, replay in burst.writers(step):
+        planned = burst.planned_writes(os.path.join(out_dir, replay))
+        log_name, done = per_io_log(out_dir, prefix)
+        if len(done) > len(planned):
+            raise SsdbenchError(f"{log_name} lists {len(done)} writes; {replay} holds {len(planned)}")
+        for (period, offset, length), c in zip(planned, done):
+            if (fio_output.DIRECTIONS[c.direction], c.offset, c.bs) != ("write", offset, length):
+                raise SsdbenchError(f"{log_name}: a write of {c.bs} B at {c.offset}, where {replay} has {offset}")
+            out.append((period, c.t_ms - c.value / 1e6, float(c.t_ms), c.bs))
+    return out
+
+
+def _windows_metrics(direction, windows, source):
+    seconds = sum(e - s for s, e, _ in windows) / 1e6
+    nbytes = sum(b for _, _, b in windows)
+    return [
+        Metric(
+            f"burst.{direction}.mb_s",
+            nbytes / seconds / 1e6,
+            "MB/s",
+            f"bytes / time inside the {len(windows)} bursts (idle left out), from {source}",
+        ),
+        Metric(
+            f"burst.{direction}.service_s",
+            seconds,
+            "s",
+            f"sum of the {len(windows)} bursts' [first issue, last completion], from {source}",
+        ),
+        Metric(f"burst.{direction}.bursts", float(len(windows)), "bursts", source),
+    ]
+
+
+def burst_metrics(out_dir, step, doc):
+    """Mixed Burst: throughput counted only while bursts run, the reads' total service time, and the
+    background against its clock; with the timeline of the read bursts and the background's periods."""
+    spec = step.spec
+    wanted = next(opts["io_size"] for name, opts in step.jobs if name == "foreground")
+    read = next(job["read"]["io_bytes"] for job in doc["jobs"] if job["jobname"] == "foreground")
+    if read < wanted:
+        raise SsdbenchError(
+            f"the foreground read {read} of its {wanted} bytes: it outlasted the background's "
+            f"{burst.period_count(step)} periods ({burst.HOLD} times the step's estimate), and fio ended it "
+            "when the background ended (exitall), so its last bursts ran without the background"
+        )
+    # A pause of half the configured idle time separates two bursts; IOs inside a burst are never that far apart.
+    gap = spec["foreground"]["idle_s"] / 2
+    fg = io_intervals(out_dir, "foreground")
+    reads = bursts(fg, gap)
+    metrics = _windows_metrics(
+        "read", reads, f"foreground.iolog issue times + foreground_lat log, bursts split at pauses of {gap} s or more"
+    )
+    writes = background_writes(out_dir, step)
+    log_name, completions = per_io_log(out_dir, "foreground")
+    clock = background_clock(step, writes, max(c.t_ms for c in completions))
+    gap = spec["background"]["every_s"] / 2
+    source = f"the background writers' lat logs (completion ms - latency), bursts split at pauses of {gap} s or more"
+    metrics += _windows_metrics(
+        "write", bursts([(s * 1000, e * 1000, "write", b) for _, s, e, b in writes], gap), source
+    )
+    logs = ", ".join(f"{prefix}_lat log" for prefix, _ in burst.writers(step))
+    source = (
+        f"{clock.whole} whole periods of {clock.every} ms, the first due at {clock.due:.3f} ms, the last ending "
+        f"before the foreground's last completion ({log_name}); Unix-clock ms in every log (log_unix_epoch)"
+    )
+    metrics += [
+        Metric("background_periods", float(clock.whole), "periods", source),
+        Metric(
+            "background_mb_s",
+            clock.written / (clock.whole * clock.every / 1000) / 1e6,
+            "MB/s",
+            f"bytes of those periods' writes done by the end of the last ({logs}) / their length; {source}",
+        ),
+        Metric(
+            "overrun_periods",
+            float(clock.overran),
+            "periods",
+            f"periods whose writes were not all done ({logs}) when the next was due; {source}",
+        ),
+    ]
+    # The foreground's IOs are on its iolog's clock. Each, in the lat log's order, completed at a Unix ms that
+    # fio cut down to a whole ms, so the largest difference of the two is the shift from one clock to the other.
+    shift = max(c.t_ms * 1000 - stop for c, (_, stop, _, _) in zip(completions, fg))
+    since = f"x: its first issue, ms from when the background's first period was due ({clock.due:.3f} ms)"
+    series = [
+        (
+            "burst.read.service_s",
+            "s",
+            f"each read burst's [first issue, last completion] from foreground.iolog + {log_name}; {since}",
+            [((s + shift) / 1000 - clock.due, (e - s) / 1e6) for s, e, _ in reads],
+        ),
+        (
+            "burst.write.period_s",
+            "s",
+            f"each background period whose writes all completed: [first issue, last completion] from {logs}; " + since,
+            [(s - clock.due, (e - s) / 1000) for s, e in clock.periods],
+        ),
+    ]
+    return metrics, series
+
+
+@dataclass(frozen=True)
+class Clock:
+    every: int  # ms between two periods' due times
+    due: float  # when period 0 was due, Unix ms
+    whole: int  # periods that were due, and whose successor was due, before the foreground ended
+    overran: int  # of those, periods whose writes were not all done when the next was due
+    written: int  # bytes of those periods' writes done by the end of the last
+    periods: list  # (first issue, last completion) of each period whose writes all completed
+
+
+def background_clock(step, writes, end):
+    """The background's periods against its clock, from its writes and the foreground's last completion (ms).
+
+    fio never issues a write before its period is due, and issues the first of a period that is not late
+    when it is due (woken from the replay's wait), so the earliest (issue - k periods) of any write, k its
+    period, is when period 0 was due. Period k overran when its writes were not all done when period k + 1
+    was due: fio then started that one at once."""
+    every = burst.every_ms(step)
+    due = min((s - k * every for k, s, _, _ in writes), default=None)
+    if due is None or end - due < every:
+        raise SsdbenchError(f"the foreground ended before the background's first whole period of {every} ms")
+    whole = int((end - due) // every)
+    planned = plan.burst_blocks(step.spec["background"])
+    per_period = defaultdict(list)
+    for k, s, e, _ in writes:
+        per_period[k].append((s, e))
+    done = {k: max(e for _, e in ios) for k, ios in per_period.items() if len(ios) == planned}
+    overran = sum(k not in done or done[k] > due + (k + 1) * every for k in range(whole))
+    written = sum(b for k, _, e, b in writes if k < whole and e <= due + whole * every)
+    periods = [(min(s for s, _ in per_period[k]), e) for k, e in sorted(done.items())]
+    return Clock(every, due, whole, overran, written, periods)
 
 
 def io_totals(doc):
@@ -307,7 +420,10 @@ def _fio(step, out_dir, doc, complete, baseline):
 
 
 def _matrix(step, out_dir, doc, complete, baseline):
-    return fio_output.fio_metrics(doc), matrix_curves(doc, step.spec, step.jobs) if complete else []
+    # A row that ran another block size than the one it names (a 512 B row on a 4Kn drive) is not drawn on
+    # the curve; its figures stay in the step's metrics, under its name.
+    drawn = [(name, opts) for name, opts in step.jobs if name not in step.adapted]
+    return fio_output.fio_metrics(doc), matrix_curves(doc, step.spec, drawn) if complete else []
 
 
 def _sweep(step, out_dir, doc, complete, baseline):
@@ -321,7 +437,8 @@ def _trace(step, out_dir, doc, complete, baseline):
 
 
 def _burst(step, out_dir, doc, complete, baseline):
-    return fio_output.fio_metrics(doc) + (burst_metrics(out_dir, step.spec) if complete else []), []
+    metrics, series = burst_metrics(out_dir, step, doc) if complete else ([], [])
+    return fio_output.fio_metrics(doc) + metrics, series
 
 
 RESULTS = {"fio": _fio, "matrix": _matrix, "sweep": _sweep, "trace": _trace, "burst": _burst}

@@ -3,7 +3,13 @@
 Deterministic and free of I/O. A job file names the device as ${SSDBENCH_DUT}, which
 fio expands from the environment, so the saved file re-runs anywhere with plain fio.
 A trace step's job file depends on the generated trace, so `playback` writes it at
-run time; here it only gets its estimate.
+run time; here it only gets its estimate. Mixed Burst's job file is rendered here, and the timed
+writes its background replays are generated at run time by `burst`.
+
+A drive's logical block can be larger than a job's block size (a 4Kn drive refuses the 512 B
+rows of the transfer-size sweep): such a job runs its block size rounded up to whole logical
+blocks, and its step records the change. Spans and zones start on 1 MiB, a multiple of any
+logical block, so block sizes are all that can need it.
 """
 
 import math
@@ -12,6 +18,7 @@ from dataclasses import dataclass, field
 from .. import __version__
 from ..suites import locked, trace_profiles
 from ..suites.locked import parse_size
+from ..suites.trace_file import SECTOR  # the logical block that suites and traces assume: the default here
 
 ALIGN = 1024 * 1024
 DUT_VAR = "SSDBENCH_DUT"
@@ -37,6 +44,7 @@ class PlanStep:
     size: int = 0
     job_file: str | None = None
     jobs: list = field(default_factory=list)  # (fio job name, options) in job-file order
+    adapted: dict = field(default_factory=dict)  # job name -> (declared bs, bytes it runs): see Fit
 
     @property
     def runtime(self):
@@ -52,6 +60,7 @@ class PlanStep:
             "span": {"offset": self.offset, "size": self.size},
             "jobs": [{"name": n, **o} for n, o in self.jobs],
             "job_file": self.job_file,
+            "adapted": adaptation_notes(self.adapted),
         }
 
 
@@ -92,11 +101,38 @@ def fio_options(job, offset, size, logs=None):
     return opts
 
 
-def job_file(suite, step, jobs, extra_global=None):
+class Fit:
+    """Block sizes fitted to the drive's logical block, and which jobs had to change."""
+
+    def __init__(self, block):
+        self.block = block
+        self.adapted = {}
+
+    def job(self, name, job):
+        """The job as declared when its block size is a whole number of logical blocks; else with that size
+        rounded up to one (512 B runs as 4096 B on a 4Kn drive), which the drive accepts."""
+        size = parse_size(job["bs"])
+        if size % self.block == 0:
+            return job
+        ran = -(-size // self.block) * self.block
+        self.adapted[name] = (job["bs"], ran)
+        return {**job, "bs": ran}
+
+
+def adaptation_notes(adapted):
+    """What a step's Fit changed, in sentences, one per declared block size."""
+    jobs = {}
+    for name, change in adapted.items():
+        jobs.setdefault(change, []).append(name)
+    return [f"bs {bs} runs as {ran} B in {', '.join(names)}" for (bs, ran), names in jobs.items()]
+
+
+def job_file(suite, step, jobs, extra_global=None, adapted=None):
     lines = [
         f"; ssdbench {__version__}, suite {suite.name} v{suite.data['version']} (sha256 {suite.sha256})",
         f"; step {step['id']}: {step['title']}",
         f"; re-run: {DUT_VAR}=/dev/<drive> fio --output-format=json {step['id']}.fio",
+        *(f"; adapted to the drive: {note}" for note in adaptation_notes(adapted or {})),
         "[global]",
         f"filename=${{{DUT_VAR}}}",
     ]
@@ -122,9 +158,9 @@ class Rates:
         return size * job["numjobs"] / (self.read if locked.reads_only(job["rw"]) else self.write)
 
 
-def _fio(suite, i, step, capacity, rates):
+def _fio(suite, i, step, capacity, rates, fit):
     offset, size = span(step["span"], capacity)
-    jobs = [(step["id"], fio_options(step, offset, size, logs=step["id"]))]
+    jobs = [(step["id"], fio_options(fit.job(step["id"], step), offset, size, logs=step["id"]))]
     return PlanStep(
         i,
         step["id"],
@@ -134,20 +170,19 @@ def _fio(suite, i, step, capacity, rates):
         step,
         offset,
         size,
-        job_file(suite, step, jobs),
+        job_file(suite, step, jobs, adapted=fit.adapted),
         jobs,
     )
 
 
-def _matrix(suite, i, step, capacity, rates):
+def _matrix(suite, i, step, capacity, rates, fit):
     jobs, estimate = [], 0.0
     for name, job in locked.matrix_jobs(step):
         offset, size = span(job["span"], capacity)
-        jobs.append((name, {**fio_options(job, offset, size), "stonewall": 1}))
+        jobs.append((name, {**fio_options(fit.job(name, job), offset, size), "stonewall": 1}))
         estimate += rates.job_seconds(job, size)
-    return PlanStep(
-        i, step["id"], "matrix", step["title"], estimate, step, 0, capacity, job_file(suite, step, jobs), jobs
-    )
+    text = job_file(suite, step, jobs, adapted=fit.adapted)
+    return PlanStep(i, step["id"], "matrix", step["title"], estimate, step, 0, capacity, text, jobs)
 
 
 def zone_offsets(zones, zone_size, capacity):
@@ -156,17 +191,17 @@ def zone_offsets(zones, zone_size, capacity):
     return [round(k * last / (zones - 1)) // ALIGN * ALIGN for k in range(zones)]
 
 
-def _sweep(suite, i, step, capacity, rates):
+def _sweep(suite, i, step, capacity, rates, fit):
     zone = min(parse_size(step["zone_size"]), capacity // ALIGN * ALIGN)
     jobs = []
     for k, offset in enumerate(zone_offsets(step["zones"], zone, capacity)):
         for rw, data in (("write", "incompressible"), ("read", "n/a")):
-            job = {"rw": rw, "bs": step["bs"], "iodepth": 1, "numjobs": 1, "data": data}
-            jobs.append((f"zone{k:03d}-{rw}", {**fio_options(job, offset, zone), "stonewall": 1}))
+            name = f"zone{k:03d}-{rw}"
+            job = fit.job(name, {"rw": rw, "bs": step["bs"], "iodepth": 1, "numjobs": 1, "data": data})
+            jobs.append((name, {**fio_options(job, offset, zone), "stonewall": 1}))
     estimate = step["zones"] * zone * (1 / rates.write + 1 / rates.read)
-    return PlanStep(
-        i, step["id"], "sweep", step["title"], estimate, step, 0, capacity, job_file(suite, step, jobs), jobs
-    )
+    text = job_file(suite, step, jobs, adapted=fit.adapted)
+    return PlanStep(i, step["id"], "sweep", step["title"], estimate, step, 0, capacity, text, jobs)
 
 
 def burst_blocks(part):
@@ -179,30 +214,41 @@ def _microseconds(seconds):
     return round(seconds * 1e6)
 
 
-def _burst(suite, i, step, capacity, rates):
+# Mixed Burst's clock starts this long after fio starts its jobs: its first background period is due then,
+# and the foreground starts then (startdelay). fio starts its jobs in about 0.1 s; every one has by then.
+CLOCK_START_S = 1
+
+
+def _burst(suite, i, step, capacity, rates, fit):
+    """The background: `iodepth` synchronous writers, each replaying its share of the timed writes that
+    run/burst.py generates (the fixed clock is explained there). The foreground: read bursts with idle
+    between them. fio ends every job when one ends (exitall): the foreground's end ends the background."""
     offset, size = span(step["span"], capacity)
-    bg, fg = step["background"], step["foreground"]
+    bg, fg = fit.job("background", step["background"]), fit.job("foreground", step["foreground"])
     fg_blocks = burst_blocks(fg)
     fg_bytes = fg["bursts"] * fg_blocks * parse_size(fg["bs"])
-    estimate = fg_bytes / rates.read + fg["bursts"] * fg["idle_s"]
-    # The background runs until the foreground's last burst ends (exitall); its runtime is only a bound.
-    bound = int(10 * estimate) + 600
-    background = {
-        "rw": "randwrite",
-        "bs": bg["bs"],
-        "iodepth": bg["iodepth"],
-        "offset": offset,
-        "size": size,
-        "time_based": 1,
-        "runtime": bound,
-        "thinktime": _microseconds(bg["every_s"]),
-        "thinktime_blocks": burst_blocks(bg),
-        **DATA_OPTIONS["incompressible"],
-        "write_iolog": "background.iolog",
-        "write_lat_log": "background",
-        **PER_IO_LOGS,
-    }
+    estimate = CLOCK_START_S + fg_bytes / rates.read + fg["bursts"] * fg["idle_s"]
+    # Every job logs on the Unix clock, so that the background's periods and the read bursts line up.
+    logs = {**PER_IO_LOGS, "log_unix_epoch": 1}
+    writers = [
+        (
+            "background",
+            {
+                "ioengine": "psync",
+                "iodepth": 1,
+                "read_iolog": f"background{k}.replay",
+                "read_iolog_chunked": 1,
+                "replay_redirect": f"${{{DUT_VAR}}}",
+                **DATA_OPTIONS["incompressible"],
+                "write_lat_log": f"background{k}",
+                **logs,
+            },
+        )
+        for k in range(1, bg["iodepth"] + 1)
+    ]
     foreground = {
+        # A group of its own, so that group_reporting sums the background's writers and not the reads.
+        "new_group": 1,
         "rw": "read",
         "bs": fg["bs"],
         "iodepth": fg["iodepth"],
@@ -211,11 +257,13 @@ def _burst(suite, i, step, capacity, rates):
         "io_size": fg_bytes,
         "thinktime": _microseconds(fg["idle_s"]),
         "thinktime_blocks": fg_blocks,
+        "startdelay": CLOCK_START_S,
         "write_iolog": "foreground.iolog",
         "write_lat_log": "foreground",
-        **PER_IO_LOGS,
+        **logs,
     }
-    jobs = [("background", background), ("foreground", foreground)]
+    jobs = [*writers, ("foreground", foreground)]
+    ends = {"exitall": 1, "exit_what": "all", "group_reporting": 1}
     return PlanStep(
         i,
         step["id"],
@@ -225,18 +273,19 @@ def _burst(suite, i, step, capacity, rates):
         step,
         offset,
         size,
-        job_file(suite, step, jobs, {"exitall": 1}),
+        job_file(suite, step, jobs, ends, fit.adapted),
         jobs,
     )
 
 
-def _trace(suite, i, step, capacity, rates):
+def _trace(suite, i, step, capacity, rates, fit):
+    # Its IOs come from the trace at run time: `playback` fits them to the drive's logical block.
     profile = trace_profiles.PROFILES[step["profile"]]
     reads, writes = trace_profiles.scaled_bytes(profile, step["scale"])
     return PlanStep(i, step["id"], "trace", step["title"], reads / rates.read + writes / rates.write, step, 0, capacity)
 
 
-def _device_step(suite, i, step, capacity, rates):
+def _device_step(suite, i, step, capacity, rates, fit):
     return PlanStep(i, step["id"], step["kind"], step["title"], rates.purge_s, step, 0, capacity)
 
 
@@ -285,15 +334,19 @@ def declared_jobs(step):
         return [
             {
                 "name": "background",
-                "rw": "randwrite",
+                "rw": "randwrite (a timed iolog, replayed)",
                 "bs": bg["bs"],
                 "iodepth": bg["iodepth"],
                 "numjobs": 1,
                 "span": step["span"],
-                "runtime": "until the last foreground burst ends",
+                "runtime": "until the foreground ends",
                 "data": "incompressible",
                 "burst_bytes": int(bg["burst"]),
                 "every_s": bg["every_s"],
+                "clock": f"fixed: a burst due every {bg['every_s']} s from {CLOCK_START_S} s after fio starts; "
+                "one that is late starts at once",
+                "writers": f"{bg['iodepth']} synchronous writers (psync), one write outstanding each",
+                "seed": bg["seed"],
             },
             {
                 "name": "foreground",
@@ -307,6 +360,7 @@ def declared_jobs(step):
                 "burst_bytes": int(fg["burst"]),
                 "bursts": fg["bursts"],
                 "idle_s": fg["idle_s"],
+                "starts_s": CLOCK_START_S,
             },
         ]
     if kind == "trace":
@@ -332,10 +386,15 @@ def declared_jobs(step):
     return []
 
 
-def compile_plan(suite, capacity):
-    """The steps of a suite on a drive of `capacity` bytes."""
+def compile_plan(suite, capacity, block=SECTOR):
+    """The steps of a suite on a drive of `capacity` bytes and logical blocks of `block` bytes."""
     rates = Rates(suite)
-    return [BUILDERS[step["kind"]](suite, i, step, capacity, rates) for i, step in enumerate(suite.steps)]
+    steps = []
+    for i, spec in enumerate(suite.steps):
+        fit = Fit(block)
+        steps.append(BUILDERS[spec["kind"]](suite, i, spec, capacity, rates, fit))
+        steps[-1].adapted = fit.adapted
+    return steps
 
 
 def estimate_seconds(plan):

@@ -4,6 +4,10 @@ Each segment of the trace (IOs that share one queue depth) is one fio job that r
 its own iolog with `replay_no_stall`, so idle time is cut out, at `iodepth` = the
 segment's queue depth, and logs every IO's latency. `derive.replayed_intervals` turns
 those logs into busy time.
+
+The traces are in 512 B sectors. On a drive of larger logical blocks (4Kn) each IO that is
+not in whole blocks is widened to them, its start rounded down and its end up, so that it
+still covers every byte the trace names; the step records how many were.
 """
 
 import os
@@ -38,18 +42,32 @@ def replay_job(k, qd):
     }
 
 
-def prepare(step, out_dir, capacity, suite):
-    """Generate the step's trace into its folder, and the fio job file that replays it."""
+def widen(ios, block):
+    """The IOs in whole logical blocks of `block` bytes: each start rounded down, each end up."""
+    out = []
+    for op, offset, length in ios:
+        start = offset // block * block
+        out.append((op, start, -(-(offset + length) // block) * block - start))
+    return out
+
+
+def prepare(step, out_dir, capacity, suite, block=plan.SECTOR):
+    """Generate the step's trace into its folder, and the fio job file that replays it on a drive of
+    `capacity` bytes in logical blocks of `block` bytes."""
     os.makedirs(out_dir, exist_ok=True)
     spec = step.spec
     trace = trace_generator.generate(spec["profile"], seed=spec["seed"], scale=spec["scale"])
     trace_path = os.path.join(out_dir, "trace.txt")
     trace_file.write(trace, trace_path)
     mapped, was_mapped = trace_file.map_to_capacity(trace, capacity)
-    jobs = []
+    jobs, count, widened, added = [], 0, 0, 0
     for k, (qd, ios) in enumerate(trace_file.segments(mapped)):
+        played = widen(ios, block)
+        count += len(ios)
+        widened += sum(a != b for a, b in zip(ios, played))
+        added += sum(b[2] - a[2] for a, b in zip(ios, played))
         jobs.append(replay_job(k, qd))
-        _write_replay(os.path.join(out_dir, f"{jobs[-1][0]}.replay"), ios)
+        _write_replay(os.path.join(out_dir, f"{jobs[-1][0]}.replay"), played)
     info = {
         "profile": spec["profile"],
         "label": trace.label,
@@ -62,7 +80,20 @@ def prepare(step, out_dir, capacity, suite):
         "segments": len(jobs),
         "mapped_to_capacity": was_mapped,
     }
+    if widened:
+        info["widened"] = {"block_bytes": block, "ios": widened, "of_ios": count, "bytes_added": added}
     return plan.job_file(suite, spec, jobs), info
+
+
+def adaptation_notes(info):
+    """What fitting the trace to the drive's logical block changed, in sentences (none: nothing)."""
+    w = info.get("widened")
+    if not w:
+        return []
+    return [
+        f"{w['ios']} of {w['of_ios']} trace IOs widened to whole {w['block_bytes']} B blocks (start rounded down, "
+        f"end up): {w['bytes_added']} bytes more in all"
+    ]
 
 
 def replay_order(out_dir, name):

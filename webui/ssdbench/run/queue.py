@@ -14,28 +14,37 @@ import traceback
 from ..errors import SsdbenchError
 from ..results import store
 from ..suites import locked
-from . import runner, workload
+from . import repeat, runner, workload
 
 POLL_S = 0.5
 
 
-def enqueue(db, suite_name, device, confirm, destroy_data=False, allow_usb=False):
+def enqueue(db, data_dir, suite_name, device, confirm, destroy_data=False, allow_usb=False):
     """Queue a locked suite on a drive, after the checks that `ssdbench run` makes; returns the run id.
 
-    Raises store.RunBusy while another run is queued or running, SsdbenchError if the suite or the
-    target is refused. The service checks the drive again when it takes the run: it may have changed.
+    Raises store.RunBusy while another run is queued or running, SsdbenchError if the suite, the
+    target or the room for its results is refused. The service checks again when it takes the run: the
+    drive may have changed.
     """
+    suite, drive, steps, request = checked(db, data_dir, suite_name, device, confirm, destroy_data, allow_usb)
+    return store.create_run(db, drive, suite, steps, state="queued", request=request)
+
+
+def enqueue_repeat(db, data_dir, suite_name, times, device, confirm, destroy_data=False, allow_usb=False):
+    """Queue a repeat set: the suite `times` times on the drive, after the same checks; returns the set's id.
+    Its first run is queued with it; the service runs the others after it, one by one, under the same lock."""
+    repeat.check_times(times)
+    suite, drive, steps, request = checked(db, data_dir, suite_name, device, confirm, destroy_data, allow_usb)
+    thresholds = locked.repeat_thresholds(suite.data)
+    return store.create_repeat(db, drive, suite, times, thresholds, request, plan=steps)
+
+
+def checked(db, data_dir, suite_name, device, confirm, destroy_data, allow_usb):
+    """The suite, the drive, the plan and the tester's request, once every check has passed."""
     store.check_idle(db)
     suite = workload.verified(locked.load(suite_name))
-    drive, steps = runner.prepare(suite, device, confirm, destroy_data, allow_usb)
-    request = {
-        "device": drive["path"],
-        "confirm": confirm,
-        "destroy_data": destroy_data,
-        "allow_usb": allow_usb,
-        "capacity_bytes": drive["capacity_bytes"],
-    }
-    return store.create_run(db, drive, suite, steps, state="queued", request=request)
+    drive, steps = runner.prepare(data_dir, suite, device, confirm, destroy_data, allow_usb)
+    return suite, drive, steps, repeat.request(drive, confirm, destroy_data, allow_usb)
 
 
 def log(message):
@@ -89,18 +98,57 @@ def take_next(db, data_dir, signals):
         if row is None or not store.claim_run(db, row["id"]):
             return None
         log(f"run {row['id']}: {row['suite']} started")
+        place = store.repeat_of(db, row["id"])
+        if place:
+            store.claim_repeat(db, place[0])
         try:
             state, error = start_claimed(db, data_dir, lock, row, signals)
+            log(f"run {row['id']}: {state}" + (f": {error}" if error else ""))
+            if place:
+                state, error = go_on_repeating(db, data_dir, lock, row, place, state, error, signals)
+                log(f"repeat set {place[0]}: {state}" + (f": {error}" if error else ""))
         except Exception as exc:  # a bug in one run must not take the service down with it
             traceback.print_exc()
             state, error = "failed", f"internal error: {exc!r}"
             if store.run_state(db, row["id"]) == "running":
                 store.finish_run(db, row["id"], state, error)
+            if place and store.repeat_state(db, place[0]) == "running":
+                store.finish_repeat(db, place[0], state, error)
+            log(f"run {row['id']}: {state}: {error}")
         signals.received = False
-        log(f"run {row['id']}: {state}" + (f": {error}" if error else ""))
         return row["id"]
     finally:
         lock.release()
+
+
+def go_on_repeating(db, data_dir, lock, row, place, state, error, signals):
+    """After the first run of a repeat set: the set's other runs, under the same lock, unless that run did not
+    end done, which ends the set. Returns the set's (state, error)."""
+    repeat_id, position = place
+    times = store.get_repeat(db, repeat_id)["times"]
+    if state != "done":
+        error = repeat.stopped_by(row["id"], position, times, state, error)
+        store.finish_repeat(db, repeat_id, state, error)
+        return state, error
+
+    try:
+        suite = queued_suite(row)
+    except SsdbenchError as exc:
+        store.finish_repeat(db, repeat_id, "failed", str(exc))
+        return "failed", str(exc)
+
+    def on_run(at, run_id):
+        log(f"repeat set {repeat_id}: run {run_id} ({at} of {times}) started")
+
+    return repeat.carry_on(db, data_dir, lock, repeat_id, suite, signals, position + 1, on_run=on_run)
+
+
+def queued_suite(row):
+    """The locked suite a queued run names, as it was when the run was queued."""
+    suite = workload.verified(locked.load(row["suite"]))
+    if suite.sha256 != row["suite_hash"]:
+        raise SsdbenchError(f"the suite {row['suite']} changed since the run was queued")
+    return suite
 
 
 def start_claimed(db, data_dir, lock, row, signals):
@@ -112,19 +160,9 @@ def start_claimed(db, data_dir, lock, row, signals):
     if cancelled():
         store.finish_run(db, row["id"], "cancelled", "cancelled before it started")
         return "cancelled", None
-    request = json.loads(row["request_json"])
     try:
-        suite = workload.verified(locked.load(row["suite"]))
-        if suite.sha256 != row["suite_hash"]:
-            raise SsdbenchError(f"the suite {row['suite']} changed since the run was queued")
-        drive, steps = runner.prepare(
-            suite, request["device"], request["confirm"], request["destroy_data"], request["allow_usb"]
-        )
-        if drive["capacity_bytes"] != request["capacity_bytes"]:
-            raise SsdbenchError(
-                f"{drive['path']} now holds {drive['capacity_bytes']} bytes, not the "
-                f"{request['capacity_bytes']} it held when the run was queued"
-            )
+        suite = queued_suite(row)
+        drive, steps = runner.prepare_again(data_dir, suite, json.loads(row["request_json"]))
     except SsdbenchError as exc:
         state, error = ("cancelled", "cancelled before it started") if cancelled() else ("failed", str(exc))
         store.finish_run(db, row["id"], state, error)

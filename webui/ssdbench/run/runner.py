@@ -2,8 +2,8 @@
 steps, handle cancel, crash and failure.
 
 This is the only writer of run state. Each step is stored whole when it ends, so
-whatever stops the run (cancel, a vanished drive, a power cut) leaves every
-completed step intact.
+whatever stops the run (cancel, a vanished drive, a full data partition, a power cut)
+leaves every completed step intact.
 """
 
 import fcntl
@@ -17,7 +17,7 @@ from ..drives import discovery, health, purge
 from ..errors import SsdbenchError
 from ..results import store
 from ..system import durable, tools
-from . import derive, environment, fio, fio_output, plan, playback, quiet
+from . import burst, derive, environment, fio, fio_output, plan, playback, quiet, space
 
 LOCK_NAME = "run.lock"
 STOPPED = fio.STOPPED
@@ -106,9 +106,11 @@ class Run:
         self.total_estimate = plan.estimate_seconds(steps) or 1.0
         self.signals = signals
         self.cancel = False
+        self.full = False
         self.last_cancel_check = 0.0
         self.run_dir = store.run_dir(data_dir, run_id)
         os.makedirs(self.run_dir, exist_ok=True)
+        self.serial = discovery.serial_now(drive)
 
     def should_stop(self, now=False):
         """A signal, or a cancel in the database (read at most once a second, unless `now`)."""
@@ -120,12 +122,33 @@ class Run:
             self.cancel = store.cancel_requested(self.db, self.run_id)
         return self.cancel
 
+    def room_left(self):
+        """False once the data partition is full. fio meets a full disk without a word (it exits 0, its JSON
+        cut short and its logs empty), so the runner looks for itself: before each step, twice a second while
+        fio runs, and after it."""
+        if not self.full:
+            self.full = store.free_bytes(self.data_dir) < store.FULL_BELOW
+        return not self.full
+
+    def no_room(self):
+        """The error of a step that ends for want of room on the data partition, else None. The reserve goes
+        first, so that the failure can be recorded: call it only once fio has ended, or fio would fill that too."""
+        if self.room_left():
+            return None
+        store.release_reserve(self.data_dir)
+        return (
+            f"data partition full: no room left in {self.data_dir} for the step's results; the steps before it are kept"
+        )
+
     def progress(self, idx, fraction, iops=None, bw=None):
         done = sum(s.estimate_s for s in self.steps[:idx])
         current = self.steps[idx].estimate_s if idx < len(self.steps) else 0
         eta = max(0.0, self.total_estimate - done - fraction * current)
         percent = min(100.0, 100.0 * (done + fraction * current) / self.total_estimate)
-        store.update_progress(self.db, self.run_id, idx, percent, eta, iops, bw)
+        try:
+            store.update_progress(self.db, self.run_id, idx, percent, eta, iops, bw)
+        except store.DataFull:
+            self.full = True  # fio, if it runs, is stopped at its next tick
         if self.on_progress:
             self.on_progress(idx, len(self.steps), percent, eta, iops, bw)
 
@@ -148,6 +171,10 @@ class Run:
         if self.should_stop():
             store.finish_step(self.db, sid, "cancelled", error=STOPPED, detail=detail)
             return "cancelled", STOPPED
+        refused = self.swapped() or self.no_room()
+        if refused:
+            store.finish_step(self.db, sid, "failed", error=refused, detail=detail)
+            return "failed", refused
         if step.kind in ("purge", "trim"):
             try:
                 detail |= purge.purge(self.drive) if step.kind == "purge" else purge.timed_trim(self.drive)
@@ -167,16 +194,35 @@ class Run:
             store.finish_step(self.db, sid, "done", detail=detail, metrics=metrics)
             return "done", None
         job_text = step.job_file
+        adapted = plan.adaptation_notes(step.adapted)
         if step.kind == "trace":
-            job_text, detail["trace"] = playback.prepare(step, out_dir, self.drive["capacity_bytes"], self.suite)
+            job_text, detail["trace"] = playback.prepare(
+                step, out_dir, self.drive["capacity_bytes"], self.suite, self.drive["logical_block_size"]
+            )
+            adapted += playback.adaptation_notes(detail["trace"])
             store.set_job_file(self.db, sid, job_text)
+        elif step.kind == "burst":
+            detail["background"] = burst.prepare(step, out_dir)
+        if adapted:
+            detail["adapted"] = adapted
         started = time.monotonic()
 
         def tick(doc, iops, bw):
             self.progress(step.index, self.fraction(step, doc, started), iops, bw)
 
-        outcome = fio.run(job_text, step.id, out_dir, self.drive["path"], tick, self.should_stop, self.cpus)
-        if outcome.state == "failed" and discovery.capacity(self.drive["path"]) == 0:
+        # The kernel's own count of the time the drive was busy, around the fio of a trace step only: the
+        # busy time that derive rebuilds from fio's logs is checked against it (results/validity).
+        ticks_before = discovery.io_ticks(self.drive["path"]) if step.kind == "trace" else None
+
+        def stop():
+            return self.should_stop() or not self.room_left()
+
+        outcome = fio.run(job_text, step.id, out_dir, self.drive["path"], tick, stop, self.cpus)
+        ticks_after = discovery.io_ticks(self.drive["path"]) if ticks_before is not None else None
+        full = self.no_room()
+        if full:  # what fio wrote is cut short somewhere: none of it is a result
+            outcome.state, outcome.error, outcome.doc = "failed", full, None
+        elif outcome.state == "failed" and discovery.capacity(self.drive["path"]) == 0:
             outcome.error = f"the drive {self.drive['path']} vanished during the step; fio said: {outcome.error}"
         metrics, series = [], []
         if outcome.doc is not None:
@@ -186,6 +232,9 @@ class Run:
                 )
             except SsdbenchError as exc:
                 outcome.state, outcome.error = "failed", f"step {step.id}: {exc}"
+            if ticks_after is not None:
+                detail["io_ticks"] = {"file": ticks_before[0], "before_ms": ticks_before[1], "after_ms": ticks_after[1]}
+                metrics.append(kernel_busy(detail["io_ticks"]))
         if outcome.state == "failed":
             outcome.state, outcome.error = self.failed_or_cancelled(outcome.error)
         # fio's files reach the disk before their step is recorded as done: a power cut cannot split them.
@@ -204,9 +253,24 @@ class Run:
             cool = {"state": "not asked", "reason": "the suite starts this step at once", "idled_s": 0.0}
         return {"cool_down": cool, "began_at_c": health.read_temperature(self.drive.get("temperature_source"))}
 
+    def swapped(self):
+        """Why the drive on the run's device node is no longer the one the run began on, if it is not: another
+        drive put on the same node (a hot swap, a re-enumeration after a reset) must not take the next step."""
+        now = discovery.serial_now(self.drive)
+        if self.serial is None or now == self.serial:
+            return None
+        path = self.drive["path"]
+        if now is None:
+            return f"the drive on {path} (serial {self.serial}) is gone"
+        return f"{path} is now another drive (serial {now}), not the one this run began on (serial {self.serial})"
+
     def failed_or_cancelled(self, error):
         """A step that breaks after a cancel was asked for is cancelled: stopping fio early, or a
-        signal at its start, can cut its output short, and that is the cancel's doing."""
+        signal at its start, can cut its output short, and that is the cancel's doing. One that breaks on a
+        full data partition failed for that."""
+        full = self.no_room()
+        if full:
+            return "failed", full
         return ("cancelled", STOPPED) if self.should_stop(now=True) else ("failed", error)
 
     def baseline(self, step):
@@ -237,6 +301,7 @@ class Run:
                 state, error = self.run_step(step)
             except (SsdbenchError, OSError) as exc:
                 state, error = self.failed_or_cancelled(f"step {step.id}: {exc}")
+                store.finish_step(self.db, store.step_id(self.db, self.run_id, step.index), state, error=error)
             if state != "done":
                 return state, error
         return "done", None
@@ -248,6 +313,16 @@ class Run:
     def write_json(self, name, data):
         with open(os.path.join(self.run_dir, name), "w") as f:
             json.dump(data, f, indent=1)
+
+
+def kernel_busy(ticks):
+    """The seconds the kernel counted the drive busy during a step: the rise of its io_ticks."""
+    return derive.Metric(
+        "kernel.busy_s",
+        (ticks["after_ms"] - ticks["before_ms"]) / 1000,
+        "s",
+        f"io_ticks (field 10 of {ticks['file']}, ms) read after the step's fio minus before, / 1000",
+    )
 
 
 class TemperatureLog:
@@ -290,12 +365,17 @@ class TemperatureLog:
                 value = health.read_temperature(self.source)
                 if value is not None:
                     point = (int((time.time() - started_at) * 1000), value)
-                    store.append_points(db, series, [point])
-                    if self.warning is not None and value > self.warning:
-                        if hot is None:
-                            source = f"{self.source}, seconds above {self.warning} °C"
-                            hot = store.add_series(db, self.run_id, None, "temperature.above_warning", "°C", source, [])
-                        store.append_points(db, hot, [point])
+                    try:
+                        store.append_points(db, series, [point])
+                        if self.warning is not None and value > self.warning:
+                            if hot is None:
+                                source = f"{self.source}, seconds above {self.warning} °C"
+                                hot = store.add_series(
+                                    db, self.run_id, None, "temperature.above_warning", "°C", source, []
+                                )
+                            store.append_points(db, hot, [point])
+                    except store.DataFull:
+                        pass  # a second the full disk cannot take stays out: a gap, not a made-up point
                 # On the second, not a second after the last read: a slow read (smartctl) does not push every
                 # later sample back, and one that took longer than a second is followed at once.
                 due = max(due + 1.0, time.monotonic())
@@ -311,13 +391,30 @@ def check_host():
     tools.require("fio")
 
 
-def prepare(suite, device, confirm, destroy_data=False, allow_usb=False):
-    """The drive, checked as a target against the tester's confirmation, and the suite's plan on it."""
+def prepare(data_dir, suite, device, confirm, destroy_data=False, allow_usb=False):
+    """The drive, checked as a target against the tester's confirmation, and the suite's plan on it, checked
+    to fit in the data folder."""
     drive = discovery.find(device, allow_usb=allow_usb)
     check_target(drive, confirm, destroy_data)
     if drive["transport"] == "nvme":
         tools.require("nvme")
-    return drive, plan.compile_plan(suite, drive["capacity_bytes"])
+    steps = plan.compile_plan(suite, drive["capacity_bytes"], drive["logical_block_size"])
+    space.check(data_dir, suite, steps)
+    return drive, steps
+
+
+def prepare_again(data_dir, suite, request):
+    """prepare() with what the tester asked for when the run was queued (or its repeat set began), as the drive
+    may have changed since: it must still be eligible, named by the confirmation, and of the same capacity."""
+    drive, steps = prepare(
+        data_dir, suite, request["device"], request["confirm"], request["destroy_data"], request["allow_usb"]
+    )
+    if drive["capacity_bytes"] != request["capacity_bytes"]:
+        raise SsdbenchError(
+            f"{drive['path']} now holds {drive['capacity_bytes']} bytes, not the "
+            f"{request['capacity_bytes']} it held when the run was queued"
+        )
+    return drive, steps
 
 
 def run_in_foreground(data_dir, suite, device, confirm, destroy_data=False, allow_usb=False, on_progress=None):
@@ -329,7 +426,7 @@ def run_in_foreground(data_dir, suite, device, confirm, destroy_data=False, allo
         try:
             db = store.connect(data_dir)
             store.mark_interrupted(db)
-            drive, steps = prepare(suite, device, confirm, destroy_data, allow_usb)
+            drive, steps = prepare(data_dir, suite, device, confirm, destroy_data, allow_usb)
             if signals.received:
                 raise SsdbenchError("cancelled before the run started; nothing was written to the drive")
             run_id = store.create_run(db, drive, suite, steps)
@@ -343,6 +440,13 @@ def run_under_lock(db, data_dir, lock, run_id, suite, drive, steps, signals, on_
     StopSignals installed: quiet the OS, record the environment, walk the steps. Returns (final state,
     error)."""
     lock.record(run_id=run_id, device=drive["path"])
+    try:
+        store.hold_reserve(data_dir)
+    except OSError as exc:  # the partition filled up since the run was checked to fit
+        store.release_reserve(data_dir)
+        error = f"data partition full: no room in {data_dir} for the run's reserve ({exc.strerror})"
+        store.finish_run(db, run_id, "failed", error)
+        return "failed", error
     controls = quiet.Quiet(drive)
     try:
         env = environment.fingerprint(suite, drive)
@@ -353,19 +457,28 @@ def run_under_lock(db, data_dir, lock, run_id, suite, drive, steps, signals, on_
         return run.walk_steps()
     finally:
         controls.release()
+        store.release_reserve(data_dir)
 
 
 def cancel(data_dir):
-    """Ask the active run to stop: a flag in the database, and SIGTERM to its process."""
+    """Ask the active run to stop, and its repeat set if it is in one (or the active set, between two of its
+    runs): a flag in the database, and SIGTERM to its process. Returns what was asked, e.g. "run 3"."""
     db = store.connect(data_dir)
     run = store.active_run(db)
-    if run is None:
-        raise SsdbenchError("no run is active")
-    store.request_cancel(db, run["id"])
-    pid = run["pid"] or read_lock(data_dir).get("pid")
+    if run is not None:
+        store.request_cancel(db, run["id"])
+        place = store.repeat_of(db, run["id"])
+        what, pid = f"run {run['id']}" + (f" and its repeat set {place[0]}" if place else ""), run["pid"]
+    else:
+        held = store.active_repeat(db)
+        if held is None:
+            raise SsdbenchError("no run is active")
+        store.request_repeat_cancel(db, held["id"])
+        what, pid = f"repeat set {held['id']}", held["pid"]
+    pid = pid or read_lock(data_dir).get("pid")
     if pid:
         try:
             os.kill(pid, signal.SIGTERM)
         except ProcessLookupError:
             pass
-    return run["id"]
+    return what

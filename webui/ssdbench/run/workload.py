@@ -2,8 +2,9 @@
 one hash ran the same IOs.
 
 It covers the suite as parsed; every fio job file its plan renders (the fio options, the data pattern and
-the logs among them; not the comment lines, which name the ssdbench release); and the bytes of every trace
-it plays, with the job file that replays it. The plan is rendered for a reference drive of 2 TB, larger
+the logs among them; not the comment lines, which name the ssdbench release); the bytes of every trace
+it plays, with the job file that replays it; and the bytes of the timed writes Mixed Burst's background
+replays. The plan is rendered for a reference drive of 2 TB, larger
 than every trace's footprint, so the hash does not depend on the drive a run uses. MANIFEST.json locks it
 beside the suite hash: a trace profile, the data pattern or a job option that changes in the code, while
 the suite file does not, still makes the suite refuse to run as standard.
@@ -15,7 +16,7 @@ import json
 
 from ..errors import SsdbenchError
 from ..suites import locked, trace_file, trace_generator
-from . import plan, playback
+from . import burst, plan, playback
 
 REFERENCE_CAPACITY = 2 * 10**12
 _computed = {}  # suite hash -> workload hash: a trace takes seconds to generate, once per process is enough
@@ -51,6 +52,8 @@ def parts(suite):
             out += _trace_parts(suite, step)
         elif step.job_file:
             out.append((f"{step.id}/{step.id}.fio", _sha(_job_text(step.job_file))))
+        if step.kind == "burst":
+            out += [(f"{step.id}/{name}", digest) for name, digest in burst.replay_digests(step).items()]
     return out
 
 

@@ -4,6 +4,7 @@
   "use strict";
 
   const POLL_MS = 500; // the runner writes progress twice a second
+  const REPEAT_POLL_MS = 2000; // a repeat set changes only as its runs start and end
   const ACTIVE = ["queued", "running"];
   const body = document.body;
 
@@ -85,6 +86,25 @@
     tick();
   }
 
+  // A repeat set while it runs: the page is drawn by the server, so it is drawn again when a run of the set
+  // starts or ends, or the set ends: when the API's states differ from those the page was drawn with.
+  function followRepeat(repeatId, shown) {
+    const status = document.getElementById("status");
+    async function tick() {
+      try {
+        const set = await getJSON(`/api/repeats/${repeatId}`);
+        if (JSON.stringify([set.state, set.runs.map((r) => [r.id, r.state])]) !== shown) {
+          window.location.reload();
+          return;
+        }
+      } catch (error) {
+        status.textContent = `Lost contact with the appliance, retrying: ${error.message}`;
+      }
+      setTimeout(tick, REPEAT_POLL_MS);
+    }
+    tick();
+  }
+
   const page = body.dataset.page;
   if (page === "live") {
     live(body.dataset.run);
@@ -92,6 +112,8 @@
     const container = document.getElementById("report");
     getJSON(`/api/runs/${body.dataset.run}`).then((doc) => SsdbenchReport.draw(container, doc))
       .catch((error) => fail(container, error));
+  } else if (page === "repeat-live") {
+    followRepeat(body.dataset.repeat, body.dataset.shown);
   } else if (page === "compare") {
     const container = document.getElementById("compare");
     const query = body.dataset.runs.split(",").map((id) => `run=${encodeURIComponent(id)}`).join("&");

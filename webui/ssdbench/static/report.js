@@ -230,6 +230,24 @@
     }).filter((spec) => spec.lines.length);
   }
 
+  // Mixed Burst as a timeline (methodology 8): each read burst's service time, at the moment it began, with
+  // the background's periods behind it, each a band from its first write to its last completion.
+  function burstTimelines(doc) {
+    return doc.steps.filter((s) => s.kind === "burst").map((step) => {
+      const own = stepSeries(doc, step);
+      const periods = own.find((s) => s.name === "burst.write.period_s");
+      return {
+        id: `burst-timeline-${step.key}`,
+        title: `${step.title}: each read burst's service time, over the background's writes`,
+        xAxis: {kind: "time", label: "seconds from the background's first period"}, yAxis: {label: "service time (s)"},
+        dots: true,
+        lines: own.filter((s) => s.name === "burst.read.service_s").map((s) => line("read burst service time (s)", s)),
+        bands: periods && periods.x.length ? periods.x.map((x, i) => ({
+          label: `background writes ${num(periods.y[i])} s`, from: x / 1000, to: x / 1000 + periods.y[i]})) : null,
+      };
+    }).filter((spec) => spec.lines.length);
+  }
+
   // The run's temperature, sampled through every step (purge, TRIM and idle too), drawn over the steps: each
   // step a band from its start to its end, in the same seconds since the run started.
   function temperatureCharts(doc) {
@@ -250,7 +268,8 @@
 
   function figures(doc) {
     return [...cornerCharts(doc), ...latencyCharts(doc), ...consistencyCharts(doc), ...slcCharts(doc),
-            ...sweepCharts(doc), ...transferCharts(doc), ...burstCharts(doc), ...temperatureCharts(doc)]
+            ...sweepCharts(doc), ...transferCharts(doc), ...burstCharts(doc), ...burstTimelines(doc),
+            ...temperatureCharts(doc)]
       .filter((spec) => spec.lines.length || spec.note);
   }
 
@@ -356,7 +375,7 @@
                                                      spec.xAxis.kind === "bytes" ? bytes(v) : num(v))},
         ...spec.lines.map((l, i) => ({
           label: l.label, stroke: COLORS[i % COLORS.length], width: 1.5, spanGaps: !isCategory,
-          points: isCategory ? {show: true, size: 7, fill: COLORS[i % COLORS.length]} : {},
+          points: isCategory || spec.dots ? {show: true, size: 7, fill: COLORS[i % COLORS.length]} : {},
           paths: spec.dots ? () => null : undefined,
           value: (u, v) => num(v),
         })),
@@ -471,6 +490,12 @@
         const badge = el("span", {class: "badge suspect", title: step.suspect.join("\n")}, "suspect");
         box.querySelector("h3").append(" ", badge);
         box.append(el("ul", {class: "suspect"}, ...step.suspect.map((reason) => el("li", {}, reason))));
+      }
+      // What ran otherwise than the suite names, to fit the drive's logical block (a 4Kn drive's 512 B rows).
+      const adapted = (step.detail || {}).adapted;
+      if (Array.isArray(adapted) && adapted.length) {
+        box.querySelector("h3").append(" ", el("span", {class: "badge adapted", title: adapted.join("\n")}, "adapted"));
+        box.append(el("ul", {class: "adapted"}, ...adapted.map((note) => el("li", {}, `adapted to the drive: ${note}`))));
       }
       box.append(metricsTable([doc], step.key));
       stepsSection.append(box);

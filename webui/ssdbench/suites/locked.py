@@ -8,6 +8,7 @@ everything the suite makes a drive do (job files, data pattern, traces).
 
 import hashlib
 import json
+import math
 import re
 import tomllib
 from dataclasses import dataclass
@@ -19,7 +20,11 @@ from . import trace_profiles
 FORMAT = 1
 RW_MODES = ("read", "write", "randread", "randwrite", "rw", "randrw", "trim", "randtrim")
 DATA_KINDS = ("incompressible", "compressible", "n/a")
-SUITE_KEYS = {"format", "name", "version", "title", "comparable", "fio", "estimate", "steps", "description"}
+SUITE_KEYS = {"format", "name", "version", "title", "comparable", "fio", "estimate", "repeat", "steps", "description"}
+# Repeatability (`ssdbench repeat`): a headline figure whose coefficient of variation across the runs of a repeat
+# set is above its threshold, in percent, is flagged. A suite states its own in [repeat]; these hold where it does
+# not (see the methodology, "Repeatability").
+REPEAT_DEFAULTS = {"cov_percent": 2.5, "qd1_latency_cov_percent": 3.0}
 # cooldown: whether the drive idles back to its idle temperature before the step (see the methodology).
 COMMON_KEYS = {"id", "kind", "title", "note", "cooldown"}
 JOB_KEYS = {"rw", "bs", "iodepth", "numjobs", "span", "runtime", "data", "rwmixread"}
@@ -35,9 +40,11 @@ STEP_KEYS = {
 }
 STEP_KINDS = tuple(STEP_KEYS)
 BURST_KEYS = {
-    "background": {"bs", "iodepth", "burst", "every_s"},
+    # iodepth: writes outstanding at once; seed: draws the random offsets of its writes
+    "background": {"bs", "iodepth", "burst", "every_s", "seed"},
     "foreground": {"bs", "iodepth", "burst", "bursts", "idle_s"},
 }
+MAX_BACKGROUND_QD = 32
 
 _UNITS = {
     "": 1,
@@ -75,7 +82,13 @@ def summary(s):
         "locked": s.locked,
         "comparable": s.data.get("comparable", True),
         "steps": len(s.steps),
+        "repeat": repeat_thresholds(s.data),
     }
+
+
+def repeat_thresholds(data):
+    """The CoV thresholds (percent) of a suite's repeat sets: its own [repeat], else the defaults."""
+    return {**REPEAT_DEFAULTS, **data.get("repeat", {})}
 
 
 def canonical(data):
@@ -174,6 +187,7 @@ def validate(data, origin="suite"):
         fail(f"unknown keys {sorted(unknown)}")
     if not valid_name(data["name"]):
         fail(f"name {data['name']!r} must be lower-case letters, digits and dashes")
+    _check_repeat(data.get("repeat", {}), fail)
     ids = [s.get("id") for s in data["steps"]]
     if len(set(ids)) != len(ids):
         fail("step ids must be unique")
@@ -192,6 +206,14 @@ def validate(data, origin="suite"):
             _CHECKS.get(step["kind"], lambda s, i: None)(step, ids)
         except ValueError as exc:
             fail(f"step {sid}: {exc}")
+
+
+def _check_repeat(table, fail):
+    if not isinstance(table, dict) or set(table) - set(REPEAT_DEFAULTS):
+        fail(f"repeat takes only {sorted(REPEAT_DEFAULTS)}")
+    for key, value in table.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 100:
+            fail(f"repeat.{key} must be a percentage above 0, at most 100")
 
 
 def _whole(step, key, minimum=1):
@@ -333,9 +355,21 @@ def _check_burst(step, ids):
         _size(table["burst"])
         _whole(table, "iodepth")
     _whole(step["foreground"], "bursts")
-    for part, key in (("background", "every_s"), ("foreground", "idle_s")):
-        if not isinstance(step[part][key], (int, float)) or step[part][key] < 0:
-            raise ValueError(f"{part}.{key} must be seconds >= 0")
+    _whole(step["background"], "seed", 0)
+    # Each write the background keeps outstanding is a fio process of its own (run/burst.py).
+    if step["background"]["iodepth"] > MAX_BACKGROUND_QD:
+        raise ValueError(f"background.iodepth must be at most {MAX_BACKGROUND_QD}")
+    idle = step["foreground"]["idle_s"]
+    if not isinstance(idle, (int, float)) or idle < 0:
+        raise ValueError("foreground.idle_s must be seconds >= 0")
+    # fio's clock, a replayed iolog's wait, counts whole milliseconds
+    every = step["background"]["every_s"]
+    if (
+        not isinstance(every, (int, float))
+        or not 0 < every < math.inf
+        or abs(every * 1000 - round(every * 1000)) > 1e-6
+    ):
+        raise ValueError("background.every_s must be seconds > 0, in whole milliseconds")
 
 
 _CHECKS = {

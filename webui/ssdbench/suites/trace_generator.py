@@ -46,12 +46,24 @@ def _apportion(total, weights):
     return shares
 
 
-def _plan(rng, qds, n):
-    """(qd, IO count) of each segment: qd-1 segments alternating with higher-qd ones."""
+def _high_segments(qds, n):
+    """How many segments each queue depth above 1 gets: as many pairs as the IOs allow (each segment above
+    qd 1 follows one at qd 1), shared in proportion to the IOs at that depth, at least one each."""
     busy = {q: c for q, c in qds.items() if q != 1 and c}
     pairs = max(len(busy), min(_MAX_PAIRS, n // _IOS_PER_PAIR))
     per_qd = [k + 1 for k in _apportion(pairs - len(busy), list(busy.values()))]
-    high = [(q, size) for (q, c), k in zip(busy.items(), per_qd) for size in _split(rng, c, min(k, c))]
+    return {q: min(k, c) for (q, c), k in zip(busy.items(), per_qd)}
+
+
+def segment_count(profile, scale=1.0):
+    """How many segments (fio replay jobs) a profile's trace has at a scale, without generating it."""
+    _, qds = trace_profiles.counts(trace_profiles.profile(profile), scale)
+    return 2 * sum(_high_segments(qds, sum(qds.values())).values())
+
+
+def _plan(rng, qds, n):
+    """(qd, IO count) of each segment: qd-1 segments alternating with higher-qd ones."""
+    high = [(q, size) for q, k in _high_segments(qds, n).items() for size in _split(rng, qds[q], k)]
     _shuffle(rng, high)
     plan = []
     for ones, other in zip(_split(rng, qds[1], len(high)), high):

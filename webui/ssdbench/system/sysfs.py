@@ -8,3 +8,12 @@ def read(path, missing=None):
             return f.read().strip()
     except OSError:
         return missing
+
+
+def read_bytes(path):
+    """The file's bytes (a binary attribute, such as a SCSI VPD page), or None when it cannot be read."""
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return None

@@ -7,7 +7,7 @@ from flask import Blueprint, current_app, g, jsonify, request, send_file
 from werkzeug.exceptions import HTTPException
 
 from ..errors import SsdbenchError
-from ..results import bundle, document, store
+from ..results import bundle, document, repeatability, store
 from ..suites.locked import summary
 from . import data, openapi, validate
 from .auth import is_api
@@ -100,19 +100,50 @@ def delete_run(run_id):
 
 @bp.get("/runs/<int:run_id>/bundle")
 def download_bundle(run_id):
-    db = get_db()
-    if store.run_state(db, run_id) is None:
+    if store.run_state(get_db(), run_id) is None:
         return error(f"no run {run_id}", 404)
-    # In the system's temporary folder (memory, on the appliance), never on the data partition that holds
-    # the results. Opened, then removed with its folder: the download streams from the open file, and
-    # nothing stays behind, even if the download is cut off.
+    return send_bundle(bundle.write, run_id)
+
+
+def send_bundle(write, what):
+    """A bundle written by write(db, data_dir, what, folder), as a download. In the system's temporary folder
+    (memory, on the appliance), never on the data partition that holds the results. Opened, then removed with
+    its folder: the download streams from the open file, and nothing stays behind, even if it is cut off."""
     with tempfile.TemporaryDirectory(prefix=DOWNLOAD_PREFIX) as tmp:
         try:
-            path = bundle.write(db, current_app.config["SSDBENCH_DATA_DIR"], run_id, tmp)
+            path = write(get_db(), current_app.config["SSDBENCH_DATA_DIR"], what, tmp)
         except SsdbenchError as exc:
             return error(str(exc), 409)
         f = open(path, "rb")
     return send_file(f, mimetype="application/zip", as_attachment=True, download_name=os.path.basename(path))
+
+
+@bp.get("/repeats")
+def repeats():
+    return jsonify(repeats=store.list_repeats(get_db()))
+
+
+@bp.post("/repeats")
+def create_repeat():
+    return answer(data.start_repeat(get_db(), json_body(), current_app.config))
+
+
+@bp.get("/repeats/<int:repeat_id>")
+def repeat(repeat_id):
+    found = repeatability.summary(get_db(), repeat_id)
+    return jsonify(found) if found else error(f"no repeat set {repeat_id}", 404)
+
+
+@bp.post("/repeats/<int:repeat_id>/cancel")
+def cancel_repeat(repeat_id):
+    return answer(data.cancel_repeat(get_db(), repeat_id))
+
+
+@bp.get("/repeats/<int:repeat_id>/bundle")
+def download_repeat_bundle(repeat_id):
+    if store.repeat_state(get_db(), repeat_id) is None:
+        return error(f"no repeat set {repeat_id}", 404)
+    return send_bundle(bundle.write_repeat, repeat_id)
 
 
 @bp.get("/sticks")

@@ -8,7 +8,7 @@ from ..drives import discovery, health
 from ..errors import SsdbenchError
 from ..results import store, usbexport
 from ..results.document import recorded
-from ..run import plan, queue
+from ..run import plan, queue, repeat
 from ..suites import locked
 
 MAX_COMPARE = 8
@@ -86,9 +86,39 @@ def comparability(runs):
 
 
 def start_run(db, body, config):
-    """Queue a run from a request body: (JSON document, HTTP status). Shared by the API and the Start form.
-    The drive must be one that the drives list shows (queue.enqueue then checks that it is eligible): no
-    device path from a form is trusted."""
+    """Queue a run from a request body: (JSON document, HTTP status). Shared by the API and the Start form."""
+
+    def enqueue(*args):
+        run_id = queue.enqueue(db, config["SSDBENCH_DATA_DIR"], *args)
+        return {"id": run_id, "url": url_for("pages.run", run_id=run_id)}
+
+    return _start(db, body, config, enqueue)
+
+
+def start_repeat(db, body, config):
+    """Queue a repeat set from a request body ({..., "times": N}): (JSON document, HTTP status). Shared by the API
+    and the Start form's Repeat button."""
+    times = body.get("times")
+    if isinstance(times, str) and times.isascii() and times.strip().isdigit():
+        times = int(times)  # from a form
+    elif isinstance(times, float) and times.is_integer():
+        times = int(times)  # JSON's 5.0 is the whole number 5
+    if isinstance(times, bool) or not isinstance(times, int) or not 2 <= times <= repeat.MAX_TIMES:
+        return {"error": f"give times: how many runs, a whole number from 2 to {repeat.MAX_TIMES}"}, 400
+
+    def enqueue(suite, drive, confirm, destroy_data, allow_usb):
+        repeat_id = queue.enqueue_repeat(
+            db, config["SSDBENCH_DATA_DIR"], suite, times, drive, confirm, destroy_data, allow_usb
+        )
+        return {"id": repeat_id, "url": url_for("pages.repeat", repeat_id=repeat_id)}
+
+    return _start(db, body, config, enqueue)
+
+
+def _start(db, body, config, enqueue):
+    """Check a Start request and queue it with enqueue(suite, drive, confirm, destroy_data, allow_usb), which
+    answers the document of what it queued. The drive must be one that the drives list shows (the queue then
+    checks that it is eligible): no device path from a form is trusted."""
     drive, suite, confirm = body.get("drive"), body.get("suite"), body.get("confirm")
     if not (isinstance(drive, str) and isinstance(suite, str) and isinstance(confirm, str)):
         return {"error": "give drive (a device path), suite (a suite name) and confirm (the drive's ID)"}, 400
@@ -100,12 +130,11 @@ def start_run(db, body, config):
         return {"error": f"{drive} is not one of the drives this appliance lists (see the drives page)"}, 404
     destroy_data = body.get("destroy_data") in (True, "1", "on", "true")
     try:
-        run_id = queue.enqueue(db, suite, drive, confirm, destroy_data, config["SSDBENCH_ALLOW_USB"])
+        return enqueue(suite, drive, confirm, destroy_data, config["SSDBENCH_ALLOW_USB"]), 201
     except store.RunBusy as exc:
         return {"error": f"a run is already active: {exc}"}, 409
-    except SsdbenchError as exc:  # the drive's state or its confirmation, or a suite that fails its lock
+    except SsdbenchError as exc:  # the drive's state or its confirmation, a suite that fails its lock, no room
         return {"error": str(exc)}, 409
-    return {"id": run_id, "url": url_for("pages.run", run_id=run_id)}, 201
 
 
 def stick_list(config):
@@ -150,15 +179,32 @@ def compare_ids(values):
     return ids, None
 
 
+def _cancel(what, state, ask):
+    """Ask to stop a run or a repeat set (`what` names it) that is in `state`: ask() when it is active. Returns
+    the error answer, or None once asked."""
+    if state is None:
+        return {"error": f"no {what}"}, 404
+    if state not in store.ACTIVE:
+        return {"error": f"{what} is {state}: there is nothing to cancel"}, 409
+    ask()
+    return None
+
+
 def cancel_run(db, run_id):
     """Ask the runner to stop a queued or running run; it stops fio cleanly and keeps the completed steps."""
-    state = store.run_state(db, run_id)
-    if state is None:
-        return {"error": f"no run {run_id}"}, 404
-    if state not in store.ACTIVE:
-        return {"error": f"run {run_id} is {state}: there is nothing to cancel"}, 409
-    store.request_cancel(db, run_id)
-    return {"id": run_id, "cancel_requested": True}, 202
+    refused = _cancel(f"run {run_id}", store.run_state(db, run_id), lambda: store.request_cancel(db, run_id))
+    return refused or ({"id": run_id, "cancel_requested": True}, 202)
+
+
+def cancel_repeat(db, repeat_id):
+    """Ask the runner to stop a queued or running repeat set: no further run starts, and its run in progress
+    stops as a cancelled run does."""
+    refused = _cancel(
+        f"repeat set {repeat_id}",
+        store.repeat_state(db, repeat_id),
+        lambda: store.request_repeat_cancel(db, repeat_id),
+    )
+    return refused or ({"id": repeat_id, "cancel_requested": True}, 202)
 
 
 def delete_run(db, data_dir, run_id):

@@ -7,7 +7,8 @@ state change needs the CSRF token (403), a body can be too large (413).
 """
 
 from .. import __version__
-from ..results import store
+from ..results import headline, store
+from ..run.repeat import MAX_TIMES
 from ..suites import locked
 from .data import MAX_COMPARE
 
@@ -42,6 +43,10 @@ def _listing(name, item):
     return _object({name: {"type": "array", "items": item}, "problems": STRINGS}, [name, "problems"])
 
 
+THRESHOLDS = _object(
+    {"cov_percent": {"type": "number"}, "qd1_latency_cov_percent": {"type": "number"}},
+    ["cov_percent", "qd1_latency_cov_percent"],
+)
 SESSION = _object(
     {"authenticated": {"type": "boolean"}, "csrf_token": {"type": "string"}}, ["authenticated", "csrf_token"]
 )
@@ -52,6 +57,11 @@ DRIVE = _object(
         "model": NULLABLE_STRING,
         "serial": NULLABLE_STRING,
         "firmware": NULLABLE_STRING,
+        "identity_source": {
+            **NULLABLE_STRING,
+            "description": "where model, serial and firmware come from, e.g. ATA IDENTIFY (smartctl), or the USB "
+            "bridge only (SCSI INQUIRY) when the bridge passes no ATA command",
+        },
         "transport": {**NULLABLE_STRING, "examples": ["nvme", "sata", "usb"]},
         "capacity_bytes": {"type": "integer"},
         "eligible": {"type": "boolean"},
@@ -78,8 +88,12 @@ SUITE = _object(
         "locked": {"type": "boolean"},
         "comparable": {"type": "boolean"},
         "steps": {"type": "integer"},
+        "repeat": {
+            **THRESHOLDS,
+            "description": "a repeat set of this suite flags a headline figure whose CoV (percent) is above these",
+        },
     },
-    ["name", "version", "title", "sha256", "locked", "comparable", "steps"],
+    ["name", "version", "title", "sha256", "locked", "comparable", "steps", "repeat"],
 )
 RUN_SUMMARY = _object(
     {
@@ -96,6 +110,7 @@ RUN_SUMMARY = _object(
         "path": NULLABLE_STRING,
         "model": NULLABLE_STRING,
         "serial": NULLABLE_STRING,
+        "repeat_id": {"type": ["integer", "null"], "description": "the repeat set it belongs to, if any"},
     },
     ["id", "suite", "suite_hash", "state", "created_at"],
 )
@@ -141,6 +156,11 @@ RUN = _object(
         "drive": {"type": "object", "description": "the drive as it was found when the run was queued"},
         "environment": {"type": ["object", "null"]},
         "warnings": STRINGS,
+        "repeat": {
+            "type": ["object", "null"],
+            "properties": {"id": {"type": "integer"}, "position": {"type": "integer"}},
+            "description": "the repeat set it belongs to and its place in it (1 is the first run); null: none",
+        },
         "steps": {
             "type": "array",
             "items": _object(
@@ -159,7 +179,71 @@ RUN = _object(
         },
         "series": {"type": "array", "items": SERIES},
     },
-    [*RUN_SUMMARY["required"], "drive", "environment", "warnings", "steps", "series"],
+    [*RUN_SUMMARY["required"], "drive", "environment", "warnings", "repeat", "steps", "series"],
+)
+REPEAT_SUMMARY = _object(
+    {
+        "id": {"type": "integer"},
+        "suite": {"type": "string"},
+        "suite_hash": {"type": "string"},
+        "standard": {"type": "integer", "description": "1: a locked suite, unchanged"},
+        "times": {"type": "integer", "description": "how many runs the set was asked for"},
+        "runs": {"type": "integer", "description": "how many runs it has"},
+        "state": STATE,
+        "origin": {"type": "string", "description": "local, or the bundle it was imported from"},
+        "created_at": {"type": "number", "description": "Unix time"},
+        "finished_at": NULLABLE_NUMBER,
+        "error": NULLABLE_STRING,
+        "path": NULLABLE_STRING,
+        "model": NULLABLE_STRING,
+        "serial": NULLABLE_STRING,
+    },
+    ["id", "suite", "suite_hash", "times", "runs", "state", "created_at"],
+)
+FIGURE = _object(
+    {
+        "key": {"type": "string", "examples": ["rand-read-4k/read.iops"], "description": "step/metric"},
+        "step": {"type": "string"},
+        "name": {"type": "string", "description": "the metric's name in each run's step"},
+        "unit": {"type": "string"},
+        "kind": {"enum": [headline.THROUGHPUT, headline.LATENCY, headline.QD1_LATENCY, headline.DERIVED]},
+        "runs": {"type": "array", "items": {"type": "integer"}, "description": "the runs it was taken from"},
+        "values": {"type": "array", "items": {"type": "number"}, "description": "its value in each, full precision"},
+        "n": {"type": "integer"},
+        "mean": {"type": "number"},
+        "stdev": {**NULLABLE_NUMBER, "description": "sample standard deviation (n - 1); null with one value"},
+        "cov_percent": {**NULLABLE_NUMBER, "description": "stdev / |mean| x 100; null with one value or a mean of 0"},
+        "min": {"type": "number"},
+        "max": {"type": "number"},
+        "threshold_percent": {"type": "number", "description": "the CoV above which it is flagged"},
+        "flagged": {"type": "boolean"},
+    },
+    ["key", "step", "name", "unit", "kind", "runs", "values", "n", "mean", "stdev", "cov_percent", "min", "max"]
+    + ["threshold_percent", "flagged"],
+)
+REPEAT = _object(
+    {
+        **{k: v for k, v in REPEAT_SUMMARY["properties"].items() if k not in ("runs", "path", "model", "serial")},
+        "started_at": NULLABLE_NUMBER,
+        "cancel_requested": {"type": "integer"},
+        "thresholds": THRESHOLDS,
+        "drive": {"type": "object", "description": "the drive as it was found when the set was queued"},
+        "runs": {
+            "type": "array",
+            "items": _object(
+                {"id": {"type": "integer"}, "position": {"type": "integer"}, "state": STATE},
+                ["id", "position", "state"],
+            ),
+        },
+        "counted": {
+            "type": "array",
+            "items": {"type": "integer"},
+            "description": "the runs that ended done: the summary takes their figures",
+        },
+        "figures": {"type": "array", "items": FIGURE, "description": "each headline figure across the runs"},
+        "flagged": {"type": "integer", "description": "how many figures are above their threshold"},
+    },
+    ["id", "suite", "suite_hash", "times", "state", "thresholds", "drive", "runs", "counted", "figures", "flagged"],
 )
 PROGRESS = _object(
     {
@@ -227,6 +311,13 @@ START_REQUEST = _strict(
     },
     ["drive", "suite", "confirm"],
 )
+REPEAT_REQUEST = _strict(
+    {
+        **START_REQUEST["properties"],
+        "times": {"type": "integer", "minimum": 2, "maximum": MAX_TIMES, "description": "how many runs"},
+    },
+    [*START_REQUEST["required"], "times"],
+)
 EXPORT_REQUEST = _strict(
     {
         "runs": {
@@ -239,6 +330,8 @@ EXPORT_REQUEST = _strict(
     }
 )
 RUN_ID = {"name": "run_id", "in": "path", "required": True, "schema": {**RUN_ID_SCHEMA, "examples": [1]}}
+REPEAT_ID = {"name": "repeat_id", "in": "path", "required": True, "schema": {**RUN_ID_SCHEMA, "examples": [1]}}
+NO_REPEAT = _json("no such repeat set", ERROR)
 COMPARE_RUNS = {
     "name": "run",
     "in": "query",
@@ -281,9 +374,18 @@ def _operation(summary, answers, *, security=SESSION_ONLY, body=None, query=()):
 
 def _run_path(**operations):
     """A path under /api/runs/{run_id}: each of its operations may find no such run."""
+    return _id_path(RUN_ID, NO_RUN, operations)
+
+
+def _repeat_path(**operations):
+    """A path under /api/repeats/{repeat_id}: each of its operations may find no such repeat set."""
+    return _id_path(REPEAT_ID, NO_REPEAT, operations)
+
+
+def _id_path(parameter, missing, operations):
     for op in operations.values():
-        op["responses"] = dict(sorted({**op["responses"], "404": NO_RUN}.items()))
-    return {"parameters": [RUN_ID], **operations}
+        op["responses"] = dict(sorted({**op["responses"], "404": missing}.items()))
+    return {"parameters": [parameter], **operations}
 
 
 DOCUMENT = {
@@ -367,8 +469,9 @@ DOCUMENT = {
                     "404": _json("not a drive that GET /api/drives lists", ERROR),
                     "409": _json(
                         "refused: another run is queued or running, the drive is not eligible, the confirmation is "
-                        "not its confirm_id, it holds data and destroy_data is not true, or the suite's file no "
-                        "longer matches its lock",
+                        "not its confirm_id, it holds data and destroy_data is not true, the suite's file no "
+                        "longer matches its lock, or the data partition has less room than the run's results need "
+                        "(the error names both)",
                         ERROR,
                     ),
                 },
@@ -416,6 +519,65 @@ DOCUMENT = {
                     "409": _json("the run is not queued or running", ERROR),
                 },
                 security=STATE_CHANGE,
+            )
+        ),
+        "/api/repeats": {
+            "get": _operation(
+                "Every repeat set with its state",
+                {
+                    "200": _json(
+                        "repeat sets", _object({"repeats": {"type": "array", "items": REPEAT_SUMMARY}}, ["repeats"])
+                    )
+                },
+            ),
+            "post": _operation(
+                "Queue a repeat set: the suite `times` times on a drive (destroys its data), each run whole, one "
+                "after another; the runner service executes them",
+                {
+                    "201": _json(
+                        "queued, with its first run",
+                        _object({"id": {"type": "integer"}, "url": {"type": "string"}}, ["id", "url"]),
+                    ),
+                    "404": _json("not a drive that GET /api/drives lists", ERROR),
+                    "409": _json(
+                        "refused: another run or repeat set is queued or running, the drive is not eligible, the "
+                        "confirmation is not its confirm_id, it holds data and destroy_data is not true, or the "
+                        "suite's file no longer matches its lock",
+                        ERROR,
+                    ),
+                },
+                security=STATE_CHANGE,
+                body=REPEAT_REQUEST,
+            ),
+        },
+        "/api/repeats/{repeat_id}": _repeat_path(
+            get=_operation(
+                "A repeat set with its runs and its summary: each headline figure's values, mean, standard "
+                "deviation, CoV, minimum and maximum, flagged when its CoV is above the suite's threshold",
+                {"200": _json("the repeat set", REPEAT)},
+            )
+        ),
+        "/api/repeats/{repeat_id}/cancel": _repeat_path(
+            post=_operation(
+                "Stop a repeat set: no further run starts, and its run in progress stops cleanly",
+                {
+                    "202": _json(
+                        "cancel requested",
+                        _object({"id": {"type": "integer"}, "cancel_requested": {"const": True}}, ["id"]),
+                    ),
+                    "409": _json("the repeat set is not queued or running", ERROR),
+                },
+                security=STATE_CHANGE,
+            )
+        ),
+        "/api/repeats/{repeat_id}/bundle": _repeat_path(
+            get=_operation(
+                "The repeat set's bundle: a .zip with every run (as a run's bundle holds it, under run-N/), "
+                "repeat.json and summary.csv, and one manifest.json over them all",
+                {
+                    "200": {"description": "the bundle", "content": {"application/zip": {}}},
+                    "409": _json("the repeat set has not ended", ERROR),
+                },
             )
         ),
         "/api/sticks": {

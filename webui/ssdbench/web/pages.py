@@ -1,7 +1,10 @@
-"""The pages: drives and Start, a run (live while it runs, its report after), compare, history.
+"""The pages: drives with Start and Repeat, a run (live while it runs, its report after), a repeat set (its runs
+and its summary), compare, history.
 
 Pages work with plain forms; scripts only draw the live view and the charts from the API.
 """
+
+import json
 
 from flask import (
     Blueprint,
@@ -16,13 +19,15 @@ from flask import (
 )
 
 from ..errors import SsdbenchError
-from ..human import clock, when
-from ..results import document, store
+from ..human import clock, figure, when
+from ..results import document, repeatability, store
+from ..run.repeat import MAX_TIMES
 from . import data
 from .db import get_db
 
 bp = Blueprint("pages", __name__)
 bp.add_app_template_filter(clock)
+bp.add_app_template_filter(figure)
 bp.add_app_template_filter(when)
 
 
@@ -39,6 +44,8 @@ def drives_page(message=None, status=200):
         problems=problems,
         suites=data.suite_list()[0],
         busy=store.busy_run(get_db()),
+        busy_repeat=store.busy_repeat(get_db()),
+        max_times=MAX_TIMES,
         message=message,
     ), status
 
@@ -54,6 +61,35 @@ def start():
     if status != 201:
         return drives_page(body["error"], status)
     return redirect(body["url"])
+
+
+@bp.post("/repeat")
+def start_repeat():
+    body, status = data.start_repeat(get_db(), request.form, current_app.config)
+    if status != 201:
+        return drives_page(body["error"], status)
+    return redirect(body["url"])
+
+
+@bp.get("/repeats/<int:repeat_id>")
+def repeat(repeat_id):
+    summary = repeatability.summary(get_db(), repeat_id)
+    if summary is None:
+        abort(404)
+    # What the page shows, as app.js sees it in the API, so that it is drawn again at the first change, even one
+    # that comes before its first look.
+    shown = json.dumps([summary["state"], [[r["id"], r["state"]] for r in summary["runs"]]], separators=(",", ":"))
+    return render_template("repeat.html", rep=summary, live=summary["state"] in store.ACTIVE, shown=shown)
+
+
+@bp.post("/repeats/<int:repeat_id>/cancel")
+def cancel_repeat(repeat_id):
+    body, status = data.cancel_repeat(get_db(), repeat_id)
+    if status == 404:
+        abort(404)
+    if status == 202:
+        flash("Cancel requested: the run in progress stops cleanly, and no further run of the set starts.")
+    return redirect(url_for("pages.repeat", repeat_id=repeat_id))
 
 
 @bp.get("/runs/<int:run_id>")
@@ -123,7 +159,7 @@ def run_file(run_id, name):
 
 @bp.get("/history")
 def history():
-    return render_template("history.html", runs=store.list_runs(get_db()))
+    return render_template("history.html", runs=store.list_runs(get_db()), repeats=store.list_repeats(get_db()))
 
 
 @bp.get("/compare")

@@ -21,6 +21,18 @@ ARTIFACTS = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file_
 pytestmark = [needs_root(), pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="apt-get install chromium")]
 
 
+# The Mixed Burst timeline of a drawn report: how many read bursts it draws, and whether the background's
+# periods lie behind them (the legend names a period's band under the cursor, somewhere in the first 10 s).
+TIMELINE = """() => {
+  const u = SsdbenchReport.charts.find(
+    (c) => c.root.parentNode.querySelector("figcaption").textContent.includes("each read burst's service time"));
+  if (!u) return null;
+  let band = false;
+  for (let v = 0; v < 10 && !band; v += 0.001) band = u.series[0].value(u, v).includes("background writes");
+  return {bursts: u.data[1].filter((v) => v !== null).length, band};
+}"""
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -87,7 +99,7 @@ def test_log_in_start_the_smoke_suite_watch_it_and_read_the_report(appliance):
         form = page.locator(f"form.start:has(input[name=drive][value='{dev}'])")
         form.locator("select[name=suite]").select_option("smoke")
         form.locator("input[name=confirm]").fill(os.path.basename(dev))
-        form.locator("button[type=submit]").click()
+        form.get_by_role("button", name="Start", exact=True).click()
         page.wait_for_url(re.compile(r"/runs/1$"))
 
         # Live: the current step is marked, the percentage moves, the live charts fill, until 100%.
@@ -104,6 +116,7 @@ def test_log_in_start_the_smoke_suite_watch_it_and_read_the_report(appliance):
         assert len(drawn) > 5 and sum(1 for n in drawn if n > 0) > 5, drawn
         assert page.locator("#report canvas").count() >= len(drawn)
         assert page.locator("table.summary tbody tr").count() >= 4
+        assert page.evaluate(TIMELINE) == {"bursts": 3, "band": True}  # smoke's three read bursts
         run = page.evaluate("() => fetch('/api/runs/1').then((r) => r.json())")
         assert run["state"] == "done" and {s["state"] for s in run["steps"]} == {"done"}
         assert any(len(s["x"]) > 0 for s in run["series"])
@@ -143,7 +156,41 @@ def offline_report(browser, bundle_zip, folder):
         (u) => u.data.slice(1).reduce((n, ys) => n + ys.filter((v) => v !== null && v !== undefined).length, 0))""")
     assert len(drawn) > 5 and sum(1 for n in drawn if n > 0) > 5, drawn
     assert page.locator("table.summary tbody tr").count() >= 4
+    assert page.evaluate(TIMELINE) == {"bursts": 3, "band": True}
     assert [u for u in asked if not u.startswith("file://")] == []
     page.screenshot(path=os.path.join(ARTIFACTS, "bundle-report.png"), full_page=True)
     assert errors == []
     context.close()
+
+
+def test_repeat_n_beside_start_follows_the_set_and_cancels_it(appliance):
+    base, dev, data_dir = appliance
+    pin = ssdbench("pin", data_dir=data_dir, check=True).stdout.strip()
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--headless=new", "--disable-gpu"])
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        errors = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        page.goto(f"{base}/login")
+        page.fill("input[name=pin]", pin)
+        page.click("button[type=submit]")
+
+        form = page.locator(f"form.start:has(input[name=drive][value='{dev}'])")
+        form.locator("select[name=suite]").select_option("smoke")
+        form.locator("input[name=confirm]").fill(os.path.basename(dev))
+        form.locator("input[name=times]").fill("3")
+        form.get_by_role("button", name="Repeat ×N", exact=True).click()
+        page.wait_for_url(re.compile(r"/repeats/1$"))
+        assert page.locator("h1").inner_text().startswith("Repeat set 1: smoke ×3")
+
+        # The page follows the set by itself: the runner takes the first run, and the page shows it running.
+        page.wait_for_selector("#repeat-runs li.state-running", timeout=60_000)
+        page.click("text=Cancel the repeat set")
+        page.wait_for_selector("#state.state-cancelled", timeout=120_000)
+        assert page.locator("body[data-page=repeat]").count() == 1
+        assert page.locator("#repeat-runs li").count() == 1
+        assert page.locator("#repeat-runs li .badge").inner_text() == "cancelled"
+        held = page.evaluate("() => fetch('/api/repeats/1').then((r) => r.json())")
+        assert held["state"] == "cancelled" and [r["state"] for r in held["runs"]] == ["cancelled"]
+        assert errors == []
+        browser.close()

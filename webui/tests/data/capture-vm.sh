@@ -182,6 +182,12 @@ cap smartctl-sata-x-nand.json    smartctl -j -x -v 4,raw48,NAND_Writes_1GiB -v 9
 # Lifetime_Writes and smartctl's default name for 241.
 cap smartctl-sata-x-two.json     smartctl -j -x -v 4,raw48,Lifetime_Writes -v 9,raw48,Total_LBAs_Written /dev/sda
 cap smartctl-usb.json        smartctl -j -a /dev/sdb
+# The same bridge with SAT passthrough forced: QEMU's usb-storage has no
+# ATA PASS-THROUGH, as many cheap bridges, so only the bridge's identity.
+cap smartctl-usb-sat.json    smartctl -j -a -d sat /dev/sdb
+# ATA IDENTIFY as the kernel's SAT layer hands it out (VPD page 89h), read
+# from sysfs without any tool (usb-storage reads no VPD page at all).
+cap vpd-pg89-sata.bin        cat /sys/class/block/sda/device/vpd_pg89
 cap hdparm-I-sata.txt        hdparm -I /dev/sda
 # Once without the udev database (as in a bare container), then with it.
 cap lsblk-noudev.json        lsblk -J -b -o NAME,KNAME,PATH,TYPE,SIZE,MODEL,SERIAL,REV,TRAN,LOG-SEC,PHY-SEC,ROTA,DISC-MAX,MOUNTPOINTS,FSTYPE,PTTYPE,HOTPLUG,RM,PKNAME,SUBSYSTEMS
