@@ -89,21 +89,14 @@ test-vm: $(VM_DIR)/stick.img
 
 # The boot test: the release stick, assembled by board/ssdbench/post-image.sh
 # from its genimage.cfg and grub.cfg, out of Debian stand-ins for what
-# Buildroot builds (board/boottest/), booted with SeaBIOS and with OVMF.
-# The stand-in kernel is Debian's Linux source configured as the image's,
-# with the VM image's root file system inside: the first build takes long
-# (tens of minutes on two cores), later ones only relink it.
+# Buildroot builds (board/boottest/): the VM image's Debian kernel and its
+# initrd, Debian's GRUB. Booted with SeaBIOS and with OVMF.
 BOOT_DIR = build/boot
-LINUX_TARBALL = /usr/src/linux-source-6.1.tar.xz
-BR_CONFIG_FILES = configs/ssdbench_x86_64_defconfig board/ssdbench/linux.fragment
 
-$(BOOT_DIR)/images/bzImage: board/boottest/build-kernel.sh $(BR_CONFIG_FILES) $(LINUX_TARBALL) $(VM_DIR)/stick.img
-	board/boottest/build-kernel.sh $(LINUX_TARBALL) $(VM_DIR)/initrd.img $(BOOT_DIR)
-
-$(BOOT_DIR)/stick.img: $(BOOT_DIR)/images/bzImage $(VM_DIR)/version board/boottest/build-stick.sh \
+$(BOOT_DIR)/stick.img: $(VM_DIR)/stick.img board/boottest/build-stick.sh \
 		board/boottest/support/scripts/genimage.sh board/ssdbench/post-image.sh \
-		board/ssdbench/genimage.cfg board/ssdbench/grub.cfg $(BR_CONFIG_FILES)
-	board/boottest/build-stick.sh $(BOOT_DIR) $(VERSION)
+		board/ssdbench/genimage.cfg board/ssdbench/grub.cfg configs/ssdbench_x86_64_defconfig
+	board/boottest/build-stick.sh $(VM_DIR) $(BOOT_DIR) $(VERSION)
 
 test-boot: $(BOOT_DIR)/stick.img
 	cd webui && $(PYTEST) -q -s vmtests/test_boot.py

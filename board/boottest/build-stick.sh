@@ -3,8 +3,12 @@
 # board/ssdbench/post-image.sh, genimage.cfg and grub.cfg, from Debian
 # stand-ins for what Buildroot builds. Writes into OUT/images, Buildroot's
 # images folder ($BINARIES_DIR):
-#   bzImage      already there: build-kernel.sh, the kernel with the root
-#                file system inside
+#   bzImage      Debian's kernel (linux-image-amd64), the VM image's
+#                vmlinuz
+#   rootfs.cpio.zst, rootfs.cpio
+#                the VM image's initrd.img, a zstd-compressed cpio of the
+#                whole root file system with the kernel's modules, and the
+#                same uncompressed
 #   grub.img, efi-part/EFI/BOOT/bootx64.efi
 #                GRUB for BIOS and for UEFI (grub-pc-bin, grub-efi-amd64-bin),
 #                made by grub-mkimage as Buildroot's grub2 package makes
@@ -16,14 +20,16 @@
 # support/scripts/genimage.sh it calls is the stand-in here. The stick is
 # OUT/images/ssdbench-VERSION.img; OUT/stick.img is a link to it.
 #
-# Usage: build-stick.sh OUT VERSION
+# Usage: build-stick.sh VM_DIR OUT VERSION
+#   VM_DIR  the VM image (make vm-image): vmlinuz, initrd.img
 
 set -eu
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$HERE/../.." && pwd)
-OUT=$(mkdir -p "$1" && cd "$1" && pwd)
-VERSION=$2
+VM_DIR=$1
+OUT=$(mkdir -p "$2" && cd "$2" && pwd)
+VERSION=$3
 DEFCONFIG=$TOP/configs/ssdbench_x86_64_defconfig
 IMAGES=$OUT/images
 BUILD=$OUT/build
@@ -35,12 +41,14 @@ option() {
 	echo "${value:-${2:-}}"
 }
 
-test -f "$IMAGES/bzImage" ||
-	{ echo "build-stick.sh: no $IMAGES/bzImage: run build-kernel.sh first" >&2; exit 1; }
+rm -rf "$IMAGES" "$BUILD"
+mkdir -p "$IMAGES/efi-part/EFI/BOOT"
+cp "$VM_DIR/vmlinuz" "$IMAGES/bzImage"
+cp "$VM_DIR/initrd.img" "$IMAGES/rootfs.cpio.zst"
+zstd -q -d "$IMAGES/rootfs.cpio.zst" -o "$IMAGES/rootfs.cpio"
 
 PC_MODULES=$(option BR2_TARGET_GRUB2_BUILTIN_MODULES_PC)
 EFI_MODULES=$(option BR2_TARGET_GRUB2_BUILTIN_MODULES_EFI)
-mkdir -p "$IMAGES/efi-part/EFI/BOOT"
 # shellcheck disable=SC2086 # the module lists are lists of words
 grub-mkimage -d /usr/lib/grub/i386-pc -O i386-pc -o "$IMAGES/grub.img" \
 	-p "($(option BR2_TARGET_GRUB2_BOOT_PARTITION hd0,msdos1))/boot/grub" $PC_MODULES
@@ -49,7 +57,6 @@ grub-mkimage -d /usr/lib/grub/x86_64-efi -O x86_64-efi -o "$IMAGES/efi-part/EFI/
 	-p /EFI/BOOT $EFI_MODULES
 
 GRUB_VERSION=$(grub-mkimage --version | awk '{ print $NF }')
-rm -rf "$BUILD"
 mkdir -p "$BUILD/grub2-$GRUB_VERSION/build-i386-pc/grub-core"
 cp /usr/lib/grub/i386-pc/boot.img "$BUILD/grub2-$GRUB_VERSION/build-i386-pc/grub-core/"
 

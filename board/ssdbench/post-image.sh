@@ -1,8 +1,9 @@
 #!/bin/sh
 # Post-image script: assembles the USB stick image from what Buildroot put
 # in the images directory ($1, the same as $BINARIES_DIR):
-#   rootfs.cpio                    the root file system (already inside bzImage)
-#   bzImage                        the kernel, the root file system inside
+#   rootfs.cpio.zst                the root file system, the initrd
+#   rootfs.cpio                    the same, uncompressed (only its size is used)
+#   bzImage                        the kernel
 #   grub.img                       GRUB's BIOS core image (i386-pc)
 #   efi-part/EFI/BOOT/bootx64.efi  GRUB for UEFI (x86_64-efi)
 # and writes there ssdbench-<release>.img, with its .bmap, and
@@ -39,8 +40,8 @@ rm -f "$IMAGES"/ssdbench-*.img "$IMAGES"/ssdbench-*.img.bmap "$IMAGES"/ssdbench-
 support/scripts/genimage.sh -c "$IMAGES/genimage.cfg"
 IMG=$IMAGES/ssdbench-$RELEASE.img
 # The download: the partitions' free space compresses to almost nothing,
-# the kernel (compressed already) stays as it is. Etcher, Rufus and
-# bmaptool write an .img.xz as it is.
+# the kernel and the root file system (compressed already) stay as they
+# are. Etcher, Rufus and bmaptool write an .img.xz as it is.
 xz -T0 -k "$IMG"
 
 # Sizes in MiB, one decimal.
@@ -55,8 +56,9 @@ bmap() {
 	sed -n "s|.*<$1> *\([0-9]*\) *</$1>.*|\1|p" "$IMG.bmap"
 }
 echo "post-image.sh: $IMG, its parts:"
-part rootfs.cpio "the root file system, uncompressed"
-part bzImage "the kernel with rootfs.cpio inside, compressed once"
+part rootfs.cpio "the root file system, uncompressed: what it takes in RAM"
+part rootfs.cpio.zst "the root file system, compressed once: the initrd, on SSDBENCH"
+part bzImage "the kernel, compressed once, on SSDBENCH"
 part grub.img "GRUB for BIOS, in the sectors before partition 1"
 part efi-part/EFI/BOOT/bootx64.efi "GRUB for UEFI, on SSDBENCH"
 part "ssdbench-$RELEASE.img" "the partitions SSDBENCH and SSDB-DATA, as genimage.cfg sizes them"
