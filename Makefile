@@ -10,14 +10,17 @@ VERSION := $(VERSION)
 # and checks it against its hash (a wheel build does the same).
 VENDOR = webui/ssdbench/static/vendor
 
-.PHONY: help setup assets lint test test-vm test-boot bench vm-image demo
+.PHONY: help setup assets lint test test-vm test-boot bench lab vm-image demo
+LAB_HOST ?= 127.0.0.1
+LAB_PORT ?= 8090
 
 help:
 	@echo "make setup   install the ssdbench package (editable) with its test dependencies"
 	@echo "make assets  fetch the pinned uPlot into $(VENDOR)"
 	@echo "make lint    ruff on webui/, shellcheck on the shell scripts of board/, overlay/ and .ci/"
 	@echo "make test    run every test (needs root: loop devices, real fio)"
-	@echo "make bench   measure the harness against plain fio, and result ingestion"
+	@echo "make bench   measure the harness against plain fio, result ingestion, the web and the lab"
+	@echo "make lab     a local lab (results server) on its own PostgreSQL in build/lab, on port 8090"
 	@echo "make vm-image  build the VM test image from Debian packages: $(VM_DIR)/"
 	@echo "make demo    boot the appliance in QEMU, the web UI on http://localhost:8080"
 	@echo "make test-vm boot the VM and test it from the host (part of make test)"
@@ -26,7 +29,7 @@ help:
 	@echo "make br-check  check the Buildroot tree (needs BUILDROOT_DIR=/path/to/buildroot)"
 
 setup:
-	$(PYTHON) -m pip install -q -e 'webui[test]'
+	$(PYTHON) -m pip install -q -e 'webui[test,lab]'
 
 assets: $(VENDOR)/uPlot.LICENSE
 
@@ -51,6 +54,11 @@ test: assets
 bench: assets
 	cd webui && $(PYTHON) bench/bench_engine.py
 	cd webui && $(PYTHON) bench/bench_web.py
+	cd webui && $(PYTHON) bench/bench_lab.py
+
+# A local lab on a real PostgreSQL of its own in build/lab (Debian's postgresql package), on port 8090.
+lab:
+	cd webui && $(PYTHON) -m ssdbench.cli lab local $(CURDIR)/build/lab --host $(LAB_HOST) --port $(LAB_PORT)
 
 # The VM test image: Debian 12 packages, the same overlay/ and webui/ as the
 # Buildroot image (board/vm/). The base (packages) and the image (overlay,

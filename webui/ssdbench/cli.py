@@ -3,6 +3,7 @@
 import argparse
 import json
 import os
+import signal
 import sqlite3
 import sys
 import time
@@ -12,9 +13,13 @@ from .appliance import access, console, unattended
 from .drives import discovery
 from .errors import SsdbenchError
 from .human import clock, figure, printable, size
-from .results import bundle, repeatability, store, usbexport
+from .lab import access as lab_access
+from .lab import cluster as lab_cluster
+from .lab import index as lab_index
+from .lab import schema as lab_schema
+from .results import bundle, repeatability, store, upload, usbexport
 from .run import plan, queue, repeat, runner, space, workload
-from .suites import locked
+from .suites import locked, user_traces
 
 DEFAULT_DATA_DIR = "/var/lib/ssdbench"
 EXIT_ERROR = 2
@@ -154,7 +159,10 @@ def progress_printer(suite, stream):
 
 
 def cmd_run(args):
-    s = locked.load(args.suite, path=args.suite_file, allow_non_standard=args.non_standard)
+    if args.trace:
+        s = user_traces.suite(data_dir(args), args.trace)
+    else:
+        s = locked.load(args.suite, path=args.suite_file, allow_non_standard=args.non_standard)
     s = workload.verified(s, allow_non_standard=args.non_standard)
     run_id, state, error = runner.run_in_foreground(
         data_dir(args),
@@ -254,6 +262,34 @@ def cmd_repeats(args):
                 f"{r['path']} {r['model'] or ''} {r['serial'] or ''}"
             )
         )
+
+
+def trace_line(e):
+    s = e["stats"]
+    return printable(
+        f"{e['name']:<20} {e['format']:<18} {s['reads']:>9,} reads {s['writes']:>9,} writes  "
+        f"{size(s['bytes_read'])} read, {size(s['bytes_written'])} written, {s['segments']} segments, "
+        f"footprint {size(s['footprint_bytes'])}, sha256 {e['sha256'][:16]}  (from {e['source']})"
+    )
+
+
+def cmd_trace(args):
+    if args.action == "list":
+        found, problems = user_traces.entries(data_dir(args))
+        for problem in problems:
+            print(f"ssdbench: {problem}", file=sys.stderr)
+        if args.json:
+            return out_json(found)
+        if not found:
+            print("no imported traces; import one with `ssdbench trace import FILE --format FORMAT`")
+        for e in found:
+            print(trace_line(e))
+        return None
+    e = user_traces.import_file(data_dir(args), args.file, args.format, name=args.name, qd=args.qd)
+    if args.json:
+        return out_json(e)
+    print(trace_line(e))
+    print(f"play it with: ssdbench run --trace {e['name']} --drive DEV --confirm ID (a non-standard run)")
     return None
 
 
@@ -323,7 +359,157 @@ def cmd_web(args):
 
 
 def cmd_runner(args):
-    queue.serve(data_dir(args), after_run=usbexport.export_ended_run if args.auto_export else None)
+    hooks, when_idle = [], None
+    if args.auto_export:
+        hooks.append(usbexport.export_ended_run)
+    if args.upload_to:
+        lab = upload.Queue(args.upload_to, upload.token())
+        hooks.append(lab.after_run)
+        when_idle = lab.drain
+
+    def after_run(db, data_dir, run_id, log):
+        for hook in hooks:
+            hook(db, data_dir, run_id, log)
+
+    queue.serve(data_dir(args), after_run=after_run if hooks else None, when_idle=when_idle)
+
+
+def cmd_upload(args):
+    secret = upload.token(args.token)
+    upload.lab_url(args.to)
+    failed = 0
+    for path in args.bundles:
+        try:
+            answer = upload.send_retrying(
+                path, args.to, secret, args.attempts, log=lambda text: print(text, file=sys.stderr, flush=True)
+            )
+        except SsdbenchError as exc:
+            print(f"FAILED {path}: {exc}", file=sys.stderr)
+            failed += 1
+            continue
+        runs = ", ".join(map(str, answer["runs"]))
+        done = "stored" if answer["stored"] else "already in the lab"
+        print(f"{path}: {done} as lab run {runs} (sha256 {answer['sha256']})")
+    return EXIT_ERROR if failed else 0
+
+
+def lab_connect(args, current=True):
+    conn = lab_schema.connect(lab_schema.url(args.db))
+    if current:
+        lab_schema.check_current(conn)
+    return conn
+
+
+def cmd_lab(args):
+    try:
+        return LAB_ACTIONS[args.action](args)
+    except lab_schema.database_error() as exc:
+        if isinstance(exc, SsdbenchError):
+            raise
+        raise SsdbenchError(f"the lab's database failed: {str(exc).strip().splitlines()[0]}") from exc
+
+
+def lab_migrate(args):
+    conn = lab_connect(args, current=False)
+    applied = lab_schema.migrate(conn)
+    version = lab_schema.version(conn)
+    print(
+        f"applied {', '.join(map(str, applied))}: schema version {version}"
+        if applied
+        else f"schema version {version}, current"
+    )
+
+
+def lab_serve(args):
+    try:
+        from waitress import serve
+
+        from .web import LAB_SERVER_LIMITS, create_app
+    except ImportError as exc:
+        raise SsdbenchError(
+            f"the lab needs flask, waitress and psycopg ({exc}); install them with pip install 'ssdbench[lab]'"
+        ) from exc
+    os.makedirs(args.store, exist_ok=True)
+    app = create_app({"SSDBENCH_LAB_DB": lab_schema.url(args.db), "SSDBENCH_LAB_STORE": args.store})
+    print(
+        f"ssdbench lab: http://{args.host}:{args.port}/ (log in as a user of `ssdbench lab user add`)",
+        file=sys.stderr,
+        flush=True,
+    )
+    serve(app, host=args.host, port=args.port, **LAB_SERVER_LIMITS)
+
+
+def lab_local(args):
+    """A whole lab on this machine: its own PostgreSQL in the folder (made on first use), migrated, a first user,
+    then the server, until Ctrl-C, which stops the PostgreSQL too."""
+    pg = lab_cluster.Cluster(args.folder)
+    pg.start()
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # a kill stops the PostgreSQL too, as Ctrl-C does
+    try:
+        args.db = pg.create("lab")
+        lab_schema.migrate(lab_connect(args, current=False))
+        conn = lab_connect(args)
+        if not lab_access.list_users(conn):
+            print(f"user admin, password {lab_access.add_user(conn, 'admin')}", flush=True)
+        print(f"database {args.db}", flush=True)
+        args.store = os.path.join(args.folder, "store")
+        lab_serve(args)
+    finally:
+        pg.stop()
+
+
+def lab_runs(args):
+    rows = lab_index.list_runs(lab_connect(args))
+    if args.json:
+        return out_json(rows)
+    for r in rows:
+        print(
+            printable(
+                f"{r['id']:>5}  {listed_at(r)}Z  {r['state']:<11} {r['suite']:<9} {r['model'] or '-'} "
+                f"{r['serial'] or '-'}  from {r['appliance']} ({r['host']}, run {r['source_id']})"
+                + ("" if r["standard"] else "  [non-standard]")
+            )
+        )
+    return None
+
+
+def lab_token(args):
+    conn = lab_connect(args)
+    if args.verb == "add":
+        print(lab_access.add_token(conn, args.name))
+    elif args.verb == "revoke":
+        lab_access.revoke_token(conn, args.name)
+        print(f"{args.name}: token revoked; its uploads are refused from now on")
+    else:
+        for t in lab_access.list_tokens(conn):
+            state = f"revoked {when_utc(t['revoked_at'])}" if t["revoked_at"] else "valid"
+            print(printable(f"{t['name']:<24} {state:<28} since {when_utc(t['created_at'])}, {t['bundles']} bundles"))
+
+
+def lab_user(args):
+    conn = lab_connect(args)
+    if args.verb == "add":
+        print(lab_access.add_user(conn, args.name))
+    elif args.verb == "remove":
+        lab_access.remove_user(conn, args.name)
+        print(f"{args.name}: removed; their sessions have ended")
+    else:
+        for u in lab_access.list_users(conn):
+            print(printable(f"{u['name']:<24} since {when_utc(u['created_at'])}"))
+
+
+def when_utc(seconds):
+    return time.strftime("%Y-%m-%d %H:%M", time.gmtime(seconds)) + "Z"
+
+
+LAB_ACTIONS = {
+    "migrate": lab_migrate,
+    "serve": lab_serve,
+    "local": lab_local,
+    "runs": lab_runs,
+    "token": lab_token,
+    "user": lab_user,
+}
 
 
 def cmd_bundle(args):
@@ -475,6 +661,24 @@ def parser():
     c.add_argument("--destroy-data", action="store_true", help="confirm that existing partitions/file systems go")
     c.add_argument("--allow-usb", action="store_true", help="allow a USB-attached drive")
     c.add_argument("--non-standard", action="store_true", help="run a suite whose hash is not locked")
+    c.add_argument("--trace", metavar="NAME", help="play a trace imported with `ssdbench trace import` (non-standard)")
+
+    c = add("trace", cmd_trace, "import a tester's own trace to play, or list the imported ones")
+    ts = c.add_subparsers(dest="action", required=True)
+    ti = ts.add_parser("import", help="turn a trace file into a playable trace, kept in the data directory")
+    ti.add_argument("file")
+    ti.add_argument(
+        "--format",
+        required=True,
+        choices=sorted(user_traces.FORMATS),
+        help="blktrace: blkparse's text output; fio-iolog: a fio iolog v2 or v3; csv: an MSR-Cambridge CSV",
+    )
+    ti.add_argument("--name", help="what to call it (default: from the file's name)")
+    ti.add_argument("--qd", type=int, default=1, help="the queue depth to play a fio iolog at (it records none)")
+    tl = ts.add_parser("list", help="the imported traces")
+    for action in (ti, tl):
+        action.add_argument("--data-dir", help=f"results directory (default $SSDBENCH_DATA or {DEFAULT_DATA_DIR})")
+        action.add_argument("--json", action="store_true", help="print JSON")
 
     c = add("repeat", cmd_repeat, "run a suite N times on a drive and measure how far its figures repeat", data=True)
     c.add_argument("--suite", help="a locked suite by name")
@@ -516,6 +720,17 @@ def parser():
     c.add_argument("--allow-usb", action="store_true", help="treat USB-attached drives as targets")
     c = add("runner", cmd_runner, "the runner service: execute the queued runs, one at a time", data=True)
     c.add_argument("--auto-export", action="store_true", help="export each run that ends to the USB stick found")
+    c.add_argument(
+        "--upload-to",
+        metavar="URL",
+        help="queue each run that ends for the lab at URL and send it, its token from $SSDBENCH_TOKEN",
+    )
+    c = add("upload", cmd_upload, "send result bundles to a lab; exit 2 if one is not confirmed")
+    c.add_argument("bundles", nargs="+", metavar="BUNDLE")
+    c.add_argument("--to", required=True, metavar="URL", help="the lab, e.g. https://lab.example:8443/")
+    c.add_argument("--token", help=f"this appliance's token (default ${upload.TOKEN_VAR})")
+    c.add_argument("--attempts", type=int, default=3, metavar="N", help="tries per bundle while the lab is unreachable")
+    add_lab(sub)
     c = add("bundle", cmd_bundle, "write a run's or a repeat set's result bundle (.zip)", data=True)
     c.add_argument("run", type=int, nargs="?")
     c.add_argument("--repeat", type=int, metavar="SET", help="the repeat set's bundle: its runs and its summary")
@@ -539,10 +754,43 @@ def parser():
     return p
 
 
+def add_lab(sub):
+    c = sub.add_parser("lab", help="the lab: a results server on PostgreSQL for many appliances (docs/lab.md)")
+    c.set_defaults(func=cmd_lab)
+    actions = c.add_subparsers(dest="action", required=True)
+    parsers = [
+        actions.add_parser("migrate", help="create or update the lab's schema (idempotent)"),
+        serve := actions.add_parser("serve", help="serve the lab: uploads, history, compare"),
+        runs := actions.add_parser("runs", help="list the runs the lab holds"),
+    ]
+    local = actions.add_parser("local", help="try a lab: its own PostgreSQL in FOLDER, a first user, the server")
+    local.add_argument("folder", metavar="FOLDER", help="where the PostgreSQL and the bundles are kept")
+    serve.add_argument("--store", required=True, metavar="DIR", help="the folder that keeps the bundles")
+    for p in (serve, local):
+        p.add_argument("--host", default="127.0.0.1", help="address to listen on; 0.0.0.0 for every interface")
+        p.add_argument("--port", type=int, default=8090)
+    runs.add_argument("--json", action="store_true", help="print JSON")
+    for what, verbs, about in (
+        ("token", ("add", "list", "revoke"), "an appliance's upload token: add prints it, once"),
+        ("user", ("add", "list", "remove"), "who may log in to the lab's pages: add prints the password, once"),
+    ):
+        p = actions.add_parser(what, help=about)
+        kinds = p.add_subparsers(dest="verb", required=True)
+        for verb in verbs:
+            v = kinds.add_parser(verb)
+            if verb != "list":
+                v.add_argument("name")
+            parsers.append(v)
+    for p in parsers:
+        p.add_argument("--db", metavar="URL", help=f"postgresql://USER@HOST/DB (default ${lab_schema.DB_VAR})")
+
+
 def main(argv=None):
     args = parser().parse_args(argv)
-    if args.command in ("run", "repeat") and not (args.suite or args.suite_file):
-        parser().error(f"{args.command} needs --suite NAME or --suite-file PATH")
+    if args.command == "repeat" and not (args.suite or args.suite_file):
+        parser().error("repeat needs --suite NAME or --suite-file PATH")
+    if args.command == "run" and sum(map(bool, (args.suite, args.suite_file, args.trace))) != 1:
+        parser().error("run needs one of --suite NAME, --suite-file PATH or --trace NAME")
     try:
         return args.func(args) or 0
     except SsdbenchError as exc:

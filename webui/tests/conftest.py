@@ -5,9 +5,10 @@ Fixtures: `loopdev` (attach a sparse file as a loop device), `data_dir` (an empt
 `client` and `token` (the web app on that folder, a test client, and its CSRF token once logged in),
 `finished_run` (a data folder holding one run of the engine suite on a loop device, shared by a module),
 `finished_bundle` (its bundle), `finished_repeat` (a repeat set of three engine-suite runs, shared by all),
-`smoke_run` (one run of the smoke suite, shared by the session) and `small_partition` (a data folder on a small
-ext4 file system of its own).
+`smoke_run` (one run of the smoke suite, shared by the session), `small_partition` (a data folder on a small
+ext4 file system of its own) and `postgres` (a real PostgreSQL for the session, which makes a fresh database).
 Helpers: `ssdbench` (the real CLI in a child process), `web_server` (the real `ssdbench web` on a free port),
+`lab_server` (the real `ssdbench lab serve` on a free port),
 `show`, `wait_until`, `make_app`, `login`, `add_run` (a run written through the store, for pages that
 need one without running fio) and `add_repeat` (a repeat set of such runs)."""
 
@@ -15,15 +16,18 @@ import contextlib
 import hashlib
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections import namedtuple
 from types import SimpleNamespace
 
 import pytest
 
+from ssdbench.errors import SsdbenchError
 from ssdbench.results import store
 from ssdbench.run.fio_output import Metric
 
@@ -347,3 +351,48 @@ def add_run(
         store.finish_run(db, run_id, state, None if state == "done" else f"the run ended {state}")
     db.close()
     return run_id
+
+
+@pytest.fixture(scope="session")
+def postgres():
+    """A real PostgreSQL for the session (Debian's postgresql package, lab/cluster): initdb and pg_ctl in a
+    temporary folder, on a unix socket there, run as `nobody` when the tests run as root. Yields make(), which
+    creates a fresh database and returns its URL."""
+    from ssdbench.lab import cluster
+
+    top = tempfile.mkdtemp(prefix="ssdbench-pg-")  # not under pytest's folder, which nobody cannot enter
+    try:
+        pg = cluster.Cluster(top)
+    except SsdbenchError as exc:
+        pytest.skip(str(exc))
+    pg.start()
+    made = []
+
+    def make():
+        made.append(pg.create(f"lab{len(made)}"))
+        return made[-1]
+
+    try:
+        yield make
+    finally:
+        pg.stop()
+        shutil.rmtree(top, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def lab_server(db_url, store_dir, port=None):
+    """The real `ssdbench lab serve` (waitress) on a free port of 127.0.0.1: (process, base URL)."""
+    port = port or free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "ssdbench.cli", "lab", "serve", "--db", db_url, "--store", str(store_dir)]
+        + ["--port", str(port)],
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_until(lambda: answers(port) or server.poll() is not None, "the lab server to listen")
+        assert server.poll() is None, "the lab server did not start"
+        yield server, f"http://127.0.0.1:{port}"
+    finally:
+        if server.poll() is None:
+            server.terminate()
+        server.wait()

@@ -184,7 +184,16 @@ def schemathesis_run(port, tmp_path, seed, examples=100):
         "SSDBENCH_PIN": PIN,
         "NO_COLOR": "1",
     }
-    argv = [sys.executable, "-c", SCHEMATHESIS, "run", f"http://127.0.0.1:{port}/api/openapi.json"]
+    config = os.path.join(os.path.dirname(__file__), "schemathesis.toml")
+    argv = [
+        sys.executable,
+        "-c",
+        SCHEMATHESIS,
+        "--config-file",
+        config,
+        "run",
+        f"http://127.0.0.1:{port}/api/openapi.json",
+    ]
     argv += ["--checks", "all", "--seed", str(seed), "--max-examples", str(examples), "--no-color"]
     return subprocess.run(argv, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=1800)
 

@@ -28,3 +28,9 @@ def test_the_engine_bench_runs():
 def test_the_web_bench_runs():
     result = short_bench("bench_web.py")
     assert result["ok"] and all(result[k] > 0 for k in ("report_json_ms", "report_page_ms", "bundle_ms"))
+
+
+@needs_root()
+def test_the_lab_bench_runs():
+    result = short_bench("bench_lab.py")
+    assert result["ok"] and result["uploads_per_s"] > 0 and result["p99_ms"] > 0

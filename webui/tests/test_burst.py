@@ -64,7 +64,7 @@ def test_each_writer_replays_its_share_of_every_period_after_a_wait_for_its_due_
     # The same seed, the same bytes; the bytes are in the workload hash.
     assert burst.replay_digests(step) == info["replays"]
     suite, ref = burst_step(capacity=workload.REFERENCE_CAPACITY)
-    covered = dict(workload.parts(suite))
+    covered = dict(workload.parts(suite, workload.trace_digests(suite)))
     assert covered["burst/background1.replay"] == burst.replay_digests(ref)["background1.replay"]
 
 

@@ -5,6 +5,7 @@ figures from the raw files fio wrote, the way the methodology says, and compares
 """
 
 import glob
+import gzip
 import os
 import statistics
 import subprocess
@@ -15,7 +16,7 @@ from conftest import needs_root
 
 from ssdbench.results import document, store
 from ssdbench.run import derive, fio_output, plan, steady
-from ssdbench.suites import locked
+from ssdbench.suites import locked, trace_file, trace_generator
 
 pytestmark = needs_root()
 
@@ -176,33 +177,56 @@ def test_whole_drive_trim_is_timed(smoke_run):
     assert metrics(s)["trim.seconds"]["value"] == s["detail"]["seconds"] > 0
 
 
-def test_trace_playback_is_labelled_synthetic_and_hashed(smoke_run):
+def trace_docs(data_dir, s):
+    """fio's JSON of each part of a trace step, in order."""
+    return [
+        fio_output.fio_result(open(path).read())
+        for path in sorted(glob.glob(os.path.join(folder(data_dir, s), "fio-*.json")))
+    ]
+
+
+def test_trace_playback_is_labelled_synthetic_and_checked_against_the_lock(smoke_run):
     run, data_dir = smoke_run
     s = step(run, "trace")
     info = s["detail"]["trace"]
     assert info["synthetic"] is True and "synthetic" in info["label"]
-    import hashlib
+    # the bytes generated for the run are the ones the workload hash covers
+    assert info["sha256"] == locked.manifest()["smoke"]["traces"]["trace"]["sha256"]
+    assert info["sha256"] == trace_file.digest(trace_generator.generate(info["profile"], info["seed"]))
 
-    with open(os.path.join(folder(data_dir, s), "trace.txt"), "rb") as f:
-        assert hashlib.sha256(f.read()).hexdigest() == info["sha256"]
+
+def test_trace_files_are_packed_and_only_completion_latency_is_logged(smoke_run):
+    run, data_dir = smoke_run
+    s = step(run, "trace")
+    names = sorted(os.listdir(folder(data_dir, s)))
+    segments = s["detail"]["trace"]["segments"]
+    assert [n for n in names if n.endswith(".replay.gz")] == [f"seg{k:04d}.replay.gz" for k in range(segments)]
+    assert len([n for n in names if "_clat." in n and n.endswith(".log.gz")]) == segments
+    # nothing per IO left unpacked, no total or submission latency logs, no copy of the trace
+    assert not [n for n in names if n.endswith((".replay", ".log")) or "_lat." in n or "_slat." in n]
+    assert "trace.txt" not in names
+    docs = trace_docs(data_dir, s)
+    assert len(docs) == sum(1 for n in names if n.startswith("fio-") and n.endswith(".json")) >= 1
+    assert [job["jobname"] for doc in docs for job in doc["jobs"]] == [f"seg{k:04d}" for k in range(segments)]
 
 
 def test_busy_time_counts_only_time_with_io_outstanding(smoke_run):
     run, data_dir = smoke_run
     s = step(run, "trace")
-    doc, m = fio_doc(data_dir, s), metrics(s)
+    jobs, m = [job for doc in trace_docs(data_dir, s) for job in doc["jobs"]], metrics(s)
     # the bytes the per-IO logs account for are the bytes fio counted
     assert m["all.bytes"]["value"] == m["fio.read.io_bytes"]["value"] + m["fio.write.io_bytes"]["value"]
+    assert m["fio.read.io_bytes"]["value"] == sum(job["read"]["io_bytes"] for job in jobs)
     assert m["all.mb_s"]["value"] == pytest.approx(m["all.bytes"]["value"] / m["all.busy_s"]["value"] / 1e6)
     # reads and writes overlap, so the union is at most their sum and at least each one
     assert max(m["read.busy_s"]["value"], m["write.busy_s"]["value"]) <= m["all.busy_s"]["value"]
     assert m["all.busy_s"]["value"] <= m["read.busy_s"]["value"] + m["write.busy_s"]["value"] + 1e-9
-    # At QD1 nothing overlaps: a segment's busy time is exactly the sum of its latencies.
+    # At QD1 nothing overlaps: a segment's busy time is exactly the sum of its completion latencies.
     out = folder(data_dir, s)
-    qd1 = [job["jobname"] for job in doc["jobs"] if int(job["job options"]["iodepth"]) == 1]
+    qd1 = [job["jobname"] for job in jobs if int(job["job options"]["iodepth"]) == 1]
     assert qd1
     for name in qd1:
-        with open(glob.glob(os.path.join(out, f"{name}_lat.*.log"))[0]) as f:
+        with gzip.open(glob.glob(os.path.join(out, f"{name}_clat.*.log.gz"))[0], "rt") as f:
             lat_s = sum(x.value for x in fio_output.fio_log(f.read())) / 1e9
         busy = derive.busy_seconds([(a, b) for a, b, _, _ in derive.replayed_intervals(out, name, 1)])
         assert busy == pytest.approx(lat_s, rel=1e-9)
@@ -288,7 +312,8 @@ def test_every_metric_names_where_it_came_from(smoke_run):
     for s in run["steps"]:
         if s["kind"] in ("purge",):
             continue
-        doc = fio_doc(data_dir, s) if s["kind"] != "trim" else None
+        # a trace's figures come from its parts' JSON and its per-IO logs (test_busy_time_...)
+        doc = fio_doc(data_dir, s) if s["kind"] not in ("trim", "trace") else None
         for m in s["metrics"]:
             assert m["source"], (s["key"], m["name"])
             if m["source"].startswith("/"):

@@ -14,6 +14,7 @@ STAGES = [
     ("ssdbench.results.store",),
     ("ssdbench.run",),
     ("ssdbench.results",),
+    ("ssdbench.lab",),
     ("ssdbench.web", "ssdbench.appliance", "ssdbench.cli"),
 ]
 

@@ -48,7 +48,7 @@ def test_a_changed_workload_refuses_to_run_as_standard(monkeypatch, change):
 
 def test_the_workload_hash_leaves_out_the_release_and_covers_each_job_file():
     s = locked.load("smoke")
-    covered = dict(workload.parts(s))
+    covered = dict(workload.parts(s, workload.trace_digests(s)))
     assert set(covered) >= {
         "suite.json",
         "trace/trace.txt",
@@ -298,9 +298,25 @@ def test_standard_suite_has_the_methodologys_numbers():
         "8GiB",
         False,
     )
-    # 7: both synthetic profiles; the standard suite plays Heavy shortened, the full suite whole
+    # 7: both synthetic profiles, played whole (no step can shorten a trace)
     assert st["trace-heavy"]["profile"] == "heavy-2011" and st["trace-light"]["profile"] == "light-2011"
-    assert steps_by_id("full")["trace-heavy"]["scale"] == 1.0
+    assert set(st["trace-heavy"]) <= locked.COMMON_KEYS | {"profile", "seed"}
+
+
+def test_the_standard_plan_plays_the_heavy_trace_at_its_published_length():
+    from conftest import ssdbench
+
+    shown = json.loads(ssdbench("plan", "--suite", "standard", "--capacity", "2TiB", "--json", check=True).stdout)
+    heavy = next(st for st in shown["steps"] if st["id"] == "trace-heavy")
+    trace = heavy["trace"]
+    assert (trace["profile"], trace["reads"], trace["writes"]) == ("heavy-2011", 2_168_893, 1_783_447)
+    assert abs(trace["bytes_written"] - 106.32e9) <= 2**20  # 106.32 GB, as seed 000 publishes
+    assert trace["segments"] == 900
+    # the estimate: the bytes at the suite's assumed rates, and fio starting each segment's job
+    rates = locked.load("standard").data["estimate"]
+    moved = trace["bytes_read"] / (rates["read_mb_s"] * 1e6) + trace["bytes_written"] / (rates["write_mb_s"] * 1e6)
+    assert heavy["estimate_s"] == pytest.approx(moved + 900 * plan.JOB_START_S)
+    assert "full length" in heavy["title"]
 
 
 def test_full_suite_adds_section_9():

@@ -179,3 +179,49 @@ def test_a_repeat_queued_from_the_web_runs_one_run_after_another_and_its_cancel_
     assert [r["id"] for r in client.get("/api/runs").get_json()["runs"]] == [1, 2]
     assert client.post("/api/repeats/1/cancel", headers=headers).status_code == 409
     assert service.poll() is None, service.stderr.read()
+
+
+def test_a_trace_uploaded_on_the_web_plays_through_the_queue_and_is_non_standard_everywhere(
+    loopdev, data_dir, runner_service
+):
+    """Upload a trace, start it on a drive with the usual confirmation, let the runner service play it: the
+    run, its page, its bundle and compare all say it is the tester's own trace, not a standard run."""
+    import io
+    import json
+    import zipfile
+
+    dev, _ = loopdev("128M")
+    client = make_app(data_dir, SSDBENCH_EXTRA_DRIVES=[dev]).test_client()
+    headers = {"X-CSRF-Token": login(client)}
+    with open(os.path.join(os.path.dirname(__file__), "data", "traces", "msr-handmade.csv")) as f:
+        text = f.read()
+    imported = client.post("/api/traces", json={"format": "csv", "text": text, "name": "msr"}, headers=headers)
+    assert imported.status_code == 201, imported.get_json()
+    entry = imported.get_json()
+    assert entry["name"] == "msr" and entry["stats"]["reads"] == 7
+    assert client.get("/api/traces").get_json() == {"traces": [entry], "problems": []}
+    body = {"drive": dev, "confirm": "not-the-id"}
+    wrong = client.post("/api/traces/msr/runs", json=body, headers=headers)
+    assert wrong.status_code == 409 and f"--confirm {os.path.basename(dev)}" in wrong.get_json()["error"]
+    body["confirm"] = os.path.basename(dev)
+    started = client.post("/api/traces/msr/runs", json=body, headers=headers)
+    assert started.status_code == 201 and started.get_json() == {"id": 1, "url": "/runs/1"}
+    queued = store.get_run(store.connect(data_dir), 1)
+    assert (queued["suite"], queued["standard"], queued["request"]["trace"]) == ("user-trace", 0, "msr")
+    runner_service(data_dir)
+    wait_for(data_dir, state_is(1, "done"), timeout=300)
+    run = client.get("/api/runs/1").get_json()
+    trace = run["steps"][-1]["detail"]["trace"]
+    assert trace["name"] == "msr" and trace["sha256"] == entry["sha256"] and trace["synthetic"] is False
+    own = f"step trace plays the tester's own trace msr (sha256 {entry['sha256']}), not a standard trace"
+    assert own in " ".join(run["warnings"]) and any("non-standard suite" in w for w in run["warnings"])
+    assert b"plays the tester&#39;s own trace msr" in client.get("/runs/1").data
+    bundle = zipfile.ZipFile(io.BytesIO(client.get("/api/runs/1/bundle").data))
+    manifest, result = (json.loads(bundle.read(name)) for name in ("manifest.json", "result.json"))
+    assert manifest["suite"]["standard"] is False and manifest["suite"]["name"] == "user-trace"
+    assert own in " ".join(result["warnings"])
+    assert "raw/02-trace/fio-00.json" in bundle.namelist() and "raw/02-trace/seg0000.replay.gz" in bundle.namelist()
+    other = add_run(data_dir)
+    compared = client.get(f"/api/compare?run=1&run={other}").get_json()
+    assert not compared["comparable"] and own in " ".join(compared["runs"][0]["warnings"])
+    assert b"plays the tester&#39;s own trace msr" in client.get(f"/compare?run=1&run={other}").data

@@ -1,6 +1,7 @@
 """The runner end to end: real fio on real loop devices, results in a real SQLite file."""
 
 import contextlib
+import gzip
 import html
 import os
 import signal
@@ -15,7 +16,7 @@ from markupsafe import escape
 
 from ssdbench.results import document, offline_report, store
 from ssdbench.run import fio_output, plan, runner, workload
-from ssdbench.suites import locked
+from ssdbench.suites import locked, trace_file, trace_generator
 
 pytestmark = needs_root()
 
@@ -185,17 +186,19 @@ def test_a_4kn_drive_runs_512_b_rows_and_trace_ios_rounded_up_to_its_blocks(loop
     # The trace as generated, against what was played: every IO in whole 4096 B blocks, covering its bytes.
     trace = steps["trace"]
     folder = data_dir / trace["out_dir"]
-    declared = [line.split() for line in (folder / "trace.txt").read_text().splitlines() if line[0] != "#"]
+    generated = trace_generator.generate(trace["detail"]["trace"]["profile"], trace["detail"]["trace"]["seed"])
+    mapped, _ = trace_file.map_to_capacity(generated, run["drive"]["capacity_bytes"])
+    declared = [io for _, ios in trace_file.segments(mapped) for io in ios]
     played = [
         line.split()[1:]
-        for replay in sorted(folder.glob("seg*.replay"))
-        for line in replay.read_text().splitlines()
+        for replay in sorted(folder.glob("seg*.replay.gz"))
+        for line in gzip.open(replay, "rt").read().splitlines()
         if line.split()[1] in ("read", "write")
     ]
     assert len(played) == len(declared)
     widened = added = 0
-    for (_, op, offset, length), (kind, start, size) in zip(declared, played):
-        offset, length, start, size = int(offset), int(length), int(start), int(size)
+    for (op, offset, length), (kind, start, size) in zip(declared, played):
+        start, size = int(start), int(size)
         assert kind == {"R": "read", "W": "write"}[op] and start % 4096 == 0 and size % 4096 == 0
         assert start <= offset and offset + length <= start + size < offset + length + 4096
         widened += (start, size) != (offset, length)
@@ -211,7 +214,8 @@ def test_a_4kn_drive_runs_512_b_rows_and_trace_ios_rounded_up_to_its_blocks(loop
         f"{added} bytes more in all"
     ]
     # And each IO that fio logged ran whole blocks.
-    logged = [s for log in sorted(folder.glob("seg*_lat.*.log")) for s in fio_output.fio_log(log.read_text())]
+    logs = sorted(folder.glob("seg*_clat.*.log.gz"))
+    logged = [s for log in logs for s in fio_output.fio_log(gzip.open(log, "rt").read())]
     assert logged and all(s.offset % 4096 == 0 and s.bs % 4096 == 0 for s in logged)
     # The run carries it as a warning, on its page and in its offline report; each step keeps its own notes.
     warning = (

@@ -13,7 +13,7 @@ def flat(trace):
 
 
 def test_round_trip(tmp_path):
-    trace = trace_generator.generate("smoke", scale=0.5)
+    trace = trace_generator.generate("smoke")
     trace_file.write(trace, tmp_path / "t.txt")
     back = trace_file.read(tmp_path / "t.txt")
     assert back.meta == trace.meta and back.synthetic and back.standard

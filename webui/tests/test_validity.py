@@ -294,7 +294,6 @@ def test_a_sweep_reads_what_it_wrote_and_a_trace_is_never_flagged(tmp_path):
             "cooldown": True,
             "profile": "smoke",
             "seed": 1,
-            "scale": 1.0,
         },
         fio_step("read-footprint", "randread", "32MiB", runtime=1),
         fio_step("read-beyond", "randread", "64MiB", runtime=1),
@@ -324,7 +323,7 @@ def busy_off(rebuilt, kernel, off):
 
 def test_a_trace_s_busy_time_more_than_5_percent_off_the_kernel_s_flags_its_step(tmp_path):
     keys = ("above", "below", "just-above", "just-below", "uncounted", "unknown")
-    trace = {"kind": "trace", "cooldown": False, "profile": "smoke", "seed": 1, "scale": 1.0}
+    trace = {"kind": "trace", "cooldown": False, "profile": "smoke", "seed": 1}
     suite = load_suite(tmp_path, *({"id": key, "title": key, **trace} for key in keys))
     figures = {
         "above": {"all.busy_s": 10.51, "kernel.busy_s": 10.0},
@@ -369,7 +368,7 @@ def test_smoke_reads_the_trimmed_drive_in_its_burst_and_pts_rows(tmp_path):
     suite, capacity = locked.load("smoke"), 4 * GIB
     steps = plan.compile_plan(suite, capacity)
     trace = next(step for step in steps if step.kind == "trace")
-    _, played = playback.prepare(trace, tmp_path / "trace", capacity, suite)
+    _, _, played = playback.prepare(trace, tmp_path / "trace", capacity, suite, tmp_path)
     background = burst.prepare(next(step for step in steps if step.kind == "burst"), tmp_path / "burst")
     details = {"trace": {"trace": played}, "burst": {"background": background}}
     doc = record(tmp_path, suite, reads_everywhere(steps), capacity, details=details)

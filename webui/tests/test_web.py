@@ -1,6 +1,7 @@
 """The web UI through Flask's test client, on a real SQLite file: access, CSRF, escaping, the API."""
 
 import html
+import io
 import os
 import select
 import socket
@@ -485,3 +486,60 @@ def test_repeat_n_next_to_start_queues_a_set_with_its_first_run(loopdev, data_di
         assert client.post("/api/repeats", json=sent, headers=headers).status_code == 400, times
     again = client.post("/api/repeats", json={**body, "times": 2.0}, headers=headers)
     assert again.status_code == 409 and "run 1 is queued" in again.get_json()["error"]
+
+
+MSR = os.path.join(os.path.dirname(__file__), "data", "traces", "msr-handmade.csv")
+
+
+def test_the_traces_page_imports_a_file_and_lists_it(client, data_dir, token):
+    with open(MSR, "rb") as f:
+        form = {"csrf_token": token, "format": "csv", "name": "", "qd": "1", "file": (f, "msr-handmade.csv")}
+        done = client.post("/traces", data=form, content_type="multipart/form-data")
+    assert done.status_code == 302 and done.headers["Location"] == "/traces"
+    page = client.get("/traces").data.decode()
+    assert "Imported msr-handmade: 11 IOs" in page and "msr-handmade" in page and "MSR-Cambridge CSV" in page
+    listed = client.get("/api/traces").get_json()["traces"]
+    assert [t["name"] for t in listed] == ["msr-handmade"] and listed[0]["source"] == "msr-handmade.csv"
+
+
+def test_a_malformed_upload_is_refused_with_its_line_and_nothing_is_kept(client, data_dir, token):
+    headers = {"X-CSRF-Token": token}
+    bad = "1,hm,0,Read,0,4096,10\n2,hm,0,Read,0,4096,10\n3,hm,0,Trim,0,4096,10\n"
+    refused = client.post("/api/traces", json={"format": "csv", "text": bad}, headers=headers)
+    assert refused.status_code == 422
+    assert refused.get_json()["error"] == "uploaded-trace, line 3: Type 'Trim' is not Read or Write"
+    form = {"csrf_token": token, "format": "csv", "file": (io.BytesIO(bad.encode()), "mine.csv")}
+    page = client.post("/traces", data=form, content_type="multipart/form-data")
+    assert page.status_code == 422 and b"mine.csv, line 3: Type &#39;Trim&#39; is not Read or Write" in page.data
+    assert client.get("/api/traces").get_json()["traces"] == []
+    assert not os.listdir(data_dir / "traces")
+
+
+def test_trace_uploads_take_up_to_4_mib_and_other_bodies_64_kib(client, data_dir, token):
+    headers = {"X-CSRF-Token": token}
+    with open(MSR) as f:
+        text = f.read()
+    assert client.post("/api/traces", json={"format": "csv", "text": text}, headers=headers).status_code == 201
+    taken = client.post("/api/traces", json={"format": "csv", "text": text}, headers=headers)
+    assert taken.status_code == 409 and "already imported" in taken.get_json()["error"]
+    # 1 MiB of rows: more than any other request may carry, well within an upload's limit
+    rows = "".join(f"{i},hm,0,Read,{4096 * i},4096,10\n" for i in range(40_000))
+    assert 64 * 1024 < len(rows) < 4 * 2**20
+    big = client.post("/api/traces", json={"format": "csv", "text": rows, "name": "big"}, headers=headers)
+    assert big.status_code == 201 and big.get_json()["stats"]["reads"] == 40_000
+    over = client.post("/api/traces", data=b"x" * (4 * 2**20 + 1), content_type="application/json", headers=headers)
+    assert over.status_code == 413
+    runs = client.post("/api/runs", data=b"x" * (64 * 1024 + 1), content_type="application/json", headers=headers)
+    assert runs.status_code == 413
+
+
+def test_starting_a_trace_that_is_not_imported_is_a_404(client, token):
+    body = {"drive": "/dev/sdz", "confirm": "sdz"}
+    missing = client.post("/api/traces/nope/runs", json=body, headers={"X-CSRF-Token": token})
+    assert missing.status_code == 404 and "no imported trace named 'nope'" in missing.get_json()["error"]
+
+
+def test_an_appliance_takes_no_upload_for_a_lab(client):
+    # The lab's upload route, which a token opens instead of a session, is not there on an appliance.
+    response = client.post("/lab/bundles", data=b"PK", headers={"Authorization": "Bearer x"})
+    assert response.status_code == 404

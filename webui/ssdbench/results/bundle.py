@@ -9,7 +9,8 @@ Layout (also written into the bundle's README.txt):
   metrics/NN-step.csv    each step's metric table
   series/NN-step/*.csv   each time series (series/run/ for the run's own, e.g. temperature)
   jobs/NN-step.fio       the exact fio job files, and rerun.sh to run them with plain fio
-  raw/NN-step/           fio's own JSON, logs and replay files, as written during the run
+  raw/NN-step/           fio's own JSON, logs and replay files, as written during the run (a trace's
+                         replay files and per-IO logs gzip-compressed)
 
 A repeat set's bundle holds every run of the set, each as a run bundle holds it but its manifest, under
 run-N/ (N its place in the set), beside the set's own files; one manifest covers them all:
@@ -129,6 +130,10 @@ def rerun_script(doc):
         '\tmkdir -p "$out/$step"',
         '\tcp "$top/jobs/$step.fio" "$out/$step/"',
         '\tfor f in "$top/raw/$step"/*.replay; do if [ -e "$f" ]; then cp "$f" "$out/$step/"; fi; done',
+        "\t# a trace's replay iologs are kept gzip-compressed",
+        '\tfor f in "$top/raw/$step"/*.replay.gz; do',
+        '\t\tif [ -e "$f" ]; then gzip -dc "$f" > "$out/$step/$(basename "$f" .gz)"; fi',
+        "\tdone",
         '\techo "== $step"',
         '\t(cd "$out/$step" && SSDBENCH_DUT="$dev" fio --output-format=json --output=fio.json "$step.fio")',
         "}",
@@ -352,7 +357,7 @@ def verify(path):
         if MANIFEST not in names:
             raise BundleError(f"{path}: no {MANIFEST}: not an ssdbench bundle")
         try:
-            manifest = _read_json(zf, MANIFEST, path)
+            manifest = read_json(zf, MANIFEST, path)
             listed = dict(manifest["files"])
         except (ValueError, KeyError, TypeError, *DAMAGED) as exc:
             raise BundleError(f"{path}: {MANIFEST} is damaged ({exc})") from exc
@@ -389,7 +394,7 @@ def origin(what, about, host, digest):
     return f"imported: {what} {about['id']} on {host or 'an unnamed host'}, {content} {digest[:16]}"
 
 
-def _read_json(zf, name, path):
+def read_json(zf, name, path):
     """A member parsed as JSON, read into memory only when it is of a sane size."""
     if zf.getinfo(name).file_size > MAX_JSON_BYTES:
         raise BundleError(f"{path}: {name} is over {MAX_JSON_BYTES} bytes, more than any run writes")
@@ -469,27 +474,34 @@ def _unpack(zf, staging, prefix=""):
             shutil.copyfileobj(src, dst)
 
 
+def read_documents(zf, path):
+    """The documents of a verified bundle's zip, each checked as a result: (the repeat set's document or None,
+    [(position in the set or None, run document, its members' prefix)]). Raises BundleError naming every problem."""
+    names = set(zf.namelist())
+    if REPEAT in names:
+        held = read_json(zf, REPEAT, path)
+        problems = [f"{REPEAT}: {p}" for p in repeat_problems(held, names)]
+        positions = [] if problems else [r["position"] for r in held["runs"]]
+    else:
+        held, problems, positions = None, [], [None]
+    runs = []
+    for position in positions:
+        prefix = run_member_prefix(position) if position else ""
+        doc = read_json(zf, prefix + RESULT, path)
+        problems += [f"{prefix}{RESULT}: {p}" for p in document_problems(doc)]
+        runs.append((position, doc, prefix))
+    if problems:
+        raise BundleError(f"{path}: refused:\n" + "\n".join(problems))
+    return held, runs
+
+
 def import_bundle(db, data_dir, path):
     """Bring another testbed's bundle in: a run's as a new run, a repeat set's as a new set with every one of its
     runs, each keeping its origin. A bundle that fails verify is refused, and so is one imported before or one
     whose documents are not results. Returns {"run": id}, or {"repeat": id, "runs": [ids, in the set's order]}."""
     manifest = verify(path)
     with zipfile.ZipFile(path) as zf:
-        names = set(zf.namelist())
-        if REPEAT in names:
-            held = _read_json(zf, REPEAT, path)
-            problems = [f"{REPEAT}: {p}" for p in repeat_problems(held, names)]
-            positions = [] if problems else [r["position"] for r in held["runs"]]
-        else:
-            held, problems, positions = None, [], [None]
-        runs = []
-        for position in positions:
-            prefix = run_member_prefix(position) if position else ""
-            doc = _read_json(zf, prefix + RESULT, path)
-            problems += [f"{prefix}{RESULT}: {p}" for p in document_problems(doc)]
-            runs.append((position, doc, prefix))
-        if problems:
-            raise BundleError(f"{path}: refused:\n" + "\n".join(problems))
+        held, runs = read_documents(zf, path)
         host = (manifest.get("repeat") or manifest.get("run") or {}).get("host")
         staging = os.path.join(data_dir, store.RUNS_DIR, ".import")
         shutil.rmtree(staging, ignore_errors=True)

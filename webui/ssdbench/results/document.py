@@ -34,6 +34,13 @@ def run_warnings(run):
         shipped = shipped_suite(run)
         if shipped and not shipped.data.get("comparable", True):
             out.append(f"not comparable: the {run['suite']} suite only checks that every step works")
+    for step in run["steps"]:
+        trace = (step.get("detail") or {}).get("trace") or {}
+        if trace.get("synthetic") is False:
+            out.append(
+                f"step {step['key']} plays the tester's own trace {trace.get('name')} (sha256 {trace.get('sha256')}), "
+                "not a standard trace: it compares only with runs of that same trace"
+            )
     if run["drive"].get("development_target"):
         out.append("loop device: a development target, not comparable with drives")
     adapted = [

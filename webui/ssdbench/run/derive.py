@@ -5,6 +5,7 @@ its iologs) and returns Metric rows and series, never a number from anywhere els
 """
 
 import glob
+import gzip
 import math
 import os
 import re
@@ -157,12 +158,15 @@ def io_intervals(out_dir, prefix):
     return intervals
 
 
-def per_io_log(out_dir, prefix):
-    """(file name, samples) of the one per-IO latency log fio wrote for job `prefix`, in completion order."""
-    logs = glob.glob(os.path.join(out_dir, f"{prefix}_lat.*.log"))
+def per_io_log(out_dir, prefix, kind="lat"):
+    """(file name, samples) of the one per-IO latency log of `kind` (lat, or clat for a trace) fio wrote for
+    job `prefix`, in completion order; a trace's logs are read from their gzip form (see playback)."""
+    logs = glob.glob(os.path.join(out_dir, f"{prefix}_{kind}.*.log")) + glob.glob(
+        os.path.join(out_dir, f"{prefix}_{kind}.*.log.gz")
+    )
     if len(logs) != 1:
         raise SsdbenchError(f"expected one per-IO latency log for {prefix}, found {len(logs)}")
-    with open(logs[0]) as f:
+    with gzip.open(logs[0], "rt") if logs[0].endswith(".gz") else open(logs[0]) as f:
         return os.path.basename(logs[0]), fio_output.fio_log(f.read())
 
 
@@ -172,11 +176,12 @@ def replayed_intervals(out_dir, name, qd):
     fio cannot log issue times while it replays (read_iolog overrides write_iolog), so
     each IO's issue time is rebuilt from fio's replay discipline: the first `qd` IOs of
     the replay start together, and each completion, in the order of the per-IO latency
-    log, lets the next IO start. An IO's interval is its issue time plus the latency fio
-    measured for it.
+    log, lets the next IO start. An IO's interval is its issue time plus its completion
+    latency (clat): the time from its submission to the kernel to its completion, which the
+    kernel's io_ticks counts too. fio's own time before it submits (slat) is not the drive's.
     """
     order = playback.replay_order(out_dir, name)
-    log_name, completions = per_io_log(out_dir, name)
+    log_name, completions = per_io_log(out_dir, name, "clat")
     starts = {}  # replay position -> issue time (ns)
     outstanding = defaultdict(deque)  # (op, offset) -> replay positions in flight
     next_io = 0
@@ -217,29 +222,35 @@ def busy_time(intervals_by_job):
     """Disk busy time and data rate for all IO, reads and writes, with idle time left out.
 
     Each job's clock starts at its own start, and the jobs ran one after another, so
-    each job's intervals are united on their own and the busy times are added.
+    each job's intervals are united on their own and the busy times are added. The jobs
+    are taken one at a time: a trace's millions of IOs are never all in memory.
     """
-    metrics = []
-    for kind in ("all", "read", "write"):
-        busy, nbytes, ios = 0.0, 0, 0
-        for intervals in intervals_by_job:
+    kinds = ("all", "read", "write")
+    busy, nbytes, ios = dict.fromkeys(kinds, 0.0), dict.fromkeys(kinds, 0), dict.fromkeys(kinds, 0)
+    for intervals in intervals_by_job:
+        for kind in kinds:
             chosen = [(s, e) for s, e, op, _ in intervals if kind in ("all", op)]
-            busy += busy_seconds(chosen)
-            nbytes += sum(b for _, _, op, b in intervals if kind in ("all", op))
-            ios += len(chosen)
-        source = "fio write_iolog issue times (µs) + per-IO lat logs (ns)"
+            busy[kind] += busy_seconds(chosen)
+            nbytes[kind] += sum(b for _, _, op, b in intervals if kind in ("all", op))
+            ios[kind] += len(chosen)
+    metrics = []
+    source = "fio write_iolog issue times (µs) + per-IO lat logs (ns)"
+    for kind in kinds:
         metrics += [
             Metric(
-                f"{kind}.busy_s", busy, "s", f"union of the {kind} IOs' [issue, completion] intervals from {source}"
+                f"{kind}.busy_s",
+                busy[kind],
+                "s",
+                f"union of the {kind} IOs' [issue, completion] intervals from {source}",
             ),
-            Metric(f"{kind}.bytes", float(nbytes), "B", f"sum of the {kind} IOs' sizes in the lat logs"),
-            Metric(f"{kind}.ios", float(ios), "IOs", f"count of the {kind} IOs in the lat logs"),
+            Metric(f"{kind}.bytes", float(nbytes[kind]), "B", f"sum of the {kind} IOs' sizes in the lat logs"),
+            Metric(f"{kind}.ios", float(ios[kind]), "IOs", f"count of the {kind} IOs in the lat logs"),
         ]
-        if busy > 0:
+        if busy[kind] > 0:
             metrics.append(
                 Metric(
                     f"{kind}.mb_s",
-                    nbytes / busy / 1e6,
+                    nbytes[kind] / busy[kind] / 1e6,
                     "MB/s",
                     f"{kind}.bytes / {kind}.busy_s / 1e6 (idle time left out)",
                 )
@@ -406,7 +417,8 @@ def io_totals(doc):
     for d in ("read", "write"):
         for field, unit in (("io_bytes", "B"), ("total_ios", "IOs")):
             value = sum(job[d][field] for job in doc["jobs"])
-            metrics.append(Metric(f"fio.{d}.{field}", float(value), unit, f"sum of /jobs/*/{d}/{field}"))
+            source = f"sum of /jobs/*/{d}/{field} over the fio-NN.json of every part"
+            metrics.append(Metric(f"fio.{d}.{field}", float(value), unit, source))
     return metrics
 
 
@@ -433,7 +445,7 @@ def _sweep(step, out_dir, doc, complete, baseline):
 def _trace(step, out_dir, doc, complete, baseline):
     # fio's own record of each replay job's queue depth
     jobs = [(job["jobname"], int(job["job options"]["iodepth"])) for job in doc["jobs"]]
-    return io_totals(doc) + busy_time([replayed_intervals(out_dir, name, qd) for name, qd in jobs]), []
+    return io_totals(doc) + busy_time(replayed_intervals(out_dir, name, qd) for name, qd in jobs), []
 
 
 def _burst(step, out_dir, doc, complete, baseline):

@@ -2,7 +2,9 @@
 
 fio writes its JSON (one document per second, then the final one) to fio.json and
 its per-second logs beside it, in the step's folder. Those files are the raw
-result; everything stored in the database is read back from them.
+result; everything stored in the database is read back from them. A trace step runs
+its job file in parts (`sections`), each with its own output name and no status
+documents (see playback).
 """
 
 import ctypes
@@ -39,20 +41,20 @@ def _child_setup(cpus):
     return setup
 
 
-def start(job_file_text, step_key, out_dir, device, cpus=None):
+def start(job_file_text, step_key, out_dir, device, cpus=None, sections=(), output="fio", status=True):
+    """Start fio on the job file, or on its `sections` only; its JSON goes to <output>.json, its stderr to
+    <output>.stderr, with a status document every second if `status`."""
     os.makedirs(out_dir, exist_ok=True)
     job_path = os.path.join(out_dir, f"{step_key}.fio")
     with open(job_path, "w") as f:
         f.write(job_file_text)
-    argv = [
-        tools.require("fio"),
-        "--output-format=json",
-        "--output=fio.json",
-        "--status-interval=1",
-        os.path.basename(job_path),
-    ]
+    argv = [tools.require("fio"), "--output-format=json", f"--output={output}.json"]
+    if status:
+        argv.append("--status-interval=1")
+    argv += [f"--section={name}" for name in sections]
+    argv.append(os.path.basename(job_path))
     env = dict(redact.environment(os.environ), **{DUT_VAR: device})
-    with open(os.path.join(out_dir, "fio.stderr"), "w") as err:
+    with open(os.path.join(out_dir, f"{output}.stderr"), "w") as err:
         return subprocess.Popen(
             argv,
             cwd=out_dir,
@@ -87,11 +89,14 @@ class StatusReader:
         return docs
 
 
-def run(job_file_text, step_key, out_dir, device, on_tick, should_stop, cpus=None):
-    """Run a step to its end. Twice a second, on_tick(latest status document or None, IOPS, bytes/s)."""
-    proc = start(job_file_text, step_key, out_dir, device, cpus)
-    reader = StatusReader(os.path.join(out_dir, "fio.json"))
-    latest, iops, bw = None, 0.0, 0.0
+def run(
+    job_file_text, step_key, out_dir, device, on_tick, should_stop, cpus=None, sections=(), output="fio", status=True
+):
+    """Run a step (or the `sections` of its job file) to its end. Twice a second, on_tick(latest status
+    document or None, IOPS, bytes/s), the rates None until two status documents have come."""
+    proc = start(job_file_text, step_key, out_dir, device, cpus, sections, output, status)
+    reader = StatusReader(os.path.join(out_dir, f"{output}.json"))
+    latest, iops, bw = None, None, None
     stopped_at = None
     while True:
         rc = proc.poll()
@@ -109,13 +114,13 @@ def run(job_file_text, step_key, out_dir, device, on_tick, should_stop, cpus=Non
         elif stopped_at is not None and time.monotonic() - stopped_at > STOP_GRACE_S:
             proc.kill()
         time.sleep(TICK_S)
-    return collect(out_dir, rc, cancelled=stopped_at is not None)
+    return collect(out_dir, rc, cancelled=stopped_at is not None, output=output)
 
 
-def stderr_message(out_dir):
+def stderr_message(out_dir, output="fio"):
     """fio's own error lines, as it printed them."""
     try:
-        with open(os.path.join(out_dir, "fio.stderr")) as f:
+        with open(os.path.join(out_dir, f"{output}.stderr")) as f:
             lines = [line.strip() for line in f if line.strip()]
     except OSError:
         return ""
@@ -123,10 +128,10 @@ def stderr_message(out_dir):
     return "; ".join(errors or lines[-3:])
 
 
-def collect(out_dir, rc, cancelled=False):
+def collect(out_dir, rc, cancelled=False, output="fio"):
     """A finished step's state and fio's final JSON document (None if fio wrote none)."""
     try:
-        with open(os.path.join(out_dir, "fio.json")) as f:
+        with open(os.path.join(out_dir, f"{output}.json")) as f:
             text = f.read()
     except FileNotFoundError:  # fio stopped, or failed, before it opened its output
         text = ""
@@ -135,7 +140,7 @@ def collect(out_dir, rc, cancelled=False):
     # A cancelled step says so, whatever fio managed to write before it stopped (maybe nothing at all).
     if cancelled:
         return Outcome("cancelled", STOPPED, doc)
-    message = stderr_message(out_dir)
+    message = stderr_message(out_dir, output)
     if doc is None:
         return Outcome("failed", message or f"fio exited with status {rc} and wrote no result")
     job_error = fio_output.fio_job_error(doc)

@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass, field
 
 from .. import __version__
-from ..suites import locked, trace_profiles
+from ..suites import locked, trace_generator, trace_profiles
 from ..suites.locked import parse_size
 from ..suites.trace_file import SECTOR  # the logical block that suites and traces assume: the default here
 
@@ -30,6 +30,9 @@ DATA_OPTIONS = {
 # Per-IO logs: the issue time of every IO (write_iolog, in microseconds) and its latency
 # (a lat log with log_avg_msec=0). Busy time and burst windows are computed from them.
 PER_IO_LOGS = {"log_avg_msec": 0, "log_offset": 1}
+# fio takes about 0.4 s to start each job of a step (measured with fio 3.33 on a loop device): a trace
+# replays each of its up to 1000 segments as a job, so the estimate counts it.
+JOB_START_S = 0.4
 
 
 @dataclass
@@ -45,13 +48,14 @@ class PlanStep:
     job_file: str | None = None
     jobs: list = field(default_factory=list)  # (fio job name, options) in job-file order
     adapted: dict = field(default_factory=dict)  # job name -> (declared bs, bytes it runs): see Fit
+    trace: dict | None = None  # a trace step's figures: what it plays
 
     @property
     def runtime(self):
         return self.spec.get("runtime")
 
     def to_dict(self):
-        return {
+        out = {
             "index": self.index,
             "id": self.id,
             "kind": self.kind,
@@ -62,6 +66,9 @@ class PlanStep:
             "job_file": self.job_file,
             "adapted": adaptation_notes(self.adapted),
         }
+        if self.trace is not None:
+            out["trace"] = self.trace
+        return out
 
 
 def _resolve(value, capacity):
@@ -278,11 +285,39 @@ def _burst(suite, i, step, capacity, rates, fit):
     )
 
 
+def trace_segments(spec):
+    """(queue depth, IO count) of each segment that a trace step plays, in order."""
+    if "user_trace" in spec:
+        return [tuple(pair) for pair in spec["user_trace"]["segments"]]
+    return trace_generator.segment_plan(spec["profile"], spec["seed"])
+
+
+def trace_figures(spec):
+    """What a trace step plays: the trace, its IO counts and bytes, and its segments."""
+    if "user_trace" in spec:
+        user = spec["user_trace"]
+        figures = {"name": user["name"], "label": user["label"], "sha256": user["sha256"]}
+        figures |= {key: user[key] for key in ("reads", "writes", "bytes_read", "bytes_written")}
+    else:
+        p = trace_profiles.profile(spec["profile"])
+        bytes_read, bytes_written = trace_profiles.volume(p)
+        figures = {"profile": spec["profile"], "label": p["label"], "seed": spec["seed"]}
+        figures |= {
+            "reads": p["reads"],
+            "writes": p["writes"],
+            "bytes_read": bytes_read,
+            "bytes_written": bytes_written,
+        }
+    return {**figures, "segments": len(trace_segments(spec))}
+
+
 def _trace(suite, i, step, capacity, rates, fit):
     # Its IOs come from the trace at run time: `playback` fits them to the drive's logical block.
-    profile = trace_profiles.PROFILES[step["profile"]]
-    reads, writes = trace_profiles.scaled_bytes(profile, step["scale"])
-    return PlanStep(i, step["id"], "trace", step["title"], reads / rates.read + writes / rates.write, step, 0, capacity)
+    figures = trace_figures(step)
+    estimate = (
+        figures["bytes_read"] / rates.read + figures["bytes_written"] / rates.write + figures["segments"] * JOB_START_S
+    )
+    return PlanStep(i, step["id"], "trace", step["title"], estimate, step, 0, capacity, trace=figures)
 
 
 def _device_step(suite, i, step, capacity, rates, fit):
@@ -364,7 +399,6 @@ def declared_jobs(step):
             },
         ]
     if kind == "trace":
-        profile = trace_profiles.PROFILES[step["profile"]]
         return [
             {
                 "name": "replay",
@@ -375,12 +409,7 @@ def declared_jobs(step):
                 "span": {"offset": "0", "size": "the trace's footprint, mapped onto the drive if larger"},
                 "runtime": None,
                 "data": "incompressible",
-                "trace": {
-                    "profile": step["profile"],
-                    "label": profile["label"],
-                    "seed": step["seed"],
-                    "scale": step["scale"],
-                },
+                "trace": trace_figures(step),
             }
         ]
     return []

@@ -13,20 +13,29 @@ import traceback
 
 from ..errors import SsdbenchError
 from ..results import store
-from ..suites import locked
+from ..suites import locked, user_traces
 from . import repeat, runner, workload
 
 POLL_S = 0.5
 
 
-def enqueue(db, data_dir, suite_name, device, confirm, destroy_data=False, allow_usb=False):
-    """Queue a locked suite on a drive, after the checks that `ssdbench run` makes; returns the run id.
+def load_suite(data_dir, suite_name, trace=None):
+    """A locked suite by name, or with `trace` the (non-standard) suite that plays that imported trace; with
+    its workload hash."""
+    if trace is not None:
+        return workload.verified(user_traces.suite(data_dir, trace))
+    return workload.verified(locked.load(suite_name))
+
+
+def enqueue(db, data_dir, suite_name, device, confirm, destroy_data=False, allow_usb=False, trace=None):
+    """Queue a locked suite, or the suite that plays an imported `trace`, on a drive, after the checks that
+    `ssdbench run` makes; returns the run id.
 
     Raises store.RunBusy while another run is queued or running, SsdbenchError if the suite, the
     target or the room for its results is refused. The service checks again when it takes the run: the
     drive may have changed.
     """
-    suite, drive, steps, request = checked(db, data_dir, suite_name, device, confirm, destroy_data, allow_usb)
+    suite, drive, steps, request = checked(db, data_dir, suite_name, device, confirm, destroy_data, allow_usb, trace)
     return store.create_run(db, drive, suite, steps, state="queued", request=request)
 
 
@@ -39,21 +48,26 @@ def enqueue_repeat(db, data_dir, suite_name, times, device, confirm, destroy_dat
     return store.create_repeat(db, drive, suite, times, thresholds, request, plan=steps)
 
 
-def checked(db, data_dir, suite_name, device, confirm, destroy_data, allow_usb):
+def checked(db, data_dir, suite_name, device, confirm, destroy_data, allow_usb, trace=None):
     """The suite, the drive, the plan and the tester's request, once every check has passed."""
     store.check_idle(db)
-    suite = workload.verified(locked.load(suite_name))
+    suite = load_suite(data_dir, suite_name, trace)
     drive, steps = runner.prepare(data_dir, suite, device, confirm, destroy_data, allow_usb)
-    return suite, drive, steps, repeat.request(drive, confirm, destroy_data, allow_usb)
+    request = repeat.request(drive, confirm, destroy_data, allow_usb)
+    if trace is not None:
+        request["trace"] = trace
+    return suite, drive, steps, request
 
 
 def log(message):
     print(f"ssdbench runner: {message}", file=sys.stderr, flush=True)
 
 
-def serve(data_dir, poll_s=POLL_S, after_run=None):
+def serve(data_dir, poll_s=POLL_S, after_run=None, when_idle=None):
     """Take queued runs one at a time, until a signal comes while idle. after_run(db, data_dir, run_id, log),
-    if given, is called as each run ends (the appliance exports it to the USB stick)."""
+    if given, is called as each run ends (the appliance exports it to the USB stick, or queues it for the lab);
+    when_idle(data_dir, log) at each poll that finds no run queued (the lab's uploads are retried then, so that
+    they never disturb a run)."""
     runner.check_host()
     db = store.connect(data_dir)
     lock = try_lock(data_dir)
@@ -67,6 +81,8 @@ def serve(data_dir, poll_s=POLL_S, after_run=None):
                 run_id = take_next(db, data_dir, signals)
                 if run_id is not None and after_run:
                     after_run(db, data_dir, run_id, log)
+            elif when_idle:
+                when_idle(data_dir, log)
             time.sleep(poll_s)
     log("stopped by a signal")
 
@@ -132,7 +148,7 @@ def go_on_repeating(db, data_dir, lock, row, place, state, error, signals):
         return state, error
 
     try:
-        suite = queued_suite(row)
+        suite = queued_suite(data_dir, row)
     except SsdbenchError as exc:
         store.finish_repeat(db, repeat_id, "failed", str(exc))
         return "failed", str(exc)
@@ -143,9 +159,10 @@ def go_on_repeating(db, data_dir, lock, row, place, state, error, signals):
     return repeat.carry_on(db, data_dir, lock, repeat_id, suite, signals, position + 1, on_run=on_run)
 
 
-def queued_suite(row):
-    """The locked suite a queued run names, as it was when the run was queued."""
-    suite = workload.verified(locked.load(row["suite"]))
+def queued_suite(data_dir, row):
+    """The suite a queued run names (a locked one, or the one that plays an imported trace), as it was when
+    the run was queued."""
+    suite = load_suite(data_dir, row["suite"], json.loads(row["request_json"]).get("trace"))
     if suite.sha256 != row["suite_hash"]:
         raise SsdbenchError(f"the suite {row['suite']} changed since the run was queued")
     return suite
@@ -161,7 +178,7 @@ def start_claimed(db, data_dir, lock, row, signals):
         store.finish_run(db, row["id"], "cancelled", "cancelled before it started")
         return "cancelled", None
     try:
-        suite = queued_suite(row)
+        suite = queued_suite(data_dir, row)
         drive, steps = runner.prepare_again(data_dir, suite, json.loads(row["request_json"]))
     except SsdbenchError as exc:
         state, error = ("cancelled", "cancelled before it started") if cancelled() else ("failed", str(exc))

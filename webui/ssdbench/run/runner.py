@@ -152,8 +152,11 @@ class Run:
         if self.on_progress:
             self.on_progress(idx, len(self.steps), percent, eta, iops, bw)
 
-    def fraction(self, step, doc, started):
-        """How far the step is: fio's own count for a single job, else time against the estimate."""
+    def fraction(self, step, doc, started, out_dir):
+        """How far the step is: fio's own count for a single job, the IOs of the segments played for a trace,
+        else time against the estimate."""
+        if step.kind == "trace":
+            return min(0.99, playback.played(out_dir, step))
         if step.kind == "fio" and doc is not None:
             job = doc["jobs"][0]
             if step.runtime:
@@ -193,11 +196,12 @@ class Run:
             )
             store.finish_step(self.db, sid, "done", detail=detail, metrics=metrics)
             return "done", None
+        trace = None
         job_text = step.job_file
         adapted = plan.adaptation_notes(step.adapted)
         if step.kind == "trace":
-            job_text, detail["trace"] = playback.prepare(
-                step, out_dir, self.drive["capacity_bytes"], self.suite, self.drive["logical_block_size"]
+            trace, job_text, detail["trace"] = playback.prepare(
+                step, out_dir, self.drive["capacity_bytes"], self.suite, self.data_dir, self.drive["logical_block_size"]
             )
             adapted += playback.adaptation_notes(detail["trace"])
             store.set_job_file(self.db, sid, job_text)
@@ -208,7 +212,7 @@ class Run:
         started = time.monotonic()
 
         def tick(doc, iops, bw):
-            self.progress(step.index, self.fraction(step, doc, started), iops, bw)
+            self.progress(step.index, self.fraction(step, doc, started, out_dir), iops, bw)
 
         # The kernel's own count of the time the drive was busy, around the fio of a trace step only: the
         # busy time that derive rebuilds from fio's logs is checked against it (results/validity).
@@ -217,7 +221,10 @@ class Run:
         def stop():
             return self.should_stop() or not self.room_left()
 
-        outcome = fio.run(job_text, step.id, out_dir, self.drive["path"], tick, stop, self.cpus)
+        if trace is not None:
+            outcome = playback.play(trace, job_text, step, out_dir, self.drive["path"], tick, stop, self.cpus)
+        else:
+            outcome = fio.run(job_text, step.id, out_dir, self.drive["path"], tick, stop, self.cpus)
         ticks_after = discovery.io_ticks(self.drive["path"]) if ticks_before is not None else None
         full = self.no_room()
         if full:  # what fio wrote is cut short somewhere: none of it is a result

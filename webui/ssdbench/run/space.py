@@ -13,8 +13,7 @@ import math
 from ..errors import SsdbenchError
 from ..human import size
 from ..results import store
-from ..suites import trace_generator, trace_profiles
-from . import burst, plan
+from . import burst, plan, playback
 
 KiB, MiB = 1024, 1024 * 1024
 JSON_PER_JOB = 8 * KiB  # one job in one of fio's JSON documents: 5.7 to 7.0 KB measured
@@ -23,7 +22,8 @@ START_S = 0.25  # fio's start and end of each job, beyond the plan's estimate of
 POINT = 64  # a stored point of a series (a per-second value, a temperature), with its index
 SERIES_PER_DIRECTION = 5  # the per-second series a logged job stores: iops, bw, lat, clat, slat
 TEMPERATURE_SERIES = 2  # the temperature, and the seconds above the warning temperature
-TRACE_PER_IO = 160  # trace.txt, the replay iologs and fio's three latency logs: 144 B an IO measured
+TRACE_PER_IO = 20  # a played IO's replay line and latency log line, gzipped: 16 B measured (5.8 + 10.2)
+TRACE_UNPACKED_PER_IO = 64  # the same before a part is packed: 60 B measured
 BURST_PER_WRITE = 32  # a line of the background's replays, for every write they hold: 26 to 30 B measured
 BURST_PER_DONE = 70  # a write's two latency log lines, for each one done: 62 B measured
 BURST_PER_READ = 200  # a foreground read's iolog line and its three latency log lines: 175 B measured
@@ -43,10 +43,9 @@ def step_bytes(step):
     """What one step of a plan leaves, by the model, before the margin."""
     if step.kind in ("purge", "trim"):
         return step.estimate_s * TEMPERATURE_SERIES * POINT + BLOCK
-    if step.kind == "trace":  # its job file is written at run time, one job per segment of the trace
-        jobs = trace_generator.segment_count(step.spec["profile"], step.spec["scale"])
-    else:
-        jobs = len(step.jobs)
+    if step.kind == "trace":
+        return _trace_bytes(step)
+    jobs = len(step.jobs)
     seconds = step.estimate_s + START_S * jobs
     total = (math.ceil(seconds) + 1) * jobs * JSON_PER_JOB + seconds * TEMPERATURE_SERIES * POINT
     files = STEP_FILES
@@ -54,10 +53,6 @@ def step_bytes(step):
         directions = _directions(step.spec)
         total += seconds * directions * (LOG_PER_SECOND + SERIES_PER_DIRECTION * POINT)
         files += LOGS_PER_JOB
-    elif step.kind == "trace":
-        sizes, _ = trace_profiles.counts(trace_profiles.profile(step.spec["profile"]), step.spec["scale"])
-        total += sum(c for op in sizes.values() for c in op.values()) * TRACE_PER_IO
-        files += 4 * jobs  # each segment's replay and three logs
     elif step.kind == "burst":
         bg, fg = step.spec["background"], step.spec["foreground"]
         periods = burst.period_count(step)
@@ -66,6 +61,16 @@ def step_bytes(step):
         total += fg["bursts"] * plan.burst_blocks(fg) * BURST_PER_READ
         files += 4 * jobs  # each job's iolog and latency logs
     return total + files * BLOCK
+
+
+def _trace_bytes(step):
+    """A trace step, played a part at a time (playback): one JSON document per part, listing each segment's
+    job once; each IO's replay and latency lines, packed; and, while a part plays, its files unpacked."""
+    ios, segments = step.trace["reads"] + step.trace["writes"], step.trace["segments"]
+    parts = math.ceil(ios / playback.PART_IOS)
+    total = segments * JSON_PER_JOB + ios * TRACE_PER_IO + min(ios, playback.PART_IOS) * TRACE_UNPACKED_PER_IO
+    total += step.estimate_s * TEMPERATURE_SERIES * POINT
+    return total + (2 * segments + 2 * parts + 1) * BLOCK  # each segment's two logs, each part's JSON and stderr
 
 
 def results_bytes(steps):

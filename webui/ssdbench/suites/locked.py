@@ -35,10 +35,12 @@ STEP_KEYS = {
     "fio": JOB_KEYS | {"steady"},  # 2, 3, 5, 9: one fio job
     "matrix": JOB_KEYS | {"jobs", "axes", "curve"},  # 4, 9: several fio jobs, one after another
     "sweep": {"zones", "zone_size", "bs", "baseline"},  # 6.1: HDTach-style zone sweep
-    "trace": {"profile", "seed", "scale"},  # 7: Storage Bench playback
+    "trace": {"profile", "seed", "user_trace"},  # 7: Storage Bench playback, always the whole trace
     "burst": {"span", "background", "foreground"},  # 8: Mixed Burst
 }
 STEP_KINDS = tuple(STEP_KEYS)
+# A tester's imported trace (suites/user_traces): its name and sha256, and what the plan needs of it.
+USER_TRACE_KEYS = {"name", "sha256", "label", "reads", "writes", "bytes_read", "bytes_written", "segments"}
 BURST_KEYS = {
     # iodepth: writes outstanding at once; seed: draws the random offsets of its writes
     "background": {"bs", "iodepth", "burst", "every_s", "seed"},
@@ -66,6 +68,7 @@ class Suite:
     sha256: str
     locked: bool  # True when the hash matches the shipped manifest (and the workload's, once checked)
     workload_sha256: str | None = None  # set by run/workload.py when a run is about to use the suite
+    traces: dict | None = None  # step id -> the sha256 of the trace it plays, set with workload_sha256
 
     @property
     def steps(self):
@@ -112,7 +115,7 @@ def _suite_dir():
 
 
 def manifest():
-    """{suite name: {"suite_sha256": ..., "workload_sha256": ...}}, as shipped."""
+    """{suite name: {"suite_sha256": ..., "workload_sha256": ..., "traces": ...}}, as shipped."""
     return json.loads((_suite_dir() / "MANIFEST.json").read_text())
 
 
@@ -120,6 +123,12 @@ def locked_hashes(name):
     """The suite's locked (suite hash, workload hash); (None, None) for a suite that is not shipped."""
     entry = manifest().get(name, {})
     return entry.get("suite_sha256"), entry.get("workload_sha256")
+
+
+def locked_traces(name):
+    """{step id: {"recipe_sha256", "sha256"}}: the digest of each trace the shipped suite plays, with the
+    recipe that makes it (see run/workload.py)."""
+    return manifest().get(name, {}).get("traces", {})
 
 
 def names():
@@ -337,11 +346,32 @@ def _check_sweep(step, ids):
 
 
 def _check_trace(step, ids):
+    """A synthetic trace (profile and seed), or a tester's imported one (user_trace)."""
+    if "user_trace" in step:
+        _check_user_trace(step)
+        return
     if step.get("profile") not in trace_profiles.PROFILES:
         raise ValueError(f"profile must be one of {sorted(trace_profiles.PROFILES)}")
     _whole(step, "seed", 0)
-    if not isinstance(step.get("scale"), (int, float)) or not 0 < step["scale"] <= 1:
-        raise ValueError("scale must be a number in (0, 1]")
+
+
+def _check_user_trace(step):
+    spec = step["user_trace"]
+    if "profile" in step or "seed" in step:
+        raise ValueError("a trace step plays a profile (profile, seed) or a user_trace, not both")
+    if not isinstance(spec, dict) or set(spec) != USER_TRACE_KEYS:
+        raise ValueError(f"user_trace must have exactly the keys {sorted(USER_TRACE_KEYS)}")
+    if not valid_name(spec["name"]) or not re.fullmatch(r"[0-9a-f]{64}", str(spec["sha256"])):
+        raise ValueError("user_trace needs a trace name and the sha256 of its file")
+    for key in ("reads", "writes", "bytes_read", "bytes_written"):
+        _whole(spec, key, 0)
+    segments = spec["segments"]
+    if not isinstance(segments, list) or not segments or not all(_segment(s) for s in segments):
+        raise ValueError("user_trace segments must be [queue depth, IO count] pairs of whole numbers >= 1")
+
+
+def _segment(pair):
+    return isinstance(pair, list) and len(pair) == 2 and all(isinstance(v, int) and v >= 1 for v in pair)
 
 
 def _check_burst(step, ids):

@@ -4,7 +4,6 @@
     # label: synthetic, modelled on the AnandTech Storage Bench 2011 Heavy workload (not the original trace)
     # profile: heavy-2011
     # seed: 2011
-    # scale: 1.0
     # footprint: 68719476736
     # synthetic: true
     # standard: true
@@ -27,7 +26,7 @@ VERSION = 1
 KiB, MiB, GiB = 1024, 1024**2, 1024**3
 SECTOR = 512
 
-_META_TYPES = {"seed": int, "scale": float, "footprint": int, "mapped_from": int, "synthetic": bool, "standard": bool}
+_META_TYPES = {"seed": int, "footprint": int, "mapped_from": int, "synthetic": bool, "standard": bool}
 
 
 class Trace:
@@ -61,12 +60,20 @@ def _show(value):
     return " ".join(str(value).split())  # one line, whatever a file name holds
 
 
+def _header_text(meta):
+    return f"# ssdbench trace {VERSION}\n" + "".join(f"# {k}: {_show(v)}\n" for k, v in meta.items())
+
+
+def _segment_text(qd, ios):
+    return "".join([f"{qd} {op} {offset} {length}\n" for op, offset, length in ios])
+
+
 def text_chunks(trace):
     """The trace in its file format, a chunk at a time: the header (with qd None), then each segment's
     lines with the segment's qd."""
-    yield None, f"# ssdbench trace {VERSION}\n" + "".join(f"# {k}: {_show(v)}\n" for k, v in trace.meta.items())
+    yield None, _header_text(trace.meta)
     for qd, ios in segments(trace):
-        yield qd, "".join([f"{qd} {op} {offset} {length}\n" for op, offset, length in ios])
+        yield qd, _segment_text(qd, ios)
 
 
 def write(trace, path):
@@ -91,12 +98,19 @@ def open_text(path):
 
 
 def read_lines(path):
-    """(line number, line) of a text file; a binary file is an error, not a traceback."""
-    with open_text(path) as f:
-        try:
-            yield from enumerate(f, 1)
-        except UnicodeDecodeError:
-            raise SsdbenchError(f"{path}: not a text file") from None
+    """(line number, line) of a text file, "\r\n" read as "\n"; bytes that are not UTF-8 are an error that
+    names their line, not a traceback."""
+    try:
+        f = open(path, "rb")
+    except OSError as e:
+        raise SsdbenchError(f"cannot read trace {path}: {e.strerror}") from None
+    with f:
+        for n, raw in enumerate(f, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise SsdbenchError(f"{path}, line {n}: not text (bytes that are not UTF-8)") from None
+            yield n, line[:-2] + "\n" if line.endswith("\r\n") else line
 
 
 def parse_number(text, where, what):
@@ -129,11 +143,6 @@ def _header(path):
             if value not in ("true", "false"):
                 raise SsdbenchError(f"{where}: {key} must be true or false, not {value!r}")
             meta[key] = value == "true"
-        elif kind is float:
-            try:
-                meta[key] = float(value)
-            except ValueError:
-                raise SsdbenchError(f"{where}: {key} {value!r} is not a number") from None
         else:
             meta[key] = parse_number(value, where, key) if kind is int else value
     if first:
@@ -202,17 +211,20 @@ def sha256(path):
 
 def stats(trace):
     """The figures of a trace (or of a trace file): op counts and bytes, share of IOs by
-    length, sequential share (offset == the previous IO's end), mean qd over IOs, share of
-    IOs at qd 1, footprint (the end of the highest IO) and number of segments."""
+    length, sequential share, the sequential runs, mean qd over IOs, share of IOs at qd 1
+    and by qd, footprint (the end of the highest IO) and number of segments.
+
+    An IO is sequential when it has the direction of the IO before it and starts where that
+    one ended. A sequential run is an IO that is not, followed by the IOs that are; the run
+    figures count the runs of two IOs or more."""
     if not isinstance(trace, Trace):
         trace = read(trace)
-    reads = writes = bytes_read = bytes_written = sequential = qd_sum = qd1 = count = footprint = 0
-    by_size, prev_end = {}, None
+    reads = writes = bytes_read = bytes_written = sequential = qd_sum = count = footprint = 0
+    by_size, by_qd, runs, prev, run = {}, {}, {}, None, 0
     for qd, ios in segments(trace):
         count += 1
         qd_sum += qd * len(ios)
-        if qd == 1:
-            qd1 += len(ios)
+        by_qd[qd] = by_qd.get(qd, 0) + len(ios)
         for op, offset, length in ios:
             if op == "R":
                 reads += 1
@@ -220,10 +232,17 @@ def stats(trace):
             else:
                 writes += 1
                 bytes_written += length
-            sequential += offset == prev_end
+            if prev == (op, offset):
+                sequential += 1
+                run += 1
+            else:
+                runs[run] = runs.get(run, 0) + 1
+                run = 1
             by_size[length] = by_size.get(length, 0) + 1
-            prev_end = offset + length
-            footprint = max(footprint, prev_end)
+            prev = (op, offset + length)
+            footprint = max(footprint, offset + length)
+    runs[run] = runs.get(run, 0) + 1
+    long_runs = {k: c for k, c in runs.items() if k >= 2}
     n = reads + writes
     return {
         "reads": reads,
@@ -232,11 +251,35 @@ def stats(trace):
         "bytes_written": bytes_written,
         "size_mix": {s: c / n for s, c in sorted(by_size.items())},
         "sequential_share": sequential / n,
+        "sequential_runs": sum(long_runs.values()),
+        "run_ios_mean": sum(k * c for k, c in long_runs.items()) / max(1, sum(long_runs.values())),
+        "run_ios_max": max(long_runs, default=0),
         "avg_qd": qd_sum / n,
-        "qd1_share": qd1 / n,
+        "qd1_share": by_qd.get(1, 0) / n,
+        "qd_mix": {q: c / n for q, c in sorted(by_qd.items())},
         "footprint_bytes": footprint,
         "segments": count,
     }
+
+
+def digest(trace):
+    """The sha256 of a trace's file bytes, streamed: the trace is never written out to get it."""
+    h = hashlib.sha256()
+    for _, text in text_chunks(trace):
+        h.update(text.encode())
+    return h.hexdigest()
+
+
+def measured(trace):
+    """(stats, sha256 of the file bytes) of a trace, in one pass over it."""
+    h = hashlib.sha256(_header_text(trace.meta).encode())
+
+    def hashed():
+        for qd, ios in segments(trace):
+            h.update(_segment_text(qd, ios).encode())
+            yield qd, ios
+
+    return stats(Trace(trace.meta, hashed)), h.hexdigest()
 
 
 def map_to_capacity(trace, capacity_bytes):

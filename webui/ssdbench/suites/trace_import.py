@@ -56,7 +56,7 @@ def _aligned(offset, length):
 
 # Default blkparse output: "%D %2c %8s %5T.%9t %5p %2a %3d " then the action's payload.
 _BLK_EVENT = re.compile(r"\s*\d+,\d+\s+\d+\s+\d+\s+\d+\.\d+\s+\d+\s+(\S+)\s+(\S+)\s*(.*)")
-_BLK_DEVICE = re.compile(r"\s*\d+,\d+\s")
+_BLK_SUMMARY = re.compile(r"(CPU\d+|Total) \(")  # the per-CPU and total counts blkparse prints at the end
 _BLK_EXTENT = re.compile(r"(\d+) \+ (\d+)\b")
 
 
@@ -69,8 +69,10 @@ def import_blkparse(path):
     """
     ios, outstanding, in_flight = [], {}, 0
     for n, line in read_lines(path):
-        if not _BLK_DEVICE.match(line):
-            continue  # the summary blkparse prints at the end
+        if _BLK_SUMMARY.match(line):
+            break
+        if not line.strip():
+            continue
         event = _BLK_EVENT.match(line)
         if not event:
             raise SsdbenchError(f"{path}, line {n}: not a blkparse event line: {line.strip()!r}")
@@ -79,6 +81,8 @@ def import_blkparse(path):
         if action not in ("D", "C") or op is None:
             continue
         extent = _BLK_EXTENT.match(payload)
+        if action == "D" and not extent:
+            raise SsdbenchError(f"{path}, line {n}: a D event of a {rwbs} with no 'sector + count': {line.strip()!r}")
         if not extent or extent[2] == "0":
             continue  # no data: the empty write of a flush completes as "C WS 0 [0]"
         sector, sectors = int(extent[1]), int(extent[2])

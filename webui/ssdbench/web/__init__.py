@@ -6,36 +6,80 @@ Configuration (create_app's dict, or Flask config):
   SSDBENCH_EXTRA_STICKS  file systems to offer for export besides the USB sticks found (loop devices in tests)
   SSDBENCH_ALLOW_USB     treat USB-attached drives as targets
   SSDBENCH_PIN           the login PIN instead of the generated one ($SSDBENCH_PIN too)
+In lab mode (docs/lab.md), instead of the data directory:
+  SSDBENCH_LAB_DB        the lab's PostgreSQL URL
+  SSDBENCH_LAB_STORE     the folder that keeps the uploaded bundles
+The lab serves only LAB_ENDPOINTS (history, compare, a run's report and bundle, login, the upload); the
+appliance's drives, traces and runner controls are not found there.
 """
 
 import datetime
 import os
 
-from flask import Flask
+import flask
 
 from ..appliance import access
+from ..lab import access as lab_access
+from ..lab import receive, schema, shelf
 from ..results import store
-from . import api, auth, pages
+from . import api, auth, data, lab, pages
 from .db import close_db
 
-# The largest request the app reads: every form and JSON body it takes is far smaller.
+# The largest request the app reads: every form and JSON body it takes is far smaller, but a trace upload.
 MAX_BODY_BYTES = 64 * 1024
+UPLOADS = ("api.import_trace", "pages.import_trace")  # these take up to data.TRACE_UPLOAD_BYTES
+LAB_ENDPOINTS = {
+    "auth.login",
+    "auth.logout",
+    "auth.api_session",
+    "pages.history",
+    "pages.compare",
+    "pages.run",
+    "api.openapi_document",
+    "api.runs",
+    "api.run",
+    "api.compare",
+    "api.download_bundle",
+    "lab.upload",
+    "static",
+}
 # What one peer on the lab network may cost the appliance, before it logs in, when waitress serves the app.
 # Waitress buffers a body (in memory, or in /tmp, which is memory on the appliance) before the app sees it:
-# one over the app's limit is refused with 413 as soon as its Content-Length says so, or as a chunked one
-# streams past it. A few browsers and scripts at once; slow or idle connections are closed.
+# one over the largest the app takes is refused with 413 as soon as its Content-Length says so, or as a
+# chunked one streams past it; the app refuses one over its route's limit. A few browsers and scripts at
+# once; slow or idle connections are closed.
 SERVER_LIMITS = {
-    "max_request_body_size": MAX_BODY_BYTES + 1,  # waitress refuses from this size on, the app above MAX_BODY_BYTES
+    "max_request_body_size": data.TRACE_UPLOAD_BYTES + 1,  # waitress refuses from this size on
     "max_request_header_size": 64 * 1024,
     "connection_limit": 32,
     "channel_timeout": 60,
     "cleanup_interval": 10,
 }
+# A lab takes whole bundles from every appliance, and serves many people: larger bodies, more connections and
+# threads, and a longer wait for a slow upload.
+LAB_SERVER_LIMITS = {
+    **SERVER_LIMITS,
+    "max_request_body_size": receive.MAX_BUNDLE_BYTES + 1,
+    "connection_limit": 256,
+    "channel_timeout": 300,
+    "threads": 8,
+}
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
+class Request(flask.Request):
+    """A request whose body may be MAX_BODY_BYTES, or a trace upload's TRACE_UPLOAD_BYTES; over it, 413."""
+
+    @property
+    def max_content_length(self):
+        if self.endpoint == "lab.upload":
+            return receive.MAX_BUNDLE_BYTES
+        return data.TRACE_UPLOAD_BYTES if self.endpoint in UPLOADS else MAX_BODY_BYTES
+
+
 def create_app(config):
-    app = Flask(__name__, static_folder=os.path.join(PACKAGE_DIR, "static"))
+    app = flask.Flask(__name__, static_folder=os.path.join(PACKAGE_DIR, "static"))
+    app.request_class = Request
     app.config.update(
         SSDBENCH_EXTRA_DRIVES=[],
         SSDBENCH_EXTRA_STICKS=[],
@@ -43,22 +87,48 @@ def create_app(config):
         SSDBENCH_PIN=None,
         SESSION_COOKIE_HTTPONLY=True,
         SESSION_COOKIE_SAMESITE="Strict",
-        MAX_CONTENT_LENGTH=MAX_BODY_BYTES,
         PERMANENT_SESSION_LIFETIME=datetime.timedelta(hours=auth.SESSION_HOURS),
     )
     app.config.update(config)
-    data_dir = app.config["SSDBENCH_DATA_DIR"]
-    if not app.config.get("SECRET_KEY"):
-        app.config["SECRET_KEY"] = access.secret_key(data_dir)
-    access.pin(data_dir, app.config["SSDBENCH_PIN"])  # a PIN that is not one stops the server at once
-    store.connect(data_dir).close()  # create or migrate the schema once, before the first request
+    if app.config.get("SSDBENCH_LAB_DB"):
+        start_lab(app)
+    else:
+        data_dir = app.config["SSDBENCH_DATA_DIR"]
+        if not app.config.get("SECRET_KEY"):
+            app.config["SECRET_KEY"] = access.secret_key(data_dir)
+        access.pin(data_dir, app.config["SSDBENCH_PIN"])  # a PIN that is not one stops the server at once
+        store.connect(data_dir).close()  # create or migrate the schema once, before the first request
 
     app.register_blueprint(auth.bp)
     app.register_blueprint(pages.bp)
     app.register_blueprint(api.bp)
+    if app.config.get("SSDBENCH_LAB_DB"):
+        app.register_blueprint(lab.bp)  # the upload route, on a lab only
+    app.context_processor(lambda: {"lab_mode": bool(app.config.get("SSDBENCH_LAB_DB"))})
     app.after_request(security_headers)
     app.teardown_appcontext(close_db)
     return app
+
+
+def start_lab(app):
+    """Lab mode: the schema must be current (`ssdbench lab migrate`), the session key is the lab's, and what dead
+    servers left in the store is swept before this one takes its own folder there."""
+    conn = schema.connect(app.config["SSDBENCH_LAB_DB"])
+    try:
+        schema.check_current(conn)
+        if not app.config.get("SECRET_KEY"):
+            app.config["SECRET_KEY"] = lab_access.secret_key(conn)
+        receive.sweep(conn, app.config["SSDBENCH_LAB_STORE"])
+    finally:
+        conn.close()
+    app.extensions["ssdbench.shelf"] = shelf.Shelf(app.config["SSDBENCH_LAB_STORE"])
+    app.before_request(lab_only)
+
+
+def lab_only():
+    """The appliance's pages and API are not found in a lab."""
+    if flask.request.endpoint not in LAB_ENDPOINTS:
+        flask.abort(404)
 
 
 def security_headers(response):

@@ -7,11 +7,11 @@ from flask import Blueprint, current_app, g, jsonify, request, send_file
 from werkzeug.exceptions import HTTPException
 
 from ..errors import SsdbenchError
-from ..results import bundle, document, repeatability, store
+from ..results import bundle, repeatability, store
 from ..suites.locked import summary
 from . import data, openapi, validate
 from .auth import is_api
-from .db import get_db
+from .db import get_db, get_results, lab_mode
 
 bp = Blueprint("api", __name__, url_prefix="/api")
 DOWNLOAD_PREFIX = "ssdbench-download-"
@@ -79,7 +79,7 @@ def suites():
 
 @bp.get("/runs")
 def runs():
-    return jsonify(runs=store.list_runs(get_db()))
+    return jsonify(runs=get_results().list_runs())
 
 
 @bp.post("/runs")
@@ -89,7 +89,7 @@ def create_run():
 
 @bp.get("/runs/<int:run_id>")
 def run(run_id):
-    return run_or_404(document.run_document(get_db(), run_id), run_id)
+    return run_or_404(get_results().run_document(run_id), run_id)
 
 
 @bp.delete("/runs/<int:run_id>")
@@ -100,6 +100,13 @@ def delete_run(run_id):
 
 @bp.get("/runs/<int:run_id>/bundle")
 def download_bundle(run_id):
+    if lab_mode():  # the bundle as it came from its appliance
+        results = get_results()
+        path = results.bundle_file(run_id)
+        if path is None:
+            return error(f"no run {run_id}", 404)
+        name = bundle.bundle_name(results.get_run(run_id))
+        return send_file(path, mimetype="application/zip", as_attachment=True, download_name=name)
     if store.run_state(get_db(), run_id) is None:
         return error(f"no run {run_id}", 404)
     return send_bundle(bundle.write, run_id)
@@ -146,6 +153,26 @@ def download_repeat_bundle(repeat_id):
     return send_bundle(bundle.write_repeat, repeat_id)
 
 
+@bp.get("/traces")
+def traces():
+    found, problems = data.trace_list(current_app.config)
+    return jsonify(traces=found, problems=problems)
+
+
+@bp.post("/traces")
+def import_trace():
+    body = json_body()
+    content = body["text"].encode()
+    return answer(
+        data.import_trace(content, body["format"], body.get("name"), body.get("qd", 1), None, current_app.config)
+    )
+
+
+@bp.post("/traces/<name>/runs")
+def start_trace(name):
+    return answer(data.start_run(get_db(), json_body(), current_app.config, trace=name))
+
+
 @bp.get("/sticks")
 def sticks():
     try:
@@ -173,7 +200,7 @@ def cancel(run_id):
 def compare():
     ids = [int(i) for i in g.query["run"]]  # whole numbers (checked), maybe written as 2.0
     try:
-        runs = data.load_runs(document.run_document, get_db(), ids)
+        runs = data.load_runs(get_results().run_document, ids)
     except LookupError as exc:
         return error(str(exc), 404)
     warning = data.comparability(runs)

@@ -1,4 +1,5 @@
-"""Login with the PIN from the console, the session, and the CSRF check on every state-changing request."""
+"""Login with the PIN from the console (in a lab: a user's name and password), the session, and the CSRF check on
+every state-changing request."""
 
 import hmac
 import re
@@ -20,12 +21,16 @@ from flask import (
 from werkzeug.exceptions import HTTPException
 
 from ..appliance import access
+from ..lab import access as lab_access
+from .db import get_lab, lab_mode
 
 bp = Blueprint("auth", __name__)
 
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 CONTROL_OR_SPACE = re.compile(r"[\x00-\x20\x7f]")
 PUBLIC_ENDPOINTS = {"auth.login", "auth.api_session", "auth.api_login", "api.openapi_document", "static"}
+# An appliance's upload carries its token instead of a session (web/lab): no cookie, so no CSRF to fear.
+TOKEN_ENDPOINTS = {"lab.upload"}
 # Six digits are a million guesses: five wrong ones a minute from one client make that months of trying.
 MAX_FAILURES = 5
 FAILURE_WINDOW_S = 60
@@ -94,24 +99,29 @@ def _epoch():
 
 
 def logged_in():
-    """A session that logged in with the current PIN, in the current epoch (no logout since), under 12 hours ago."""
+    """A session that logged in with the current PIN (a lab user who is still one), in the current epoch (no
+    logout since), under 12 hours ago."""
     started = session.get("login_at")
-    return (
+    if not (
         bool(session.get("user"))
         and isinstance(started, (int, float))
         and 0 <= time.time() - started < SESSION_HOURS * 3600
-        and hmac.compare_digest(str(session.get("epoch", "")), _epoch())
-    )
+    ):
+        return False
+    current = lab_access.epoch(get_lab(), session["user"]) if lab_mode() else _epoch()
+    return current is not None and hmac.compare_digest(str(session.get("epoch", "")), current)
 
 
 @bp.before_app_request
 def guard():
     """Before every request: log in first (except to log in), and a state change must carry the CSRF token.
     A path that leads nowhere, or a method it does not take, gets its plain 404 or 405."""
-    if request.routing_exception is not None:
+    if request.routing_exception is not None or request.endpoint in TOKEN_ENDPOINTS:
         return None
     if request.endpoint not in PUBLIC_ENDPOINTS and not logged_in():
         if is_api():
+            if lab_mode():
+                return jsonify(error="log in first: POST /login with your lab user's name and password"), 401
             return jsonify(error="log in first: POST /api/login with the PIN shown on the appliance's console"), 401
         return redirect(url_for("auth.login", next=request.full_path if request.query_string else request.path))
     if request.method not in SAFE_METHODS:
@@ -134,20 +144,37 @@ def check_pin(given):
     if not throttle.allowed(client):
         return False, f"too many wrong PINs from {client}: wait a minute (at most {MAX_FAILURES} a minute)", 429
     if hmac.compare_digest(str(given).strip().encode(), _pin().encode()):
-        # A new session on login, so that no token seen before it stays valid.
-        session.clear()
-        session.permanent = True
-        session.update(user=True, login_at=time.time(), epoch=_epoch())
-        csrf_token()
+        _start_session(True, _epoch())
         return True, None, 200
     throttle.failed(client)
     return False, "wrong PIN: the appliance's console shows it (or run `ssdbench pin`)", 401
 
 
+def check_user(name, password):
+    """A lab user's login: (ok, error message, HTTP status)."""
+    throttle, client = current_app.extensions["ssdbench.throttle"], request.remote_addr or "unknown"
+    if not throttle.allowed(client):
+        return False, f"too many wrong passwords from {client}: wait a minute (at most {MAX_FAILURES} a minute)", 429
+    epoch = lab_access.login(get_lab(), name, password)
+    if epoch is not None:
+        _start_session(str(name), epoch)
+        return True, None, 200
+    throttle.failed(client)
+    return False, "wrong user or password: the lab's admin gives them (ssdbench lab user add NAME)", 401
+
+
+def _start_session(user, epoch):
+    # A new session on login, so that no token seen before it stays valid.
+    session.clear()
+    session.permanent = True
+    session.update(user=user, login_at=time.time(), epoch=epoch)
+    csrf_token()
+
+
 def local_target(target):
     """Where to go after login: `next` only if it is a page of this app, given as a plain path. Anything
     else (another host, a scheme, a tab or a backslash that a browser would read as one) goes to the drives."""
-    fallback = url_for("pages.drives")
+    fallback = url_for("pages.history" if lab_mode() else "pages.drives")
     if not target or CONTROL_OR_SPACE.search(target) or "\\" in target:
         return fallback
     parts = urllib.parse.urlsplit(target)
@@ -166,16 +193,27 @@ def local_target(target):
 def login():
     if request.method == "GET":
         return render_template("login.html", error=None)
-    ok, error, status = check_pin(request.form.get("pin", ""))
+    if lab_mode():
+        ok, error, status = check_user(request.form.get("user", ""), request.form.get("password", ""))
+    else:
+        ok, error, status = check_pin(request.form.get("pin", ""))
     if ok:
         return redirect(local_target(request.args.get("next")))
     return render_template("login.html", error=error), status
 
 
+def end_sessions():
+    """Log out: every session of the appliance ends, or in a lab every session of this user."""
+    if lab_mode():
+        lab_access.end_sessions(get_lab(), session.get("user"))
+    else:
+        access.end_sessions(current_app.config["SSDBENCH_DATA_DIR"])
+    session.clear()
+
+
 @bp.post("/logout")
 def logout():
-    access.end_sessions(current_app.config["SSDBENCH_DATA_DIR"])
-    session.clear()
+    end_sessions()
     return redirect(url_for("auth.login"))
 
 
@@ -194,6 +232,5 @@ def api_login():
 
 @bp.post("/api/logout")
 def api_logout():
-    access.end_sessions(current_app.config["SSDBENCH_DATA_DIR"])
-    session.clear()
+    end_sessions()
     return jsonify(authenticated=False)

@@ -2,16 +2,22 @@
 cancel, delete, export and compare. Each action answers (JSON document, HTTP status); the API sends it,
 a page turns it into a message."""
 
+import os
+import tempfile
+
 from flask import url_for
 
 from ..drives import discovery, health
 from ..errors import SsdbenchError
-from ..results import store, usbexport
+from ..results import document, store, usbexport
 from ..results.document import recorded
 from ..run import plan, queue, repeat
-from ..suites import locked
+from ..suites import locked, user_traces
 
 MAX_COMPARE = 8
+# A trace file sent to the web: larger ones are imported at the console (`ssdbench trace import`). The server
+# takes a body this large from anyone before it can refuse it (docs/security.md).
+TRACE_UPLOAD_BYTES = 4 * 1024 * 1024
 
 
 def suite_list():
@@ -55,9 +61,27 @@ def drive_list(config):
     return list(found.values()), problems
 
 
-def load_runs(load, db, run_ids):
-    """The runs by id through `load` (store.get_run, or run_document for the series too)."""
-    runs = [load(db, i) for i in run_ids]
+class LocalResults:
+    """The appliance's own runs, from its store. The lab's LabResults answers the same three questions about
+    every appliance's runs, so that a page or an API call built on them serves both."""
+
+    def __init__(self, db):
+        self.db = db
+
+    def list_runs(self):
+        return store.list_runs(self.db)
+
+    def get_run(self, run_id):
+        return store.get_run(self.db, run_id)
+
+    def run_document(self, run_id):
+        """The run with its series and why each step may be suspect: the document a bundle holds as result.json."""
+        return document.run_document(self.db, run_id)
+
+
+def load_runs(load, run_ids):
+    """The runs by id through `load` (a results' get_run, or run_document for the series too)."""
+    runs = [load(i) for i in run_ids]
     missing = [str(i) for i, r in zip(run_ids, runs) if r is None]
     if missing:
         raise LookupError(f"no run {', '.join(missing)}")
@@ -85,14 +109,15 @@ def comparability(runs):
     return f"not comparable: these runs used {'; '.join(differ)}" if differ else None
 
 
-def start_run(db, body, config):
-    """Queue a run from a request body: (JSON document, HTTP status). Shared by the API and the Start form."""
+def start_run(db, body, config, trace=None):
+    """Queue a run from a request body: (JSON document, HTTP status). Shared by the API and the Start forms:
+    a locked suite (the body's suite), or the suite that plays an imported `trace`."""
 
     def enqueue(*args):
-        run_id = queue.enqueue(db, config["SSDBENCH_DATA_DIR"], *args)
+        run_id = queue.enqueue(db, config["SSDBENCH_DATA_DIR"], *args, trace=trace)
         return {"id": run_id, "url": url_for("pages.run", run_id=run_id)}
 
-    return _start(db, body, config, enqueue)
+    return _start(db, body, config, enqueue, trace)
 
 
 def start_repeat(db, body, config):
@@ -115,13 +140,20 @@ def start_repeat(db, body, config):
     return _start(db, body, config, enqueue)
 
 
-def _start(db, body, config, enqueue):
+def _start(db, body, config, enqueue, trace=None):
     """Check a Start request and queue it with enqueue(suite, drive, confirm, destroy_data, allow_usb), which
-    answers the document of what it queued. The drive must be one that the drives list shows (the queue then
-    checks that it is eligible): no device path from a form is trusted."""
-    drive, suite, confirm = body.get("drive"), body.get("suite"), body.get("confirm")
+    answers the document of what it queued: a locked suite (the body's suite), or with `trace` the suite that
+    plays that imported trace. The drive must be one that the drives list shows (the queue then checks that
+    it is eligible): no device path from a form is trusted."""
+    suite = user_traces.SUITE_NAME if trace is not None else body.get("suite")
+    drive, confirm = body.get("drive"), body.get("confirm")
     if not (isinstance(drive, str) and isinstance(suite, str) and isinstance(confirm, str)):
         return {"error": "give drive (a device path), suite (a suite name) and confirm (the drive's ID)"}, 400
+    if trace is not None:
+        try:
+            user_traces.entry(config["SSDBENCH_DATA_DIR"], trace)
+        except SsdbenchError as exc:
+            return {"error": str(exc)}, 404
     try:
         store.check_idle(db)
     except store.RunBusy as exc:
@@ -135,6 +167,33 @@ def _start(db, body, config, enqueue):
         return {"error": f"a run is already active: {exc}"}, 409
     except SsdbenchError as exc:  # the drive's state or its confirmation, a suite that fails its lock, no room
         return {"error": str(exc)}, 409
+
+
+def trace_list(config):
+    """The imported traces, and a line for each record that cannot be read."""
+    return user_traces.entries(config["SSDBENCH_DATA_DIR"])
+
+
+def import_trace(content, fmt, name, qd, filename, config):
+    """Import an uploaded trace file (its bytes) of `fmt`, called `name` (None: from `filename`), played at
+    `qd` if it is a fio iolog: (JSON document, HTTP status). Shared by the API and the Traces page. A
+    malformed file is refused with its line (422), a taken name with 409; nothing of it is kept."""
+    if fmt not in user_traces.FORMATS:
+        return {"error": f"format must be one of {', '.join(user_traces.FORMATS)}"}, 400
+    shown = os.path.basename(filename or "") or "uploaded-trace"
+    # The file is parsed from the system's temporary folder (memory, on the appliance); only the imported
+    # trace goes to the data partition.
+    with tempfile.TemporaryDirectory(prefix="ssdbench-trace-") as tmp:
+        path = os.path.join(tmp, "upload")
+        with open(path, "wb") as f:
+            f.write(content)
+        try:
+            entry = user_traces.import_file(config["SSDBENCH_DATA_DIR"], path, fmt, name, qd, source=shown)
+        except user_traces.TraceExists as exc:
+            return {"error": str(exc)}, 409
+        except SsdbenchError as exc:
+            return {"error": str(exc).replace(path, shown)}, 422
+    return entry, 201
 
 
 def stick_list(config):

@@ -9,8 +9,8 @@ state change needs the CSRF token (403), a body can be too large (413).
 from .. import __version__
 from ..results import headline, store
 from ..run.repeat import MAX_TIMES
-from ..suites import locked
-from .data import MAX_COMPARE
+from ..suites import locked, user_traces
+from .data import MAX_COMPARE, TRACE_UPLOAD_BYTES
 
 # SQLite's largest row id: a larger one names no run.
 MAX_RUN_ID = 2**63 - 1
@@ -266,6 +266,28 @@ PROGRESS = _object(
     },
     ["id", "state", "step_index", "step_count", "percent", "cancel_requested", "temperature", "steps"],
 )
+TRACE_NAME = {"type": "string", "pattern": "^[a-z0-9][a-z0-9-]*$", "maxLength": 64, "examples": ["my-workstation"]}
+TRACE = _object(
+    {
+        "name": TRACE_NAME,
+        "label": {"type": "string"},
+        "format": {"type": "string", "examples": ["blkparse", "fio iolog v3", "MSR-Cambridge CSV"]},
+        "source": {"type": "string", "description": "the file it was imported from"},
+        "qd": {"type": "string", "description": "how each IO's queue depth was found"},
+        "sha256": {"type": "string", "description": "of the imported trace file: a run that plays it names it"},
+        "imported_at": {"type": "number", "description": "Unix time"},
+        "stats": {
+            "type": "object",
+            "description": "reads, writes, bytes, size mix, sequential share and runs, queue depths, footprint",
+        },
+        "segments": {
+            "type": "array",
+            "items": {"type": "array", "items": {"type": "integer"}},
+            "description": "[queue depth, IO count] of each segment, in playing order",
+        },
+    },
+    ["name", "label", "format", "source", "sha256", "stats", "segments"],
+)
 STICK = _object(
     {
         "device": {"type": "string"},
@@ -318,6 +340,27 @@ REPEAT_REQUEST = _strict(
     },
     [*START_REQUEST["required"], "times"],
 )
+TRACE_START_REQUEST = _strict(
+    {k: START_REQUEST["properties"][k] for k in ("drive", "confirm", "destroy_data")}, ["drive", "confirm"]
+)
+IMPORT_REQUEST = _strict(
+    {
+        "format": {
+            "enum": sorted(user_traces.FORMATS),
+            "description": "blktrace: blkparse's text output; fio-iolog: a fio iolog v2 or v3; csv: an MSR-Cambridge "
+            "CSV",
+        },
+        "text": {"type": "string", "minLength": 1, "description": "the trace file's content"},
+        "name": {**TRACE_NAME, "description": "what to call it (default: uploaded-trace)"},
+        "qd": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 32,
+            "description": "the queue depth to play a fio iolog at (it records none); default 1",
+        },
+    },
+    ["format", "text"],
+)
 EXPORT_REQUEST = _strict(
     {
         "runs": {
@@ -352,8 +395,9 @@ SESSION_ONLY = [{"session": []}]
 STATE_CHANGE = [{"session": [], "csrf": []}]
 
 
-def _operation(summary, answers, *, security=SESSION_ONLY, body=None, query=()):
-    """An operation: its own answers, then the errors that follow from what it takes."""
+def _operation(summary, answers, *, security=SESSION_ONLY, body=None, query=(), largest="64 KiB"):
+    """An operation: its own answers, then the errors that follow from what it takes (a body up to
+    `largest`)."""
     responses = dict(answers)
     if body is not None or query:
         responses["400"] = _json("the request breaks this document: the error says how", ERROR)
@@ -362,7 +406,7 @@ def _operation(summary, answers, *, security=SESSION_ONLY, body=None, query=()):
     if any("csrf" in s for s in security):
         responses["403"] = _json("missing or wrong X-CSRF-Token", ERROR)
     if body is not None:
-        responses["413"] = _json("the body is over 64 KiB", ERROR)
+        responses["413"] = _json(f"the body is over {largest}", ERROR)
     op = {"summary": summary, "security": security, "responses": dict(sorted(responses.items()))}
     if body is not None:
         # A body with required fields must be sent; one without (export) may be left out.
@@ -580,6 +624,45 @@ DOCUMENT = {
                 },
             )
         ),
+        "/api/traces": {
+            "get": _operation(
+                "The traces imported to play (a tester's own, never a standard trace), with their figures",
+                {"200": _json("the traces, and records that could not be read", _listing("traces", TRACE))},
+            ),
+            "post": _operation(
+                "Import a trace file: blkparse text, a fio iolog or an MSR-Cambridge CSV, at most "
+                f"{TRACE_UPLOAD_BYTES // 2**20} MiB (import larger ones with `ssdbench trace import` at the console)",
+                {
+                    "201": _json("imported", TRACE),
+                    "409": _json("a trace of that name is already imported", ERROR),
+                    "422": _json("the file is not a trace of that format: the error names the line at fault", ERROR),
+                },
+                security=STATE_CHANGE,
+                body=IMPORT_REQUEST,
+                largest=f"{TRACE_UPLOAD_BYTES // 2**20} MiB",
+            ),
+        },
+        "/api/traces/{name}/runs": {
+            "parameters": [{"name": "name", "in": "path", "required": True, "schema": TRACE_NAME}],
+            "post": _operation(
+                "Queue the (non-standard) suite that plays an imported trace on a drive, after the standard suite's "
+                "purge and fill (destroys the drive's data)",
+                {
+                    "201": _json(
+                        "queued",
+                        _object({"id": {"type": "integer"}, "url": {"type": "string"}}, ["id", "url"]),
+                    ),
+                    "404": _json("no such trace, or not a drive that GET /api/drives lists", ERROR),
+                    "409": _json(
+                        "refused: another run is queued or running, the drive is not eligible, the confirmation is "
+                        "not its confirm_id, or it holds data and destroy_data is not true",
+                        ERROR,
+                    ),
+                },
+                security=STATE_CHANGE,
+                body=TRACE_START_REQUEST,
+            ),
+        },
         "/api/sticks": {
             "get": _operation(
                 "USB sticks with a FAT32 or exFAT file system, where bundles can be exported",

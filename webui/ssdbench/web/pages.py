@@ -22,8 +22,9 @@ from ..errors import SsdbenchError
 from ..human import clock, figure, when
 from ..results import document, repeatability, store
 from ..run.repeat import MAX_TIMES
+from ..suites import user_traces
 from . import data
-from .db import get_db
+from .db import get_db, get_results, lab_mode
 
 bp = Blueprint("pages", __name__)
 bp.add_app_template_filter(clock)
@@ -92,16 +93,71 @@ def cancel_repeat(repeat_id):
     return redirect(url_for("pages.repeat", repeat_id=repeat_id))
 
 
+def traces_page(message=None, status=200):
+    found, problems = data.trace_list(current_app.config)
+    drives, unlisted = data.listed_drives(current_app.config)
+    return render_template(
+        "traces.html",
+        traces=found,
+        problems=problems + unlisted,
+        drives=[d for d in drives.values() if d["eligible"]],
+        formats=user_traces.FORMATS,
+        upload_mib=data.TRACE_UPLOAD_BYTES // 2**20,
+        busy=store.busy_run(get_db()),
+        message=message,
+    ), status
+
+
+@bp.get("/traces")
+def traces():
+    return traces_page()
+
+
+@bp.post("/traces")
+def import_trace():
+    upload = request.files.get("file")
+    qd = request.form.get("qd") or "1"
+    if upload is None or not upload.filename:
+        return traces_page("Choose a trace file to import.", 400)
+    if not (qd.isascii() and qd.isdigit()):
+        return traces_page("The queue depth must be a whole number from 1 to 32.", 400)
+    body, status = data.import_trace(
+        upload.read(),
+        request.form.get("format"),
+        request.form.get("name") or None,
+        int(qd),
+        upload.filename,
+        current_app.config,
+    )
+    if status != 201:
+        return traces_page(body["error"], status)
+    flash(
+        f"Imported {body['name']}: {body['stats']['reads'] + body['stats']['writes']:,} IOs, sha256 {body['sha256']}."
+    )
+    return redirect(url_for("pages.traces"))
+
+
+@bp.post("/traces/<name>/start")
+def start_trace(name):
+    body, status = data.start_run(get_db(), request.form, current_app.config, trace=name)
+    if status != 201:
+        return traces_page(body["error"], status)
+    return redirect(body["url"])
+
+
 @bp.get("/runs/<int:run_id>")
 def run(run_id):
-    doc = store.get_run(get_db(), run_id)
+    doc = get_results().get_run(run_id)
     if doc is None:
         abort(404)
-    files = store.run_files(current_app.config["SSDBENCH_DATA_DIR"], run_id)
-    try:
-        sticks = data.stick_list(current_app.config)
-    except SsdbenchError:
-        sticks = []  # no lsblk: the page still shows the report, and the download
+    if lab_mode():  # the lab keeps the bundle as it came: it is the download, and there is no stick
+        files, sticks = [], []
+    else:
+        files = store.run_files(current_app.config["SSDBENCH_DATA_DIR"], run_id)
+        try:
+            sticks = data.stick_list(current_app.config)
+        except SsdbenchError:
+            sticks = []  # no lsblk: the page still shows the report, and the download
     return render_template(
         "run.html",
         run=doc,
@@ -159,7 +215,8 @@ def run_file(run_id, name):
 
 @bp.get("/history")
 def history():
-    return render_template("history.html", runs=store.list_runs(get_db()), repeats=store.list_repeats(get_db()))
+    repeats = [] if lab_mode() else store.list_repeats(get_db())
+    return render_template("history.html", runs=get_results().list_runs(), repeats=repeats)
 
 
 @bp.get("/compare")
@@ -169,7 +226,7 @@ def compare():
         flash(problem)
         return redirect(url_for("pages.history"))
     try:
-        runs = data.load_runs(store.get_run, get_db(), ids)
+        runs = data.load_runs(get_results().get_run, ids)
     except LookupError:
         abort(404)
     for r in runs:

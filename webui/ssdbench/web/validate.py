@@ -24,6 +24,7 @@ KEYWORDS = {
     "maxLength",
     "minimum",
     "maximum",
+    "pattern",
     "description",
     "examples",
 }
@@ -65,6 +66,9 @@ def problem(schema, value, where):
             return f"{where} must not be empty" if schema["minLength"] == 1 else f"{where} is too short"
         if len(value) > schema.get("maxLength", len(value)):
             return f"{where} is longer than {schema['maxLength']} characters"
+        # JSON Schema's pattern matches anywhere in the string (re.search), unless it is anchored.
+        if "pattern" in schema and not re.search(schema["pattern"], value):
+            return f"{where} must match {schema['pattern']}"
     if TYPES["number"](value):
         if value < schema.get("minimum", value):
             return f"{where} must be at least {schema['minimum']}"

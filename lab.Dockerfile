@@ -1,0 +1,8 @@
+# The lab server (compose.yaml): the ssdbench package with its lab extra. Its wheel build fetches uPlot from
+# the npm registry at its pinned version and hash (webui/fetch_uplot.py).
+FROM python:3.11-slim
+RUN apt-get update && apt-get install -y --no-install-recommends libpq5 && rm -rf /var/lib/apt/lists/*
+COPY webui /src/webui
+RUN pip install --no-cache-dir '/src/webui[lab]' && rm -rf /src
+# The schema is migrated at every start (it is idempotent), then the server runs.
+CMD ["sh", "-c", "ssdbench lab migrate && exec ssdbench lab serve --host 0.0.0.0 --port 8090 --store /store"]

@@ -1,0 +1,1 @@
+"""The lab: one results server for many appliances, on PostgreSQL (docs/lab.md)."""

@@ -1,0 +1,132 @@
+"""Who may use the lab: appliances upload with a token each, people read the pages after logging in.
+
+Tokens and passwords are random, shown once when made, and stored hashed: a token as its sha256 (it is 256
+random bits, so a fast hash is enough), a password with scrypt. A user's epoch changes when they log out or
+are removed, which ends their sessions; the key that signs session cookies is kept in the database, so that
+every lab server behind a load balancer accepts the same cookies.
+"""
+
+import hashlib
+import hmac
+import re
+import secrets
+
+from ..errors import SsdbenchError
+
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
+TOKEN_BYTES = 32
+# scrypt's cost: about 50 ms and 16 MiB a login, so that a stolen table is slow to guess from.
+SCRYPT = {"n": 2**14, "r": 8, "p": 1}
+
+
+def check_name(name, what):
+    if not isinstance(name, str) or not NAME.fullmatch(name):
+        raise SsdbenchError(f"{what} {name!r}: 1 to 64 letters, digits, dots, dashes or underscores")
+    return name
+
+
+def _token_hash(token):
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def add_token(conn, name):
+    """A new token for the appliance `name`, returned once. A revoked appliance gets a new one under its name."""
+    check_name(name, "appliance")
+    token = secrets.token_urlsafe(TOKEN_BYTES)
+    with conn.transaction():
+        row = conn.execute("SELECT revoked_at FROM appliances WHERE name=%s FOR UPDATE", (name,)).fetchone()
+        if row is not None and row["revoked_at"] is None:
+            raise SsdbenchError(f"appliance {name} has a token already: revoke it first (ssdbench lab token revoke)")
+        conn.execute(
+            """INSERT INTO appliances (name, token_sha256) VALUES (%s, %s)
+               ON CONFLICT (name) DO UPDATE SET token_sha256=excluded.token_sha256, revoked_at=NULL,
+               created_at=now()""",
+            (name, _token_hash(token)),
+        )
+    return token
+
+
+def list_tokens(conn):
+    """Every appliance: name, created_at, revoked_at, and how many bundles it has sent."""
+    rows = conn.execute(
+        """SELECT a.name, extract(epoch FROM a.created_at)::float AS created_at,
+                  extract(epoch FROM a.revoked_at)::float AS revoked_at, count(b.sha256) AS bundles
+           FROM appliances a LEFT JOIN bundles b ON b.appliance_id = a.id GROUP BY a.id ORDER BY a.name"""
+    )
+    return list(rows)
+
+
+def revoke_token(conn, name):
+    found = conn.execute(
+        "UPDATE appliances SET revoked_at=now() WHERE name=%s AND revoked_at IS NULL RETURNING id", (name,)
+    ).fetchone()
+    if found is None:
+        raise SsdbenchError(f"no appliance {name} with a valid token")
+
+
+def appliance(conn, token):
+    """The appliance whose valid token this is ({id, name}), or None."""
+    if not isinstance(token, str) or not token:
+        return None
+    return conn.execute(
+        "SELECT id, name FROM appliances WHERE token_sha256=%s AND revoked_at IS NULL", (_token_hash(token),)
+    ).fetchone()
+
+
+def _password_hash(password, salt=None):
+    salt = salt or secrets.token_bytes(16)
+    digest = hashlib.scrypt(password.encode(), salt=salt, maxmem=64 * 2**20, **SCRYPT)
+    return f"scrypt${salt.hex()}${digest.hex()}"
+
+
+def add_user(conn, name):
+    """A new user with a random password, returned once; an existing user gets a new password, and every one of
+    their sessions ends."""
+    check_name(name, "user")
+    password = secrets.token_urlsafe(12)
+    conn.execute(
+        """INSERT INTO users (name, password_hash, epoch) VALUES (%s, %s, %s)
+           ON CONFLICT (name) DO UPDATE SET password_hash=excluded.password_hash, epoch=excluded.epoch""",
+        (name, _password_hash(password), secrets.token_hex(16)),
+    )
+    return password
+
+
+def list_users(conn):
+    return list(
+        conn.execute("SELECT name, extract(epoch FROM created_at)::float AS created_at FROM users ORDER BY name")
+    )
+
+
+def remove_user(conn, name):
+    if conn.execute("DELETE FROM users WHERE name=%s RETURNING name", (name,)).fetchone() is None:
+        raise SsdbenchError(f"no user {name}")
+
+
+def login(conn, name, password):
+    """The user's session epoch if the password is theirs, else None. Every wrong try costs one scrypt, so that
+    the time does not tell a missing user from a wrong password."""
+    row = conn.execute("SELECT password_hash, epoch FROM users WHERE name=%s", (str(name),)).fetchone()
+    stored = row["password_hash"] if row else _password_hash("")
+    _, salt, _ = stored.split("$")
+    ok = hmac.compare_digest(_password_hash(str(password), bytes.fromhex(salt)), stored)
+    return row["epoch"] if row and ok else None
+
+
+def epoch(conn, name):
+    """The user's session epoch now, None once removed."""
+    row = conn.execute("SELECT epoch FROM users WHERE name=%s", (str(name),)).fetchone()
+    return row["epoch"] if row else None
+
+
+def end_sessions(conn, name):
+    conn.execute("UPDATE users SET epoch=%s WHERE name=%s", (secrets.token_hex(16), str(name)))
+
+
+def secret_key(conn):
+    """The key that signs the lab's session cookies, made by the first server that needs one."""
+    conn.execute(
+        "INSERT INTO settings (name, value) VALUES ('secret_key', %s) ON CONFLICT (name) DO NOTHING",
+        (secrets.token_hex(32),),
+    )
+    return conn.execute("SELECT value FROM settings WHERE name='secret_key'").fetchone()["value"]

@@ -1,0 +1,59 @@
+"""An upload becomes a kept bundle: received whole, verified as the appliance verifies it, then kept once.
+
+The order makes a crash at any moment safe: the file is synced before it is linked into the store, and linked
+before its rows commit, both under one advisory lock on its sha256. A row is therefore never without its file,
+and a file that a crash left without its row is removed by the next server's sweep (shelf). The same bundle sent
+twice, even at once by two clients, is one row (the sha256 is the bundle's key) and one file, and both clients
+are told it is there.
+"""
+
+import os
+import zipfile
+
+from ..results import bundle
+from . import access, index, shelf
+
+# A full suite's bundle is some hundreds of MB: a limit well above, still far from filling a disk at one request.
+MAX_BUNDLE_BYTES = 4 << 30
+
+
+def receive(conn, hold, stream, length, token):
+    """Take one upload: (answer document, HTTP status). 201: kept now; 200: it was there already; 401: no valid
+    token; 413: too large; 422: not a bundle that verifies (nothing of it is kept)."""
+    appliance = access.appliance(conn, token)
+    if appliance is None:
+        return {"error": "no valid token: ask the lab for one (ssdbench lab token add NAME)"}, 401
+    try:
+        part, sha256 = hold.receive(stream, length, MAX_BUNDLE_BYTES)
+    except shelf.TooLarge as exc:
+        return {"error": f"refused: {exc}"}, 413
+    try:
+        manifest = bundle.verify(part)
+        with zipfile.ZipFile(part) as zf:
+            _, runs = bundle.read_documents(zf, part)
+    except bundle.BundleError as exc:
+        os.unlink(part)
+        return {"error": f"refused, nothing was kept: {str(exc).replace(part, 'the bundle')}"}, 422
+    held = hold.hold(part, sha256)
+    try:
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (shelf.lock_key(sha256),))
+            hold.place(held, sha256)
+            made = index.add_bundle(conn, sha256, length, manifest, runs, appliance)
+    finally:
+        hold.release(held)
+    if made is None:
+        return {"sha256": sha256, "stored": False, "runs": index.bundle_runs(conn, sha256)}, 200
+    return {"sha256": sha256, "stored": True, "runs": made}, 201
+
+
+def sweep(conn, store_dir):
+    """What dead servers left: each bundle one of them linked into the store goes unless its row committed."""
+
+    def forget(sha256):
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (shelf.lock_key(sha256),))
+            if not index.has_bundle(conn, sha256):
+                shelf.remove(store_dir, sha256)
+
+    return shelf.sweep(store_dir, forget)

@@ -1,0 +1,162 @@
+"""The lab's PostgreSQL: a connection, and the schema's versioned migrations.
+
+Only the lab's modules write SQL for PostgreSQL (the appliance's SQLite is results/store's). psycopg is the
+`lab` extra: a missing one is a one-line error naming it.
+"""
+
+import os
+
+from ..errors import SsdbenchError
+
+DB_VAR = "SSDBENCH_LAB_DB"
+# Taken for the length of a migration, so that two servers starting at once migrate one after the other.
+MIGRATE_LOCK = 0x55D8E4C1
+# Each: (version, what it does, its statements). A version, once released, never changes: a change of
+# schema is a new version at the end.
+MIGRATIONS = [
+    (
+        1,
+        "appliances and tokens, users, bundles, testbeds, drives, runs and their headline figures",
+        """
+        CREATE TABLE appliances (
+            id serial PRIMARY KEY,
+            name text NOT NULL UNIQUE,
+            token_sha256 text NOT NULL UNIQUE,
+            created_at timestamptz NOT NULL DEFAULT now(),
+            revoked_at timestamptz
+        );
+        CREATE TABLE users (
+            name text PRIMARY KEY,
+            password_hash text NOT NULL,
+            epoch text NOT NULL,
+            created_at timestamptz NOT NULL DEFAULT now()
+        );
+        CREATE TABLE settings (name text PRIMARY KEY, value text NOT NULL);
+        CREATE TABLE bundles (
+            sha256 text PRIMARY KEY CHECK (sha256 ~ '^[0-9a-f]{64}$'),
+            bytes bigint NOT NULL,
+            kind text NOT NULL CHECK (kind IN ('run', 'repeat')),
+            appliance_id integer NOT NULL REFERENCES appliances,
+            host text,
+            received_at timestamptz NOT NULL DEFAULT now(),
+            manifest jsonb NOT NULL
+        );
+        CREATE TABLE testbeds (
+            id serial PRIMARY KEY,
+            appliance_id integer NOT NULL REFERENCES appliances,
+            host text NOT NULL,
+            cpu text NOT NULL,
+            kernel text NOT NULL,
+            UNIQUE (appliance_id, host, cpu, kernel)
+        );
+        CREATE TABLE drives (
+            id serial PRIMARY KEY,
+            model text NOT NULL,
+            serial text NOT NULL,
+            firmware text NOT NULL,
+            capacity_bytes bigint,
+            transport text,
+            UNIQUE (model, serial, firmware)
+        );
+        CREATE TABLE runs (
+            id serial PRIMARY KEY,
+            bundle_sha256 text NOT NULL REFERENCES bundles ON DELETE CASCADE,
+            member text NOT NULL,
+            source_id integer NOT NULL,
+            testbed_id integer NOT NULL REFERENCES testbeds,
+            drive_id integer NOT NULL REFERENCES drives,
+            path text,
+            suite text NOT NULL,
+            suite_hash text NOT NULL,
+            standard boolean NOT NULL,
+            state text NOT NULL,
+            error text,
+            created_at double precision NOT NULL,
+            finished_at double precision,
+            UNIQUE (bundle_sha256, member)
+        );
+        CREATE INDEX runs_drive ON runs (drive_id);
+        CREATE INDEX runs_suite ON runs (suite_hash);
+        CREATE TABLE figures (
+            run_id integer NOT NULL REFERENCES runs ON DELETE CASCADE,
+            step text NOT NULL,
+            name text NOT NULL,
+            value double precision NOT NULL,
+            unit text NOT NULL,
+            kind text NOT NULL,
+            PRIMARY KEY (run_id, step, name)
+        );
+        """,
+    ),
+]
+
+
+def url(given=None):
+    """The database's URL: --db, else $SSDBENCH_LAB_DB."""
+    found = given or os.environ.get(DB_VAR)
+    if not found:
+        raise SsdbenchError(f"name the lab's database: --db postgresql://USER@HOST/DB, or ${DB_VAR}")
+    return found
+
+
+def connect(db_url):
+    """A connection whose rows are dicts; its transactions are explicit (`with conn.transaction()`)."""
+    try:
+        import psycopg
+        from psycopg.rows import dict_row
+    except ImportError as exc:
+        raise SsdbenchError(f"the lab needs psycopg 3 ({exc}); install it with pip install 'ssdbench[lab]'") from exc
+    try:
+        return psycopg.connect(db_url, row_factory=dict_row, autocommit=True)
+    except psycopg.Error as exc:
+        raise SsdbenchError(f"cannot reach the lab's database: {str(exc).strip().splitlines()[0]}") from exc
+
+
+def database_error():
+    """What psycopg raises when the database fails, to catch beside SsdbenchError."""
+    try:
+        import psycopg
+    except ImportError:
+        return SsdbenchError
+    return psycopg.Error
+
+
+def version(conn):
+    """The schema's version: the last migration applied, 0 for an empty database."""
+    exists = conn.execute("SELECT to_regclass('schema_migrations') IS NOT NULL AS there").fetchone()["there"]
+    if not exists:
+        return 0
+    return conn.execute("SELECT coalesce(max(version), 0) AS v FROM schema_migrations").fetchone()["v"]
+
+
+def migrate(conn):
+    """Apply every migration not applied yet, in one transaction, one server at a time: a migration that fails
+    leaves the schema as it was. Returns the versions applied now (none when the schema is current): running it
+    again changes nothing."""
+    applied = []
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATE_LOCK,))
+        conn.execute(
+            """CREATE TABLE IF NOT EXISTS schema_migrations (
+                   version integer PRIMARY KEY, about text NOT NULL,
+                   applied_at timestamptz NOT NULL DEFAULT now())"""
+        )
+        done = {r["version"] for r in conn.execute("SELECT version FROM schema_migrations")}
+        for number, about, statements in MIGRATIONS:
+            if number in done:
+                continue
+            conn.execute(statements)
+            conn.execute("INSERT INTO schema_migrations (version, about) VALUES (%s, %s)", (number, about))
+            applied.append(number)
+    return applied
+
+
+def check_current(conn):
+    """Refuse a database whose schema is behind this ssdbench (or ahead of it): `ssdbench lab migrate` first."""
+    have, want = version(conn), MIGRATIONS[-1][0]
+    if have != want:
+        raise SsdbenchError(
+            f"the lab's database is at schema version {have}, this ssdbench needs {want}: run `ssdbench lab migrate`"
+            if have < want
+            else f"the lab's database is at schema version {have}, newer than this ssdbench ({want}): upgrade it"
+        )

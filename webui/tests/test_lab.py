@@ -1,0 +1,365 @@
+"""The lab (ssdbench/lab, web in lab mode): a real PostgreSQL, the real `ssdbench lab serve`, uploads from the
+real CLI. Bundles are kept once and only whole, a tampered one is refused, a killed server leaves nothing half
+done, and the pages show every appliance's runs side by side."""
+
+import hashlib
+import http.client
+import http.cookiejar
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import urllib.error
+import urllib.parse
+import urllib.request
+import zipfile
+
+import psycopg
+import pytest
+from conftest import add_run, free_port, lab_server, needs_root, ssdbench, wait_until
+
+from ssdbench.results import bundle, store, upload
+
+pytestmark = needs_root()
+
+
+def lab(*args, db):
+    return ssdbench("lab", *args, "--db", db)
+
+
+@pytest.fixture
+def lab_db(postgres):
+    """A fresh, migrated lab database: its URL."""
+    url = postgres()
+    assert lab("migrate", db=url).returncode == 0
+    return url
+
+
+def rows(db, sql, *params):
+    with psycopg.connect(db) as conn:
+        return conn.execute(sql, params).fetchall()
+
+
+def kept(store):
+    """The bundles the store keeps: {sha256: the sha256 of the file's bytes}."""
+    found = {}
+    for folder, _, names in os.walk(os.path.join(store, "bundles")):
+        for name in names:
+            with open(os.path.join(folder, name), "rb") as f:
+                found[name.removesuffix(".zip")] = hashlib.sha256(f.read()).hexdigest()
+    return found
+
+
+def rewritten(path, out, change):
+    """A copy of a bundle whose members pass through change(name, bytes) -> bytes (None drops one); the
+    manifest lists the new hashes, plus any member change(None, None) returns as {name: bytes}."""
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as dst:
+        manifest = json.loads(src.read(bundle.MANIFEST))
+        members = {n: change(n, src.read(n)) for n in src.namelist() if n != bundle.MANIFEST}
+        members.update(change(None, None) or {})
+        for name, content in members.items():
+            if content is not None:
+                dst.writestr(name, content)
+                manifest["files"][name] = hashlib.sha256(content).hexdigest()
+        dst.writestr(bundle.MANIFEST, json.dumps(manifest))
+    return str(out)
+
+
+def test_migrate_is_idempotent_and_the_server_wants_a_current_schema(postgres, tmp_path):
+    url = postgres()
+    proc = lab("runs", db=url)
+    assert proc.returncode == 2 and "run `ssdbench lab migrate`" in proc.stderr
+    first, again = lab("migrate", db=url), lab("migrate", db=url)
+    assert first.stdout.strip() == "applied 1: schema version 1"
+    assert again.stdout.strip() == "schema version 1, current"
+    assert rows(url, "SELECT version FROM schema_migrations") == [(1,)]
+    assert lab("runs", db=url).stdout == ""
+    proc = ssdbench("lab", "runs", env={**os.environ, "SSDBENCH_LAB_DB": ""})
+    assert proc.returncode == 2 and "--db postgresql://USER@HOST/DB, or $SSDBENCH_LAB_DB" in proc.stderr
+
+
+def test_tokens_are_stored_hashed_and_a_revoked_one_uploads_nothing(lab_db, finished_bundle, tmp_path):
+    token = lab("token", "add", "bench-a", db=lab_db).stdout.strip()
+    assert len(token) >= 40
+    assert lab("token", "add", "bench-a", db=lab_db).returncode == 2  # one valid token per appliance
+    stored = rows(lab_db, "SELECT * FROM appliances")
+    assert stored and token not in repr(stored)
+    assert stored[0][2] == hashlib.sha256(token.encode()).hexdigest()
+    assert re.search(r"^bench-a\s+valid\s", lab("token", "list", db=lab_db).stdout, re.M)
+    with lab_server(lab_db, tmp_path / "store") as (_, url):
+        wrong = ssdbench("upload", finished_bundle, "--to", url, "--token", "not-a-token", "--attempts", "1")
+        assert wrong.returncode == 2 and "no valid token" in wrong.stderr
+        assert lab("token", "revoke", "bench-a", db=lab_db).returncode == 0
+        revoked = ssdbench("upload", finished_bundle, "--to", url, "--token", token, "--attempts", "1")
+        assert revoked.returncode == 2 and "no valid token" in revoked.stderr and token not in revoked.stderr
+    assert re.search(r"^bench-a\s+revoked ", lab("token", "list", db=lab_db).stdout, re.M)
+    assert rows(lab_db, "SELECT count(*) FROM bundles") == [(0,)] and kept(tmp_path / "store") == {}
+
+
+def test_an_upload_is_kept_once_as_it_came_and_indexed(lab_db, finished_bundle, tmp_path):
+    token = lab("token", "add", "bench-a", db=lab_db).stdout.strip()
+    store = tmp_path / "store"
+    with open(finished_bundle, "rb") as f:
+        digest = hashlib.sha256(f.read()).hexdigest()
+    with lab_server(lab_db, store) as (_, url):
+        first = ssdbench("upload", finished_bundle, "--to", url, "--token", token, check=True)
+        again = ssdbench("upload", finished_bundle, "--to", url, "--token", token, check=True)
+    assert f"stored as lab run 1 (sha256 {digest})" in first.stdout
+    assert f"already in the lab as lab run 1 (sha256 {digest})" in again.stdout
+    assert kept(store) == {digest: digest}
+    listed = json.loads(lab("runs", "--json", db=lab_db).stdout)
+    with zipfile.ZipFile(finished_bundle) as zf:
+        doc = json.loads(zf.read(bundle.RESULT))
+    assert [(r["id"], r["source_id"], r["appliance"], r["suite"], r["suite_hash"], r["state"]) for r in listed] == [
+        (1, doc["id"], "bench-a", doc["suite"], doc["suite_hash"], doc["state"])
+    ]
+    # The headline figures, indexed from the run's own metrics.
+    figures = rows(lab_db, "SELECT step, name, value FROM figures WHERE run_id=1 ORDER BY step, name")
+    metrics = {(s["key"], m["name"]): m["value"] for s in doc["steps"] for m in s["metrics"]}
+    assert figures and all(metrics[(step, name)] == value for step, name, value in figures)
+    assert rows(lab_db, "SELECT model, serial FROM drives") == [
+        (doc["drive"]["model"] or "", doc["drive"]["serial"] or "")
+    ]
+
+
+def test_a_tampered_bundle_is_refused_and_nothing_is_kept(lab_db, finished_bundle, tmp_path):
+    token = lab("token", "add", "bench-a", db=lab_db).stdout.strip()
+
+    def edit(name, content):
+        if name and name.startswith("metrics/"):
+            return content.replace(b"1", b"2", 1)  # a figure changed after the manifest was written
+        return content
+
+    with zipfile.ZipFile(finished_bundle) as src, zipfile.ZipFile(tmp_path / "t.zip", "w") as dst:
+        for name in src.namelist():
+            dst.writestr(name, edit(name, src.read(name)))
+    with lab_server(lab_db, tmp_path / "store") as (_, url):
+        proc = ssdbench("upload", str(tmp_path / "t.zip"), "--to", url, "--token", token)
+    assert proc.returncode == 2
+    assert re.search(r"the lab refused it: refused, nothing was kept: the bundle: \d+ problem\(s\):", proc.stderr)
+    assert "(changed)" in proc.stderr
+    assert rows(lab_db, "SELECT count(*) FROM bundles") == [(0,)] and kept(tmp_path / "store") == {}
+    assert os.listdir(next((tmp_path / "store" / "incoming").glob("*-*[!k]"))) == []
+
+
+def test_the_same_bundle_sent_at_once_by_many_clients_is_kept_once(lab_db, finished_bundle, tmp_path):
+    tokens = [lab("token", "add", f"bench-{n}", db=lab_db).stdout.strip() for n in range(8)]
+    answers_seen, failures, start = [], [], threading.Barrier(len(tokens))
+
+    def client(secret):
+        start.wait()
+        try:
+            answers_seen.append(upload.send(finished_bundle, url, secret))
+        except Exception as exc:  # noqa: BLE001 - reported below
+            failures.append(exc)
+
+    with lab_server(lab_db, tmp_path / "store") as (_, url):
+        threads = [threading.Thread(target=client, args=(t,)) for t in tokens]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert not failures
+    assert sorted(a["stored"] for a in answers_seen) == [False] * 7 + [True]
+    assert {(a["sha256"], tuple(a["runs"])) for a in answers_seen} == {(list(kept(tmp_path / "store"))[0], (1,))}
+    assert rows(lab_db, "SELECT count(*) FROM bundles") == [(1,)]
+    assert rows(lab_db, "SELECT count(*) FROM runs") == [(1,)]
+
+
+def test_a_server_killed_mid_upload_leaves_neither_a_half_bundle_nor_a_row(lab_db, finished_bundle, tmp_path):
+    token = lab("token", "add", "bench-a", db=lab_db).stdout.strip()
+    store = tmp_path / "store"
+    big = os.urandom(256 << 20)  # incompressible: a long write, to be killed during
+    large = rewritten(finished_bundle, tmp_path / "large.zip", lambda n, c: c if n else {"raw/big.bin": big})
+    size = os.path.getsize(large)
+    with lab_server(lab_db, store) as (server, url):
+        parts = urllib.parse.urlsplit(url)
+        conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=600)
+        sender = threading.Thread(
+            target=lambda: _post_ignoring_errors(conn, large, token, size), name="sender", daemon=True
+        )
+        sender.start()
+        # The server is writing the bundle into its folder: kill it there, as a power cut would.
+        wait_until(lambda: any(p.stat().st_size > 0 for p in store.glob("incoming/*/*.part")), "the upload's part")
+        server.send_signal(signal.SIGKILL)
+        server.wait()
+        sender.join()
+    assert list(store.glob("incoming/*/*.part")), "the kill came after the part was written whole"
+    with lab_server(lab_db, store) as (_, url):
+        # The dead server's folder is gone; only the new server's own, empty, is there.
+        assert [p.name for p in store.glob("incoming/*") if p.is_dir()] and not list(store.glob("incoming/*/*"))
+        assert len(list(store.glob("incoming/*.lock"))) == 1
+        assert kept(store) == {} and rows(lab_db, "SELECT count(*) FROM bundles") == [(0,)]
+        done = ssdbench("upload", large, "--to", url, "--token", token, check=True)
+    assert "stored as lab run 1" in done.stdout and len(kept(store)) == 1
+
+
+def _post_ignoring_errors(conn, path, token, size):
+    try:
+        with open(path, "rb") as body:
+            conn.request(
+                "POST",
+                "/lab/bundles",
+                body=body,
+                headers={"Authorization": f"Bearer {token}", "Content-Length": str(size)},
+            )
+            conn.getresponse().read()
+    except (OSError, http.client.HTTPException):
+        pass  # the server was killed
+
+
+def test_a_dead_servers_linked_bundle_goes_unless_its_row_committed(lab_db, finished_bundle, tmp_path):
+    """The crash between linking a bundle into the store and committing its row: a sweep removes the file.
+    The same sweep keeps a file whose row did commit."""
+    token = lab("token", "add", "bench-a", db=lab_db).stdout.strip()
+    store = tmp_path / "store"
+    with lab_server(lab_db, store) as (_, url):
+        ssdbench("upload", finished_bundle, "--to", url, "--token", token, check=True)
+    committed = next(iter(kept(store)))
+    other = rewritten(finished_bundle, tmp_path / "other.zip", lambda n, c: c if n else {"raw/x": b"x"})
+    with open(other, "rb") as f:
+        orphan = hashlib.sha256(f.read()).hexdigest()
+    dead = store / "incoming" / "gone-1-abcd"
+    dead.mkdir()
+    (store / "incoming" / "gone-1-abcd.lock").touch()
+    for sha, source in ((orphan, other), (committed, store / "bundles" / committed[:2] / f"{committed}.zip")):
+        held = dead / f"{sha}.0123.zip"
+        if not held.exists():
+            os.link(source, held)
+        final = store / "bundles" / sha[:2] / f"{sha}.zip"
+        final.parent.mkdir(exist_ok=True)
+        if not final.exists():
+            os.link(held, final)
+    (dead / "0123.part").write_bytes(b"half")
+    assert set(kept(store)) == {committed, orphan}
+    with lab_server(lab_db, store):
+        assert set(kept(store)) == {committed}
+        assert not dead.exists() and not (store / "incoming" / "gone-1-abcd.lock").exists()
+
+
+def two_appliances(lab_db, finished_bundle, tmp_path, url):
+    """The finished run from appliance bench-a, and another run (written through the store) from bench-b."""
+    other = tmp_path / "other"
+    add_run(other, model="Other SSD 2TB", serial="B456")
+    second = ssdbench("bundle", "1", "-o", str(tmp_path), data_dir=other, check=True).stdout.strip()
+    for name, path in (("bench-a", finished_bundle), ("bench-b", second)):
+        token = lab("token", "add", name, db=lab_db).stdout.strip()
+        ssdbench("upload", path, "--to", url, "--token", token, check=True)
+
+
+class Browser:
+    """Plain HTTP with cookies, as a browser logs in: the form's CSRF token, then the session cookie."""
+
+    def __init__(self, url):
+        self.url = url
+        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+
+    def get(self, path):
+        try:
+            with self.opener.open(self.url + path) as response:
+                return response.status, response.geturl(), response.read().decode()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.url, exc.read().decode()
+
+    def login(self, user, password):
+        _, _, page = self.get("/login")
+        csrf = re.search(r'name="csrf_token" value="([^"]+)"', page)[1]
+        form = urllib.parse.urlencode({"user": user, "password": password, "csrf_token": csrf}).encode()
+        try:
+            with self.opener.open(self.url + "/login", data=form) as response:
+                return response.status, response.geturl()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.url
+
+
+def test_the_lab_pages_show_every_appliances_runs_side_by_side(lab_db, finished_bundle, tmp_path):
+    password = lab("user", "add", "ann", db=lab_db).stdout.strip()
+    with lab_server(lab_db, tmp_path / "store") as (_, url):
+        two_appliances(lab_db, finished_bundle, tmp_path, url)
+        browser = Browser(url)
+        status, where, _ = browser.get("/compare?run=1&run=2")
+        assert status == 200 and where.startswith(url + "/login")  # a login first
+        assert browser.login("ann", "wrong")[0] == 401
+        assert browser.login("ann", password) == (200, url + "/history")
+        status, _, history = browser.get("/history")
+        assert status == 200 and "bench-a" in history and "bench-b" in history and "Other SSD 2TB" in history
+        status, _, page = browser.get("/compare?run=1&run=2")
+        assert status == 200 and "sent by bench-a" in page and "sent by bench-b" in page
+        status, _, text = browser.get("/api/compare?run=1&run=2")
+        compared = json.loads(text)
+        assert [r["appliance"] for r in compared["runs"]] == ["bench-a", "bench-b"]
+        assert all(r["series"] and "x" in r["series"][0] for r in compared["runs"])  # the charts' data
+        status, _, page = browser.get("/runs/2")
+        assert status == 200 and "Other SSD 2TB" in page and "Delete this run" not in page
+        # The bundle as it came, under its own name.
+        with browser.opener.open(url + "/api/runs/1/bundle") as response:
+            body = response.read()
+            assert "attachment" in response.headers["Content-Disposition"]
+        with open(finished_bundle, "rb") as f:
+            assert body == f.read()
+        # The appliance's own pages and controls are not in a lab.
+        for path in ("/", "/traces", "/api/drives", "/api/sticks"):
+            assert browser.get(path)[0] == 404
+        assert lab("user", "remove", "ann", db=lab_db).returncode == 0
+        assert browser.get("/history")[1].startswith(url + "/login")  # removed: the session ended
+
+
+class Clock:
+    """The upload queue's clock, moved by the test rather than waited for."""
+
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_a_run_stays_queued_on_the_appliance_until_the_lab_confirms_it(lab_db, finished_run, tmp_path):
+    token = lab("token", "add", "bench-a", db=lab_db).stdout.strip()
+    data_dir, _ = finished_run
+    port, clock, said = free_port(), Clock(), []
+    lab_queue = upload.Queue(f"http://127.0.0.1:{port}", token, clock=clock)
+    db = store.connect(data_dir)
+    try:
+        lab_queue.after_run(db, str(data_dir), 1, said.append)  # the lab is down
+    finally:
+        db.close()
+    queued = list((data_dir / upload.QUEUE_DIR).glob("*.zip"))
+    assert len(queued) == 1 and bundle.verify(queued[0])
+    assert "not uploaded" in said[-1] and f"next try in {upload.RETRY_FIRST_S} s" in said[-1]
+    with lab_server(lab_db, tmp_path / "store", port=port):
+        clock.now += upload.RETRY_FIRST_S - 1
+        lab_queue.drain(str(data_dir), said.append)  # still waiting
+        assert queued[0].exists() and lab("runs", db=lab_db).stdout == ""
+        clock.now += 1
+        lab_queue.drain(str(data_dir), said.append)
+    assert not queued[0].exists() and "uploaded (lab runs 1)" in said[-1]
+    assert len(json.loads(lab("runs", "--json", db=lab_db).stdout)) == 1
+    assert not any(token in line for line in said)
+
+
+def test_the_runner_service_sends_its_queue_and_never_shows_the_token(lab_db, finished_bundle, tmp_path):
+    token = lab("token", "add", "bench-a", db=lab_db).stdout.strip()
+    data_dir = tmp_path / "data"
+    (data_dir / upload.QUEUE_DIR).mkdir(parents=True)
+    shutil.copy(finished_bundle, data_dir / upload.QUEUE_DIR)
+    with lab_server(lab_db, tmp_path / "store") as (_, url):
+        runner = subprocess.Popen(
+            [sys.executable, "-m", "ssdbench.cli", "runner", "--upload-to", url, "--data-dir", str(data_dir)],
+            env={**os.environ, upload.TOKEN_VAR: token},
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            wait_until(lambda: not list((data_dir / upload.QUEUE_DIR).glob("*.zip")), "the queue to be sent")
+        finally:
+            runner.terminate()
+            log = runner.communicate(timeout=60)[1]
+    assert "uploaded (lab runs 1)" in log and token not in log
+    assert token not in " ".join(runner.args)
+    with zipfile.ZipFile(finished_bundle) as zf:
+        assert not any(token.encode() in zf.read(n) for n in zf.namelist())

@@ -1,0 +1,120 @@
+"""A tester's own trace through the command line: `ssdbench trace import` of each format makes a playable
+trace, which `ssdbench run --trace` plays with real fio on a loop device as a non-standard run; a malformed
+file is refused with its line, and nothing of it is kept."""
+
+import json
+import os
+
+import pytest
+from conftest import DATA, needs_root, show, ssdbench
+
+from ssdbench.suites import user_traces
+
+TRACES = os.path.join(DATA, "traces")
+CAPTURES = {
+    "blktrace": "blkparse-loop.txt",
+    "fio-iolog": "fio-3.33-iolog-v3.log",
+    "csv": "msr-handmade.csv",
+}
+# One malformed file per format, and the line that is at fault.
+MALFORMED = {
+    "blktrace": ("  7,0    1        1     0.000000000 31129  D   R 0 + 128 [x]\n  7,0    1  2  soon\n", 2),
+    "fio-iolog": ("fio version 3 iolog\n0 dut add\n5 dut read 0 4096\n9 dut write 4096\n", 4),
+    "csv": ("1,hm,0,Read,0,4096,10\n2,hm,0,Read,0,4096,10\n3,hm,0,Write,x,4096,10\n", 3),
+}
+
+
+@needs_root()
+@pytest.mark.parametrize("fmt", sorted(CAPTURES))
+def test_an_imported_trace_plays_on_a_drive_as_a_non_standard_run(fmt, loopdev, tmp_path):
+    data_dir = tmp_path / "data"
+    entry = json.loads(
+        ssdbench(
+            "trace",
+            "import",
+            os.path.join(TRACES, CAPTURES[fmt]),
+            "--format",
+            fmt,
+            "--json",
+            data_dir=data_dir,
+            check=True,
+        ).stdout
+    )
+    assert entry["source"] == CAPTURES[fmt] and entry["stats"]["reads"] + entry["stats"]["writes"] > 0
+    listed = json.loads(ssdbench("trace", "list", "--json", data_dir=data_dir, check=True).stdout)
+    assert [e["name"] for e in listed] == [entry["name"]]
+    dev, _ = loopdev("128M")
+    proc = ssdbench(
+        "run", "--trace", entry["name"], "--drive", dev, "--confirm", os.path.basename(dev), data_dir=data_dir
+    )
+    assert proc.returncode == 0, proc.stderr
+    run = show(1, data_dir)
+    assert (run["state"], run["suite"], run["standard"]) == ("done", user_traces.SUITE_NAME, 0)
+    assert [s["key"] for s in run["steps"]] == [*user_traces.BEFORE, "trace"]
+    step = run["steps"][-1]
+    info = step["detail"]["trace"]
+    assert info["synthetic"] is False and info["sha256"] == entry["sha256"] and info["name"] == entry["name"]
+    assert info["stats"] == entry["stats"]
+    # the MSR sample's offsets reach 3.2 GB: it is folded onto the 128 MiB drive, and says so
+    assert info["mapped_to_capacity"] == (entry["stats"]["footprint_bytes"] > 128 * 2**20)
+    m = {x["name"]: x["value"] for x in step["metrics"]}
+    assert (m["fio.read.total_ios"], m["fio.write.total_ios"]) == (entry["stats"]["reads"], entry["stats"]["writes"])
+    assert m["all.busy_s"] > 0
+    # every listing of the run says what it is
+    assert "[non-standard]" in ssdbench("runs", data_dir=data_dir, check=True).stdout
+
+
+@pytest.mark.parametrize("fmt", sorted(MALFORMED))
+def test_a_malformed_trace_is_refused_with_its_line(fmt, tmp_path):
+    text, line = MALFORMED[fmt]
+    path = tmp_path / f"bad-{fmt}.txt"
+    path.write_text(text)
+    data_dir = tmp_path / "data"
+    proc = ssdbench("trace", "import", str(path), "--format", fmt, data_dir=data_dir)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(f"ssdbench: error: {path}, line {line}: ") and proc.stderr.count("\n") == 1
+    assert not os.path.exists(data_dir / "traces") or not os.listdir(data_dir / "traces")
+
+
+def test_a_file_given_as_another_format_is_refused_at_its_first_line(tmp_path):
+    proc = ssdbench(
+        "trace", "import", os.path.join(TRACES, CAPTURES["csv"]), "--format", "fio-iolog", data_dir=tmp_path
+    )
+    assert proc.returncode == 2 and "line 1: not a fio iolog" in proc.stderr
+
+
+def test_names_are_checked_and_taken_once(tmp_path):
+    path = os.path.join(TRACES, CAPTURES["csv"])
+    assert user_traces.name_from(path) == "msr-handmade"
+    assert user_traces.name_from("/x/My Trace.2026.csv") == "my-trace-2026"
+    ssdbench("trace", "import", path, "--format", "csv", data_dir=tmp_path, check=True)
+    again = ssdbench("trace", "import", path, "--format", "csv", data_dir=tmp_path)
+    assert again.returncode == 2 and "already imported; give it another name" in again.stderr
+    bad = ssdbench("trace", "import", path, "--format", "csv", "--name", "../etc", data_dir=tmp_path)
+    assert bad.returncode == 2 and "use lower-case letters, digits and dashes" in bad.stderr
+    ssdbench("trace", "import", path, "--format", "csv", "--name", "second", data_dir=tmp_path, check=True)
+    listed = json.loads(ssdbench("trace", "list", "--json", data_dir=tmp_path, check=True).stdout)
+    assert [e["name"] for e in listed] == ["msr-handmade", "second"]
+
+
+@needs_root()
+def test_a_trace_changed_after_import_is_not_played(loopdev, tmp_path):
+    data_dir = tmp_path / "data"
+    ssdbench("trace", "import", os.path.join(TRACES, CAPTURES["csv"]), "--format", "csv", data_dir=data_dir, check=True)
+    trace = data_dir / "traces" / "msr-handmade.trace"
+    trace.write_text(trace.read_text().replace(" R ", " W ", 1))
+    dev, _ = loopdev("128M")
+    proc = ssdbench(
+        "run", "--trace", "msr-handmade", "--drive", dev, "--confirm", os.path.basename(dev), data_dir=data_dir
+    )
+    assert proc.returncode == 1
+    run = show(1, data_dir)
+    assert run["state"] == "failed" and "msr-handmade is gone or changed" in run["error"]
+
+
+def test_run_takes_one_suite_or_one_trace(tmp_path):
+    for args in ((), ("--suite", "smoke", "--trace", "x")):
+        proc = ssdbench("run", *args, "--drive", "/dev/null", "--confirm", "x", data_dir=tmp_path)
+        assert proc.returncode == 2 and "one of --suite NAME, --suite-file PATH or --trace NAME" in proc.stderr
+    missing = ssdbench("run", "--trace", "nope", "--drive", "/dev/null", "--confirm", "x", data_dir=tmp_path)
+    assert missing.returncode == 2 and "no imported trace named 'nope'" in missing.stderr
