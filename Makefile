@@ -10,7 +10,7 @@ VERSION := $(VERSION)
 # and checks it against its hash (a wheel build does the same).
 VENDOR = webui/ssdbench/static/vendor
 
-.PHONY: help setup assets lint test test-vm bench lab vm-image demo
+.PHONY: help setup assets lint test test-vm test-boot bench lab vm-image demo
 LAB_HOST ?= 127.0.0.1
 LAB_PORT ?= 8090
 
@@ -24,6 +24,7 @@ help:
 	@echo "make vm-image  build the VM test image from Debian packages: $(VM_DIR)/"
 	@echo "make demo    boot the appliance in QEMU, the web UI on http://localhost:8080"
 	@echo "make test-vm boot the VM and test it from the host (part of make test)"
+	@echo "make test-boot  assemble the release stick's layout from Debian stand-ins, boot it with BIOS and UEFI (part of make test)"
 	@echo "make image   build the USB stick image with Buildroot: output/images/ssdbench-$(VERSION).img"
 	@echo "make br-check  check the Buildroot tree (needs BUILDROOT_DIR=/path/to/buildroot)"
 
@@ -48,6 +49,7 @@ test: assets
 	@$(MAKE) --no-print-directory br-check
 	cd webui && $(PYTEST) -q
 	@$(MAKE) --no-print-directory test-vm
+	@$(MAKE) --no-print-directory test-boot
 
 bench: assets
 	cd webui && $(PYTHON) bench/bench_engine.py
@@ -91,7 +93,21 @@ $(VM_DIR)/demo/stick.img: $(VM_DIR)/stick.img
 	cp --sparse=always $< $@
 
 test-vm: $(VM_DIR)/stick.img
-	cd webui && $(PYTEST) -q -s vmtests
+	cd webui && $(PYTEST) -q -s vmtests/test_vm.py
+
+# The boot test: the release stick, assembled by board/ssdbench/post-image.sh
+# from its genimage.cfg and grub.cfg, out of Debian stand-ins for what
+# Buildroot builds (board/boottest/): the VM image's Debian kernel and its
+# initrd, Debian's GRUB. Booted with SeaBIOS and with OVMF.
+BOOT_DIR = build/boot
+
+$(BOOT_DIR)/stick.img: $(VM_DIR)/stick.img board/boottest/build-stick.sh \
+		board/boottest/support/scripts/genimage.sh board/ssdbench/post-image.sh \
+		board/ssdbench/genimage.cfg board/ssdbench/grub.cfg configs/ssdbench_x86_64_defconfig
+	board/boottest/build-stick.sh $(VM_DIR) $(BOOT_DIR) $(VERSION)
+
+test-boot: $(BOOT_DIR)/stick.img
+	cd webui && $(PYTEST) -q -s vmtests/test_boot.py
 
 .PHONY: FORCE
 FORCE:

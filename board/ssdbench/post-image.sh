@@ -1,11 +1,15 @@
 #!/bin/sh
 # Post-image script: assembles the USB stick image from what Buildroot put
 # in the images directory ($1, the same as $BINARIES_DIR):
-#   bzImage                        the kernel, the root file system inside
+#   rootfs.cpio.zst                the root file system, the initrd
+#   rootfs.cpio                    the same, uncompressed (only its size is used)
+#   bzImage                        the kernel
 #   grub.img                       GRUB's BIOS core image (i386-pc)
 #   efi-part/EFI/BOOT/bootx64.efi  GRUB for UEFI (x86_64-efi)
-# and writes ssdbench-<release>.img there, with its .bmap. The layout is
-# in genimage.cfg beside this script.
+# and writes there ssdbench-<release>.img, with its .bmap, and
+# ssdbench-<release>.img.xz, the image to publish. The layout is in
+# genimage.cfg beside this script. Last, it prints the size of each part.
+# make test-boot runs it too, on stand-ins for these files.
 
 set -eu
 
@@ -32,7 +36,32 @@ sed "s|@SSDBENCH_RELEASE@|$RELEASE|g" "$BOARD_DIR/genimage.cfg" \
 	> "$IMAGES/genimage.cfg"
 
 # Only the image of this build stays in the images directory.
-rm -f "$IMAGES"/ssdbench-*.img "$IMAGES"/ssdbench-*.img.bmap
+rm -f "$IMAGES"/ssdbench-*.img "$IMAGES"/ssdbench-*.img.bmap "$IMAGES"/ssdbench-*.img.xz
 support/scripts/genimage.sh -c "$IMAGES/genimage.cfg"
+IMG=$IMAGES/ssdbench-$RELEASE.img
+# The download: the partitions' free space compresses to almost nothing,
+# the kernel and the root file system (compressed already) stay as they
+# are. Etcher, Rufus and bmaptool write an .img.xz as it is.
+xz -T0 -k "$IMG"
 
-echo "post-image.sh: $IMAGES/ssdbench-$RELEASE.img"
+# Sizes in MiB, one decimal.
+mib() {
+	awk -v b="$1" 'BEGIN { printf "%8.1f MiB", b / 1048576 }'
+}
+part() {
+	printf '  %-34s %s  %s\n' "$1" "$(mib "$(wc -c < "$IMAGES/$1")")" "$2"
+}
+# The bytes of the image that hold data, as its .bmap counts them.
+bmap() {
+	sed -n "s|.*<$1> *\([0-9]*\) *</$1>.*|\1|p" "$IMG.bmap"
+}
+echo "post-image.sh: $IMG, its parts:"
+part rootfs.cpio "the root file system, uncompressed: what it takes in RAM"
+part rootfs.cpio.zst "the root file system, compressed once: the initrd, on SSDBENCH"
+part bzImage "the kernel, compressed once, on SSDBENCH"
+part grub.img "GRUB for BIOS, in the sectors before partition 1"
+part efi-part/EFI/BOOT/bootx64.efi "GRUB for UEFI, on SSDBENCH"
+part "ssdbench-$RELEASE.img" "the partitions SSDBENCH and SSDB-DATA, as genimage.cfg sizes them"
+printf '  %-34s %s  %s\n' "  of which data" "$(mib "$(($(bmap MappedBlocksCount) * $(bmap BlockSize)))")" \
+	"what bmaptool writes"
+part "ssdbench-$RELEASE.img.xz" "the image to publish"

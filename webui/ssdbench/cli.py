@@ -609,11 +609,7 @@ def cmd_export(args):
     )
     for item in done:
         print(f"run {item['run']}: {item['file']} ({size(item['bytes'])}), {item['state']}")
-    print(
-        f"{stick['device']} unmounted: it can be pulled out"
-        if not stick["mountpoint"]
-        else f"{stick['device']} stays mounted on {stick['mountpoint']}"
-    )
+    print(usbexport.when_to_pull(stick))
     return None
 
 

@@ -1,9 +1,16 @@
-"""The image's kernel: the fragment on top of x86_64_defconfig builds in what real testbeds need. The root
-file system is an initramfs with no module loading before it, so a driver counts only when it is =y."""
+"""The image's configuration (configs/, board/ssdbench/): the kernel builds in what real testbeds need, and the
+image carries nothing that nothing on it reads. The kernel builds every driver in, so that nothing depends on
+loading a module: a driver counts only when it is =y. make br-check resolves the same choices with Buildroot, and
+make test-boot boots the layout that grub.cfg and genimage.cfg describe."""
 
 import os
+import pathlib
+import re
 
-FRAGMENT = os.path.join(os.path.dirname(__file__), "..", "..", "board", "ssdbench", "linux.fragment")
+TOP = pathlib.Path(__file__).resolve().parents[2]
+FRAGMENT = os.path.join(TOP, "board", "ssdbench", "linux.fragment")
+DEFCONFIG = TOP / "configs" / "ssdbench_x86_64_defconfig"
+BOARD = TOP / "board" / "ssdbench"
 NEEDED = {
     "VMD": "NVMe drives behind Intel VMD, on laptops and desktops with RST",
     "BLK_DEV_NVME": "NVMe drives",
@@ -38,3 +45,52 @@ def test_the_kernel_builds_in_the_drivers_real_testbeds_need():
     missing = {name: why for name, why in NEEDED.items() if found.get(name) != "y"}
     assert not missing, missing
     assert [name for name, n in count.items() if n > 1] == []  # a later line would silently win
+
+
+def test_the_root_file_system_is_compressed_once():
+    """The root file system is Buildroot's cpio archive beside the kernel, compressed once with zstd
+    (rootfs.cpio.zst), and the kernel is compressed once with zstd too (it unpacks faster than xz at boot, for a
+    few per cent more size). Built into the kernel instead, the archive was compressed twice, gzip inside gzip by
+    the kernel's defaults. So the kernel takes a zstd initrd, GRUB loads it in every menu entry, and it is on the
+    boot partition."""
+    found, _ = fragment()
+    assert (found["BLK_DEV_INITRD"], found["RD_ZSTD"]) == ("y", "y")
+    assert not [name for name in found if name.startswith("INITRAMFS_")]
+    lines = set(DEFCONFIG.read_text().splitlines())
+    assert {"BR2_TARGET_ROOTFS_CPIO=y", "BR2_TARGET_ROOTFS_CPIO_ZSTD=y", "BR2_LINUX_KERNEL_ZSTD=y"} <= lines
+    assert "BR2_TARGET_ROOTFS_INITRAMFS=y" not in lines
+    entries = re.findall(r"^menuentry .*?^}", (BOARD / "grub.cfg").read_text(), re.M | re.S)
+    assert entries and all(re.search(r"^\s*initrd /rootfs\.cpio\.zst$", entry, re.M) for entry in entries)
+    assert re.search(r'file rootfs\.cpio\.zst \{\s*image = "rootfs\.cpio\.zst"', (BOARD / "genimage.cfg").read_text())
+
+
+# What time zone data, the udev hardware database and glibc's character set converters would serve.
+NEEDS_TZDATA = r"\bzoneinfo\b|\btzdata\b|\blocaltime\b|\bTZ="
+NEEDS_HWDB = r"FROM_DATABASE|\bhwdb\b"
+NEEDS_GCONV = r"\biconv\b|\bmtools\b|\bm(copy|dir|type|md|rd|del|label|format|info)\b"
+
+
+def appliance_code():
+    """Everything that runs on the appliance and comes from this tree: the package and the boot flow."""
+    for folder in (TOP / "webui" / "ssdbench", TOP / "overlay"):
+        for path in sorted(folder.rglob("*")):
+            if path.is_file() and path.suffix in ("", ".py", ".sh", ".html", ".script") and "vendor" not in path.parts:
+                yield path, path.read_text(errors="replace")
+
+
+def test_the_image_leaves_out_time_zones_hwdb_and_gconv_which_nothing_reads():
+    """The appliance runs on UTC and writes its times with gmtime and datetime.UTC: no time zone data. Drive
+    identity comes from the drives (ATA IDENTIFY, NVMe Identify, sysfs), never from udev's hardware database of
+    USB and PCI names. glibc's converters serve iconv, which Buildroot copies for mtools; nothing on the
+    appliance runs mtools (the hosts that read the stick do). If code comes to need one of them, this fails."""
+    lines = DEFCONFIG.read_text().splitlines()
+    assert "BR2_TARGET_TZ_INFO=y" not in lines
+    assert "# BR2_PACKAGE_EUDEV_ENABLE_HWDB is not set" in lines
+    assert "BR2_PACKAGE_MTOOLS" not in (TOP / "package" / "ssdbench" / "Config.in").read_text()
+    uses = [
+        (str(path.relative_to(TOP)), what)
+        for path, text in appliance_code()
+        for what, pattern in (("tzdata", NEEDS_TZDATA), ("hwdb", NEEDS_HWDB), ("gconv", NEEDS_GCONV))
+        if re.search(pattern, text)
+    ]
+    assert uses == []

@@ -43,11 +43,11 @@ def stick(tmp_path):
     that much room."""
     finished_bundle = []
 
-    def make(fstype, size_mib=64, free=None):
+    def make(fstype, size_mib=64, free=None, label="RESULTS"):
         img = tmp_path / f"stick{len(finished_bundle)}.img"
         subprocess.run(["truncate", "-s", f"{size_mib}M", str(img)], check=True)
         mkfs = ["mkfs.vfat", "-n"] if fstype == "vfat" else ["mkfs.exfat", "-L"]
-        subprocess.run([*mkfs, "RESULTS", str(img)], check=True, capture_output=True)
+        subprocess.run([*mkfs, label, str(img)], check=True, capture_output=True)
         if free is not None:
             with opened(img, fstype) as point:
                 room = shutil.disk_usage(point).free - free
@@ -81,7 +81,7 @@ def test_export_writes_verifies_and_unmounts_and_reads_back(finished_run, finish
     listed = ssdbench("export", "--list", "--to", dev, data_dir=data_dir, check=True).stdout
     assert dev in listed and fstype in listed and "RESULTS" in listed
     out = ssdbench("export", "1", "--to", dev, data_dir=data_dir, check=True).stdout
-    assert "written and verified" in out and "unmounted" in out
+    assert "written and verified" in out and f"{dev} unmounted: it can be pulled out" in out
     assert not mounted(dev)
     name = os.path.basename(finished_bundle)
     subprocess.run(["losetup", "-d", dev], check=True)  # read the image as a laptop would read the stick
@@ -108,6 +108,19 @@ def test_a_full_stick_fails_clearly_leaves_no_file_and_no_change(finished_run, f
     subprocess.run(["losetup", "-d", dev], check=True)
     assert results_on(img, fstype) == []  # neither the bundle nor its .part
     assert db_files(data_dir) == before
+
+
+def test_the_appliance_s_own_stick_is_not_said_to_be_ready_to_pull(finished_run, stick):
+    """Its file system is unmounted after the export, as any stick's, but its SSDB-DATA partition holds the
+    results as long as the system runs."""
+    data_dir, _ = finished_run
+    dev, _ = stick("exfat", label="SSDBENCH")
+    out = ssdbench("export", "1", "--to", dev, data_dir=data_dir, check=True).stdout
+    assert "written and verified" in out and not mounted(dev)
+    assert (
+        f"{dev} is on the ssdbench stick, which holds the results: leave it in until the system has powered off" in out
+    )
+    assert "pulled out" not in out
 
 
 def test_a_device_without_fat_is_never_a_target(finished_run, loopdev):
@@ -147,6 +160,7 @@ def test_web_download_and_export(finished_run, stick, tmp_path, monkeypatch):
     done = client.post("/api/export", json={"runs": [1], "device": dev}, headers={"X-CSRF-Token": token})
     assert done.status_code == 200, done.get_json()
     assert done.get_json()["exported"][0]["state"] == "written and verified" and done.get_json()["unmounted"]
+    assert done.get_json()["pull"] == f"{dev} unmounted: it can be pulled out"
     for device in (str(tmp_path), "/dev/zram0", "/dev/sda1"):
         bad = client.post("/api/export", json={"runs": [1], "device": device}, headers={"X-CSRF-Token": token})
         assert bad.status_code == 404 and "is not one of the sticks found" in bad.get_json()["error"]

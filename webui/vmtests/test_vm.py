@@ -6,21 +6,17 @@ stick and drives and run in order: the first grows the stick's SSDB-DATA and lea
 second cuts the power.
 """
 
-import http.cookiejar
 import json
 import os
 import pathlib
 import re
-import socket
 import subprocess
 import sys
-import threading
 import time
-import urllib.error
-import urllib.request
 import zipfile
 
 import pytest
+from vm import RUN_TIMEOUT_S, VM
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 VM_DIR = os.path.join(TOP, "build", "vm")
@@ -33,198 +29,16 @@ NVME = {"serial": "SSDB-NVME-0001", "model": "QEMU NVMe Ctrl", "transport": "nvm
 SATA = {"serial": "SSDB-SATA-0001", "model": "SSDB-SATA-SSD 1TB MODEL NAME OF 40 CHARS", "transport": "sata"}
 STICK_OFFSET = 1024 * 1024  # partition 1, SSDBENCH (board/vm/build-image.sh)
 STICK_SIZE = "4G"  # the stick of the two tests that share it: the image is 513 MiB, SSDB-DATA 256 MiB of it
-BOOT_TIMEOUT_S = 300
-RUN_TIMEOUT_S = 900
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists(os.path.join(VM_DIR, "stick.img")), reason="no VM image: make vm-image"
 )
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class VM:
-    """One boot of the image: QEMU with its serial console on a socket, and an HTTP client with a session."""
-
-    def __init__(self, disks, console_log, extra=(), append=""):
-        self.port = free_port()
-        sock = os.path.join(disks, "serial.sock")
-        env = {**os.environ, "SSDBENCH_PIN": PIN, "SSDBENCH_HOST_PORT": str(self.port), "SSDBENCH_APPEND": append}
-        self.started = time.monotonic()
-        # wait=on: QEMU waits for us to connect, so the console is read from its first byte.
-        self.proc = subprocess.Popen(
-            [
-                QEMU_SH,
-                VM_DIR,
-                disks,
-                "-serial",
-                "chardev:ser",
-                "-chardev",
-                f"socket,id=ser,path={sock},server=on,wait=on",
-                *extra,
-            ],
-            env=env,
-        )
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                self.serial = socket.socket(socket.AF_UNIX)
-                self.serial.connect(sock)
-                break
-            except OSError as exc:
-                self.serial.close()
-                if time.monotonic() > deadline or self.proc.poll() is not None:
-                    raise AssertionError("QEMU did not open its serial console socket") from exc
-                time.sleep(0.1)
-        self.console = b""
-        self.lock = threading.Lock()
-        self.log = open(console_log, "ab")
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-        self.http = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
-        self.csrf = None
-
-    def _read(self):
-        while data := self.serial.recv(65536):
-            with self.lock:
-                self.console += data
-            self.log.write(data)
-            self.log.flush()
-
-    def console_text(self):
-        with self.lock:
-            return self.console.decode(errors="replace")
-
-    def wait_console(self, text, timeout=120, after=0):
-        """Where `text` first appears after `after`."""
-        return self.wait_console_any([text], timeout, after)[0]
-
-    def wait_console_any(self, texts, timeout=120, after=0):
-        """The first of `texts` to appear after `after`: (its index, the text)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            console = self.console_text()
-            found = sorted((console.index(t, after), t) for t in texts if t in console[after:])
-            if found:
-                return found[0]
-            assert self.proc.poll() is None, f"QEMU exited while waiting for one of {texts!r} on the console"
-            assert time.monotonic() < deadline, f"none of {texts!r} appeared on the serial console"
-            time.sleep(0.5)
-
-    def type(self, text):
-        self.serial.sendall(text.encode())
-
-    def api(self, method, path, body=None):
-        data = json.dumps(body).encode() if body is not None else None
-        request = urllib.request.Request(
-            f"http://127.0.0.1:{self.port}{path}",
-            data=data,
-            method=method,
-            headers={"Content-Type": "application/json", **({"X-CSRF-Token": self.csrf} if self.csrf else {})},
-        )
-        try:
-            with self.http.open(request, timeout=120) as response:
-                return response.status, json.loads(response.read() or b"null")
-        except urllib.error.HTTPError as exc:
-            return exc.code, json.loads(exc.read() or b"null")
-
-    def file_status(self, run_id, name):
-        """The HTTP status of one of a run's raw files, as the run page links it."""
-        try:
-            with self.http.open(f"http://127.0.0.1:{self.port}/runs/{run_id}/files/{name}", timeout=60) as response:
-                return response.status
-        except urllib.error.HTTPError as exc:
-            return exc.code
-
-    def wait_for_ui(self):
-        """Seconds from QEMU's start to the web UI's first answer."""
-        deadline = self.started + BOOT_TIMEOUT_S
-        while True:
-            assert self.proc.poll() is None, "QEMU exited during boot"
-            try:
-                status, session = self.api("GET", "/api/session")
-                if status == 200:
-                    self.csrf = session["csrf_token"]
-                    return time.monotonic() - self.started
-            except (OSError, ValueError):
-                pass
-            assert time.monotonic() < deadline, "the web UI did not answer"
-            time.sleep(1)
-
-    def login(self):
-        status, body = self.api("POST", "/api/login", {"pin": PIN})
-        assert status == 200, body
-        self.csrf = body["csrf_token"]
-
-    def boot(self):
-        boot_s = self.wait_for_ui()
-        print(f"\nboot time: {boot_s:.1f} s from QEMU's start to the web UI answering")
-        self.login()
-
-    def start_run(self, drive):
-        status, body = self.api(
-            "POST", "/api/runs", {"drive": drive["path"], "suite": "smoke", "confirm": drive["confirm_id"]}
-        )
-        assert status == 201, body
-        return body["id"]
-
-    def progress(self, run_id):
-        status, body = self.api("GET", f"/api/runs/{run_id}/progress")
-        assert status == 200, body
-        return body
-
-    def wait_run(self, run_id):
-        started = time.monotonic()
-        while (state := self.progress(run_id)["state"]) in ("queued", "running"):
-            assert time.monotonic() - started < RUN_TIMEOUT_S, f"run {run_id} did not end"
-            time.sleep(2)
-        return state, time.monotonic() - started
-
-    def run(self, run_id):
-        status, body = self.api("GET", f"/api/runs/{run_id}")
-        assert status == 200, body
-        return body
-
-    def shell(self, command):
-        """Run a command in a root shell on the serial console (Enter leaves the status screen; exit goes
-        back to it) and return its output, between {{{ and }}}. The typed command holds those marks only split
-        by quotes, so that its echo is never mistaken for the output. It is typed once the shell has shown its
-        prompt; a shell that still ends without running it (seen on a busy host) is opened again."""
-        for _ in range(3):
-            mark = len(self.console_text())
-            self.type("\r")
-            opened = self.wait_console("A root shell.", after=mark)
-            typed = self.wait_console("# ", after=opened)
-            self.type(f'echo "{{{{""{{$({command} 2>&1)}}""}}}}"; exit\r')
-            start, found = self.wait_console_any(["{{{", "Press Enter for a shell."], after=typed)
-            if found == "{{{":
-                end = self.wait_console("}}}", after=start + 3)
-                return self.console_text()[start + 3 : end].strip()
-        raise AssertionError(f"the shell on the serial console ended three times without running {command!r}")
-
-    def poweroff(self):
-        """Enter leaves the status screen for a shell; poweroff goes through init's shutdown."""
-        mark = len(self.console_text())
-        self.type("\r")
-        self.wait_console("# ", after=self.wait_console("A root shell.", after=mark))
-        self.type("poweroff\r")
-        assert self.proc.wait(timeout=120) == 0
-
-    def kill(self):
-        """The power cut."""
-        self.proc.kill()
-        self.proc.wait()
-
-    def close(self):
-        if self.proc.poll() is None:
-            self.kill()
-        self.serial.close()
-        self.reader.join(timeout=5)
-        self.log.close()
+def qemu(disks, console_log, extra=(), append=""):
+    """A boot of the VM image on the stick and drives in disks (board/vm/qemu.sh), with the test's PIN."""
+    env = {"SSDBENCH_PIN": PIN, "SSDBENCH_APPEND": append}
+    return VM([QEMU_SH, VM_DIR, disks, *extra], disks, console_log, env)
 
 
 @pytest.fixture(scope="module")
@@ -246,8 +60,8 @@ def boot(disks, request):
     vms = []
 
     def start(*extra):
-        vms.append(VM(disks, log, extra))
-        vms[-1].boot()
+        vms.append(qemu(disks, log, extra))
+        vms[-1].boot(PIN)
         return vms[-1]
 
     yield start
@@ -501,7 +315,7 @@ def test_unattended_mode_runs_exports_and_powers_off(tmp_path):
     log = os.path.join(ARTIFACTS, "vm-console-unattended.log")
     if os.path.exists(log):
         os.unlink(log)
-    vm = VM(disks, log, append="ssdbench.auto=smoke")
+    vm = qemu(disks, log, append="ssdbench.auto=smoke")
     try:
         started = time.monotonic()
         assert vm.proc.wait(timeout=RUN_TIMEOUT_S) == 0, "the VM did not power itself off"

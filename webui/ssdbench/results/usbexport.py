@@ -93,6 +93,19 @@ def find(device=None):
     return choose(sticks(named=[device] if device else ()), device)
 
 
+def when_to_pull(stick):
+    """After an export: whether the stick can be pulled out now. The appliance's own stick cannot, whatever
+    became of its FAT partition: its SSDB-DATA partition holds the results as long as the system runs."""
+    if stick["boot"]:
+        return (
+            f"{stick['device']} is on the ssdbench stick, which holds the results: "
+            "leave it in until the system has powered off"
+        )
+    if stick["mountpoint"]:
+        return f"{stick['device']} stays mounted on {stick['mountpoint']}"
+    return f"{stick['device']} unmounted: it can be pulled out"
+
+
 def _check_not_under_test(db, stick):
     busy = store.busy_run(db)
     if busy is None:

@@ -235,7 +235,12 @@ def export_runs(db, body, config):
         return {"error": str(exc)}, 404
     except SsdbenchError as exc:
         return {"error": str(exc)}, 409
-    return {"device": stick["device"], "unmounted": not stick["mountpoint"], "exported": done}, 200
+    return {
+        "device": stick["device"],
+        "unmounted": not stick["mountpoint"],
+        "pull": usbexport.when_to_pull(stick),
+        "exported": done,
+    }, 200
 
 
 def compare_ids(values):

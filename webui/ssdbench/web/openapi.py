@@ -300,7 +300,8 @@ STICK = _object(
 EXPORTED = _object(
     {
         "device": {"type": "string"},
-        "unmounted": {"type": "boolean", "description": "true: the stick can be pulled out"},
+        "unmounted": {"type": "boolean", "description": "true: the stick's file system was unmounted after the export"},
+        "pull": {"type": "string", "description": "whether the stick can be pulled out now, in words"},
         "exported": {
             "type": "array",
             "items": _object(
@@ -314,7 +315,7 @@ EXPORTED = _object(
             ),
         },
     },
-    ["device", "unmounted", "exported"],
+    ["device", "unmounted", "pull", "exported"],
 )
 
 # What a request sends: web/validate.py holds the server to exactly these.

@@ -188,10 +188,7 @@ def export(run_id):
         flash(f"Not exported: {body['error']}")
     else:
         item = body["exported"][0]
-        flash(
-            f"Exported to {body['device']}: {item['file']}, {item['state']}."
-            + (" The stick is unmounted: you can pull it out." if body["unmounted"] else "")
-        )
+        flash(f"Exported to {body['device']}: {item['file']}, {item['state']}; {body['pull']}.")
     return redirect(url_for("pages.run", run_id=run_id))
 
 

@@ -1,0 +1,205 @@
+"""One boot of a VM in QEMU, driven from the host: its serial console read from a socket and saved to a
+log, a root shell typed on it, and an HTTP client with a session for the web UI, which QEMU forwards to a
+free host port. Shared by test_vm.py and test_boot.py."""
+
+import http.cookiejar
+import json
+import os
+import socket
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+
+BOOT_TIMEOUT_S = 300
+RUN_TIMEOUT_S = 900
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class VM:
+    """One boot: QEMU with its serial console on a socket, and an HTTP client with a session."""
+
+    def __init__(self, command, folder, console_log, env=None):
+        """command: a QEMU launcher and its arguments, which forwards the guest's port 80 to the host port
+        that SSDBENCH_HOST_PORT names (board/vm/qemu.sh, board/boottest/qemu.sh); the serial console is added
+        on a socket in folder."""
+        self.port = free_port()
+        sock = os.path.join(folder, "serial.sock")
+        self.started = time.monotonic()
+        # wait=on: QEMU waits for us to connect, so the console is read from its first byte.
+        self.proc = subprocess.Popen(
+            [*command, "-serial", "chardev:ser", "-chardev", f"socket,id=ser,path={sock},server=on,wait=on"],
+            env={**os.environ, **(env or {}), "SSDBENCH_HOST_PORT": str(self.port)},
+        )
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                self.serial = socket.socket(socket.AF_UNIX)
+                self.serial.connect(sock)
+                break
+            except OSError as exc:
+                self.serial.close()
+                if time.monotonic() > deadline or self.proc.poll() is not None:
+                    raise AssertionError("QEMU did not open its serial console socket") from exc
+                time.sleep(0.1)
+        self.console = b""
+        self.shell_ended = 0
+        self.lock = threading.Lock()
+        self.log = open(console_log, "ab")
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+        self.http = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+        self.csrf = None
+
+    def _read(self):
+        while data := self.serial.recv(65536):
+            with self.lock:
+                self.console += data
+            self.log.write(data)
+            self.log.flush()
+
+    def console_text(self):
+        with self.lock:
+            return self.console.decode(errors="replace")
+
+    def wait_console(self, text, timeout=120, after=0):
+        """Where `text` first appears after `after`."""
+        return self.wait_console_any([text], timeout, after)[0]
+
+    def wait_console_any(self, texts, timeout=120, after=0):
+        """The first of `texts` to appear after `after`: (its index, the text)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            console = self.console_text()
+            found = sorted((console.index(t, after), t) for t in texts if t in console[after:])
+            if found:
+                return found[0]
+            assert self.proc.poll() is None, f"QEMU exited while waiting for one of {texts!r} on the console"
+            assert time.monotonic() < deadline, f"none of {texts!r} appeared on the serial console"
+            time.sleep(0.5)
+
+    def type(self, text):
+        self.serial.sendall(text.encode())
+
+    def api(self, method, path, body=None):
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}{path}",
+            data=data,
+            method=method,
+            headers={"Content-Type": "application/json", **({"X-CSRF-Token": self.csrf} if self.csrf else {})},
+        )
+        try:
+            with self.http.open(request, timeout=120) as response:
+                return response.status, json.loads(response.read() or b"null")
+        except urllib.error.HTTPError as exc:
+            return exc.code, json.loads(exc.read() or b"null")
+
+    def file_status(self, run_id, name):
+        """The HTTP status of one of a run's raw files, as the run page links it."""
+        try:
+            with self.http.open(f"http://127.0.0.1:{self.port}/runs/{run_id}/files/{name}", timeout=60) as response:
+                return response.status
+        except urllib.error.HTTPError as exc:
+            return exc.code
+
+    def wait_for_ui(self):
+        """Seconds from QEMU's start to the web UI's first answer."""
+        deadline = self.started + BOOT_TIMEOUT_S
+        while True:
+            assert self.proc.poll() is None, "QEMU exited during boot"
+            try:
+                status, session = self.api("GET", "/api/session")
+                if status == 200:
+                    self.csrf = session["csrf_token"]
+                    return time.monotonic() - self.started
+            except (OSError, ValueError):
+                pass
+            assert time.monotonic() < deadline, "the web UI did not answer"
+            time.sleep(1)
+
+    def login(self, pin):
+        status, body = self.api("POST", "/api/login", {"pin": pin})
+        assert status == 200, body
+        self.csrf = body["csrf_token"]
+
+    def boot(self, pin):
+        boot_s = self.wait_for_ui()
+        print(f"\nboot time: {boot_s:.1f} s from QEMU's start to the web UI answering")
+        self.login(pin)
+
+    def start_run(self, drive):
+        status, body = self.api(
+            "POST", "/api/runs", {"drive": drive["path"], "suite": "smoke", "confirm": drive["confirm_id"]}
+        )
+        assert status == 201, body
+        return body["id"]
+
+    def progress(self, run_id):
+        status, body = self.api("GET", f"/api/runs/{run_id}/progress")
+        assert status == 200, body
+        return body
+
+    def wait_run(self, run_id):
+        started = time.monotonic()
+        while (state := self.progress(run_id)["state"]) in ("queued", "running"):
+            assert time.monotonic() - started < RUN_TIMEOUT_S, f"run {run_id} did not end"
+            time.sleep(2)
+        return state, time.monotonic() - started
+
+    def run(self, run_id):
+        status, body = self.api("GET", f"/api/runs/{run_id}")
+        assert status == 200, body
+        return body
+
+    def status_screen(self):
+        """Wait for the status screen, which reads the Enter that leaves it. Between a shell's exit and the
+        next status screen nothing reads the serial port, and what is typed then is lost."""
+        self.wait_console("Press Enter for a shell.", after=self.shell_ended)
+
+    def shell(self, command):
+        """Run a command in a root shell on the serial console (Enter leaves the status screen; exit goes
+        back to it) and return its output, between {{{ and }}}. The typed command holds those marks only split
+        by quotes, so that its echo is never mistaken for the output. It is typed once the shell has shown its
+        prompt; a shell that still ends without running it (seen on a busy host) is opened again."""
+        for _ in range(3):
+            self.status_screen()
+            mark = len(self.console_text())
+            self.type("\r")
+            opened = self.wait_console("A root shell.", after=mark)
+            typed = self.wait_console("# ", after=opened)
+            self.type(f'echo "{{{{""{{$({command} 2>&1)}}""}}}}"; exit\r')
+            start, found = self.wait_console_any(["{{{", "Press Enter for a shell."], after=typed)
+            if found == "{{{":
+                end = self.wait_console("}}}", after=start + 3)
+                self.shell_ended = end
+                return self.console_text()[start + 3 : end].strip()
+            self.shell_ended = typed
+        raise AssertionError(f"the shell on the serial console ended three times without running {command!r}")
+
+    def poweroff(self):
+        """Enter leaves the status screen for a shell; poweroff goes through init's shutdown."""
+        self.status_screen()
+        mark = len(self.console_text())
+        self.type("\r")
+        self.wait_console("# ", after=self.wait_console("A root shell.", after=mark))
+        self.type("poweroff\r")
+        assert self.proc.wait(timeout=120) == 0
+
+    def kill(self):
+        """The power cut."""
+        self.proc.kill()
+        self.proc.wait()
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.kill()
+        self.serial.close()
+        self.reader.join(timeout=5)
+        self.log.close()
