@@ -322,10 +322,30 @@ def test_every_metric_names_where_it_came_from(smoke_run):
 
 def test_a_histogram_log_of_empty_bins_gives_no_series(tmp_path):
     """fio writes a clat_hist log of zeros when it keeps no completion-latency percentiles (clat_percentiles=0, as
-    the suites set it): no empty histogram is stored."""
+    the test suites set it): no empty histogram is stored."""
     line = ", ".join(["1007", "0", "4096"] + ["0"] * fio_output.PLAT_BINS)
     (tmp_path / "step_clat_hist.1.log").write_text(line + "\n")
     assert derive.latency_histograms(str(tmp_path)) == []
     (tmp_path / "step_clat_hist.1.log").write_text(data("fio-3.33-randrw_clat_hist.1.log"))
     names = [name for name, *_ in derive.latency_histograms(str(tmp_path))]
     assert names == ["read.clat_hist", "write.clat_hist"]
+
+
+def test_each_fio_step_of_the_suites_has_its_latency_histogram(smoke_run):
+    """The shipped suites keep completion-latency percentiles, so fio fills its histogram log: every single-job
+    step that moved data has a histogram per direction, of at most the IOs fio counted (fio logs whole
+    intervals only)."""
+    run, data_dir = smoke_run
+    checked = 0
+    for s in run["steps"]:
+        if s["kind"] != "fio" or s["state"] != "done":
+            continue
+        m = metrics(s)
+        for d in ("read", "write"):
+            if f"{d}.total_ios" not in m or not m[f"{d}.total_ios"]["value"]:
+                continue
+            hist = series(run, data_dir, s, f"{d}.clat_hist")
+            counted = sum(v for _, v in points(data_dir, hist["id"]))
+            assert 0 < counted <= m[f"{d}.total_ios"]["value"], (s["key"], d, counted)
+            checked += 1
+    assert checked >= 3

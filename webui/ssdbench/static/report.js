@@ -176,13 +176,24 @@
   }
 
   // A step's completion-latency histogram from fio's clat_hist log (the IOs of every logged interval, per bin),
-  // with the step's latency percentiles from fio's JSON drawn across it.
+  // with its own percentiles marked: the first bin at which the IOs counted reach the share, as fio finds its
+  // percentiles in the same bins. The step's latency figures are of total latency, another basis, so they are
+  // not drawn across it.
+  function histogramPercentiles(s) {
+    const total = s.y.reduce((a, b) => a + b, 0);
+    return PERCENTILES.map((p) => {
+      let seen = 0;
+      const i = s.y.findIndex((count) => (seen += count) >= total * Number(p) / 100);
+      return {at: s.x[i] / 1000, p};
+    });
+  }
+
   function histogramCharts(doc, step) {
     const hists = stepSeries(doc, step).filter((s) => s.x_unit === "ns");
     if (!hists.length) return [];
-    const markers = percentileCurves(step).flatMap((c) => c.x.map((p, i) => ({
-      at: c.y[i], label: `${c.dir}${c.job ? " " + c.job : ""} ${p}`})));
-    return [{id: `hist-${step.key}`, title: `${step.title}: completion latency histogram, percentiles marked`,
+    const markers = hists.flatMap((s) => histogramPercentiles(s).map(({at, p}) => ({
+      at, label: `${s.name.replace(".clat_hist", "")} p${p}`})));
+    return [{id: `hist-${step.key}`, title: `${step.title}: completion latency histogram, its percentiles marked`,
              xAxis: X_AXES.ns, yAxis: {label: "IOs per bin (count)"}, histogram: true,
              lines: hists.map((s) => line(s.name, s)), markers}];
   }
