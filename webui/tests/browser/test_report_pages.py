@@ -43,6 +43,8 @@ def site(held):
     with web_server(held) as (_, port), sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--headless=new"])
         context = browser.new_context(viewport=SCREEN, accept_downloads=True)
+        # Limits that only bound a hang: Playwright's 30 s default is short for Chromium on a busy 2-core host.
+        context.set_default_timeout(120_000)
         page = context.new_page()
         errors = []
         page.on("pageerror", lambda exc: errors.append(str(exc)))
@@ -59,7 +61,7 @@ def height(page):
 
 
 def drawn(page):
-    page.wait_for_function("() => window.SsdbenchReport && SsdbenchReport.charts.length > 0", timeout=30_000)
+    page.wait_for_function("() => window.SsdbenchReport && SsdbenchReport.charts.length > 0")
 
 
 def saved(page, button):
@@ -112,6 +114,8 @@ def test_each_figure_has_its_chart_units_and_small_print_and_no_legend_shows_a_d
     page.get_by_role("button", name="Unfold every section", exact=True).click()
     figures = page.locator("section, details").locator("figure.chart")
     assert figures.count() == len(page.evaluate("SsdbenchReport.charts"))
+    # a completion-latency histogram for each fio step, marked with its own percentiles
+    assert page.locator("figure[data-chart^=hist-]").count() >= 3
     for small in page.locator("figure.chart p.fineprint").all_inner_texts():
         assert small.startswith("fio-") and "suite smoke " in small
     assert "–" not in "".join(page.locator(".u-legend").all_inner_texts())
