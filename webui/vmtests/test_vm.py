@@ -245,11 +245,6 @@ def test_boot_runs_upload_export_and_verify(boot, disks, tmp_path, host_lab):
     waited = time.monotonic()
     wait_until(lambda: len(lab_runs(host_lab, VM_APPLIANCE)) == 2, "the VM's two runs in the lab", timeout=300)
     in_lab = lab_runs(host_lab, VM_APPLIANCE)
-    gap = vm.run(run_ids[1])["started_at"] - vm.run(run_ids[0])["finished_at"]
-    print(
-        f"lab: the SATA run started {gap:.1f} s after the NVMe run ended (its upload between); the lab held both "
-        f"{time.monotonic() - waited:.1f} s after the test's checks of the runs"
-    )
     assert [(r["source_id"], r["serial"], r["state"]) for r in in_lab] == [
         (run_ids[0], NVME["serial"], "done"),
         (run_ids[1], SATA["serial"], "done"),
@@ -262,6 +257,11 @@ def test_boot_runs_upload_export_and_verify(boot, disks, tmp_path, host_lab):
         '. /run/ssdbench/env; grep -rlF -e "$SSDBENCH_TOKEN" /run/ssdbench/env /var/log /var/lib/ssdbench /tmp'
     )
     assert found == "/run/ssdbench/env", found
+    gap = vm.run(run_ids[1])["started_at"] - vm.run(run_ids[0])["finished_at"]
+    print(
+        f"lab: the SATA run started {gap:.1f} s after the NVMe run ended (its upload between); the lab's checks in "
+        f"the VM took {time.monotonic() - waited:.1f} s"
+    )
 
     status, body = vm.api("POST", "/api/export", {})
     assert status == 200, body
