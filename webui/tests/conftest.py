@@ -8,20 +8,27 @@ Fixtures: `loopdev` (attach a sparse file as a loop device), `data_dir` (an empt
 `smoke_run` (one run of the smoke suite, shared by the session), `small_partition` (a data folder on a small
 ext4 file system of its own) and `postgres` (a real PostgreSQL for the session, which makes a fresh database).
 Helpers: `ssdbench` (the real CLI in a child process), `web_server` (the real `ssdbench web` on a free port),
-`lab_server` (the real `ssdbench lab serve` on a free port),
+`smoke_data` and `postgres_cluster` (the bodies of `smoke_run` and `postgres`, for the VM tests too),
+`lab_server` (the real `ssdbench lab serve` on a free port), `lab` (an `ssdbench lab` command), `Browser` (a
+login to the lab's pages over HTTP),
 `show`, `wait_until`, `make_app`, `login`, `add_run` (a run written through the store, for pages that
 need one without running fio) and `add_repeat` (a repeat set of such runs)."""
 
 import contextlib
 import hashlib
+import http.cookiejar
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.parse
+import urllib.request
 from collections import namedtuple
 from types import SimpleNamespace
 
@@ -165,22 +172,29 @@ def finished_run(tmp_path_factory):
         subprocess.run(["losetup", "-d", dev], capture_output=True)
 
 
-@pytest.fixture(scope="session")
-def smoke_run(tmp_path_factory):
-    """One run of the smoke suite (every step type) on a 3 GiB loop device, shared by the session: (the run as
-    `ssdbench show` gives it, its data folder)."""
-    tmp = tmp_path_factory.mktemp("smoke")
+@contextlib.contextmanager
+def smoke_data(folder):
+    """A data folder in `folder` holding one run (run 1) of the smoke suite (every step type) on a 3 GiB loop
+    device, attached while the context lasts."""
     # Big enough that the whole-drive fill lasts more than the 1 s between bandwidth samples.
-    dev = attach(tmp / "disk.img", "3G")
+    dev = attach(folder / "disk.img", "3G")
     try:
-        data_dir = tmp / "data"
+        data_dir = folder / "data"
         proc = ssdbench(
             "run", "--suite", "smoke", "--drive", dev, "--confirm", os.path.basename(dev), data_dir=data_dir
         )
         assert proc.returncode == 0, proc.stderr
-        yield show(1, data_dir), data_dir
+        yield data_dir
     finally:
         subprocess.run(["losetup", "-d", dev], capture_output=True)
+
+
+@pytest.fixture(scope="session")
+def smoke_run(tmp_path_factory):
+    """One run of the smoke suite on a 3 GiB loop device (smoke_data), shared by the session: (the run as
+    `ssdbench show` gives it, its data folder)."""
+    with smoke_data(tmp_path_factory.mktemp("smoke")) as data_dir:
+        yield show(1, data_dir), data_dir
 
 
 @pytest.fixture(scope="session")
@@ -355,9 +369,17 @@ def add_run(
 
 @pytest.fixture(scope="session")
 def postgres():
-    """A real PostgreSQL for the session (Debian's postgresql package, lab/cluster): initdb and pg_ctl in a
-    temporary folder, on a unix socket there, run as `nobody` when the tests run as root. Yields make(), which
-    creates a fresh database and returns its URL."""
+    """A real PostgreSQL for the session (postgres_cluster). Yields make(), which creates a fresh database and
+    returns its URL."""
+    with postgres_cluster() as make:
+        yield make
+
+
+@contextlib.contextmanager
+def postgres_cluster():
+    """A real PostgreSQL while the context lasts (Debian's postgresql package, lab/cluster): initdb and pg_ctl
+    in a temporary folder, on a unix socket there, run as `nobody` when the tests run as root. Gives make(),
+    which creates a fresh database and returns its URL; skips the test without PostgreSQL."""
     from ssdbench.lab import cluster
 
     top = tempfile.mkdtemp(prefix="ssdbench-pg-")  # not under pytest's folder, which nobody cannot enter
@@ -396,3 +418,33 @@ def lab_server(db_url, store_dir, port=None):
         if server.poll() is None:
             server.terminate()
         server.wait()
+
+
+def lab(*args, db):
+    """An `ssdbench lab` command on the lab database at URL `db`, in a child process."""
+    return ssdbench("lab", *args, "--db", db)
+
+
+class Browser:
+    """Plain HTTP with cookies, as a browser logs in: the form's CSRF token, then the session cookie."""
+
+    def __init__(self, url):
+        self.url = url
+        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+
+    def get(self, path):
+        try:
+            with self.opener.open(self.url + path) as response:
+                return response.status, response.geturl(), response.read().decode()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.url, exc.read().decode()
+
+    def login(self, user, password):
+        _, _, page = self.get("/login")
+        csrf = re.search(r'name="csrf_token" value="([^"]+)"', page)[1]
+        form = urllib.parse.urlencode({"user": user, "password": password, "csrf_token": csrf}).encode()
+        try:
+            with self.opener.open(self.url + "/login", data=form) as response:
+                return response.status, response.geturl()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.url

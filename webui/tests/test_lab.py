@@ -4,7 +4,6 @@ done, and the pages show every appliance's runs side by side."""
 
 import hashlib
 import http.client
-import http.cookiejar
 import json
 import os
 import re
@@ -13,22 +12,16 @@ import signal
 import subprocess
 import sys
 import threading
-import urllib.error
 import urllib.parse
-import urllib.request
 import zipfile
 
 import psycopg
 import pytest
-from conftest import add_run, free_port, lab_server, needs_root, ssdbench, wait_until
+from conftest import Browser, add_run, free_port, lab, lab_server, needs_root, ssdbench, wait_until
 
 from ssdbench.results import bundle, store, upload
 
 pytestmark = needs_root()
-
-
-def lab(*args, db):
-    return ssdbench("lab", *args, "--db", db)
 
 
 @pytest.fixture
@@ -249,31 +242,6 @@ def two_appliances(lab_db, finished_bundle, tmp_path, url):
     for name, path in (("bench-a", finished_bundle), ("bench-b", second)):
         token = lab("token", "add", name, db=lab_db).stdout.strip()
         ssdbench("upload", path, "--to", url, "--token", token, check=True)
-
-
-class Browser:
-    """Plain HTTP with cookies, as a browser logs in: the form's CSRF token, then the session cookie."""
-
-    def __init__(self, url):
-        self.url = url
-        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
-
-    def get(self, path):
-        try:
-            with self.opener.open(self.url + path) as response:
-                return response.status, response.geturl(), response.read().decode()
-        except urllib.error.HTTPError as exc:
-            return exc.code, exc.url, exc.read().decode()
-
-    def login(self, user, password):
-        _, _, page = self.get("/login")
-        csrf = re.search(r'name="csrf_token" value="([^"]+)"', page)[1]
-        form = urllib.parse.urlencode({"user": user, "password": password, "csrf_token": csrf}).encode()
-        try:
-            with self.opener.open(self.url + "/login", data=form) as response:
-                return response.status, response.geturl()
-        except urllib.error.HTTPError as exc:
-            return exc.code, exc.url
 
 
 def test_the_lab_pages_show_every_appliances_runs_side_by_side(lab_db, finished_bundle, tmp_path):

@@ -1,11 +1,14 @@
 """make test-vm: the appliance's boot flow in QEMU (board/vm/qemu.sh), tested from the host over HTTP.
 
 The VM image comes from make vm-image. Each test boots it on copies in a temporary folder: the stick on
-USB, an NVMe and a SATA drive; the serial console goes to webui/tests/artifacts/. The two tests share the
+USB, an NVMe and a SATA drive; the serial console goes to webui/tests/artifacts/. The first two tests share the
 stick and drives and run in order: the first grows the stick's SSDB-DATA and leaves two runs on them, the
-second cuts the power.
+second cuts the power. A lab runs on the host for the module (a real PostgreSQL and `ssdbench lab serve`, the
+helpers of tests/conftest.py): the first and the last test's VMs upload their runs to it over QEMU's user
+network, and the first sets them beside a run of another appliance, this host, on the lab's compare page.
 """
 
+import concurrent.futures
 import json
 import os
 import pathlib
@@ -14,8 +17,10 @@ import subprocess
 import sys
 import time
 import zipfile
+from types import SimpleNamespace
 
 import pytest
+from conftest import Browser, lab, lab_server, postgres_cluster, smoke_data, ssdbench, wait_until
 from vm import RUN_TIMEOUT_S, VM
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -29,6 +34,8 @@ NVME = {"serial": "SSDB-NVME-0001", "model": "QEMU NVMe Ctrl", "transport": "nvm
 SATA = {"serial": "SSDB-SATA-0001", "model": "SSDB-SATA-SSD 1TB MODEL NAME OF 40 CHARS", "transport": "sata"}
 STICK_OFFSET = 1024 * 1024  # partition 1, SSDBENCH (board/vm/build-image.sh)
 STICK_SIZE = "4G"  # the stick of the two tests that share it: the image is 513 MiB, SSDB-DATA 256 MiB of it
+# The lab's names for the two appliances: the VM, and this host.
+VM_APPLIANCE, HOST_APPLIANCE = "vm-appliance", "host-appliance"
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists(os.path.join(VM_DIR, "stick.img")), reason="no VM image: make vm-image"
@@ -51,6 +58,53 @@ def disks(tmp_path_factory):
     return str(folder)
 
 
+@pytest.fixture(scope="module")
+def host_lab(tmp_path_factory):
+    """A lab on the host for the module: a real PostgreSQL and the real `ssdbench lab serve` on the host's
+    127.0.0.1, which QEMU's user network shows the VM as 10.0.2.2. `append`: the kernel options that make the
+    VM upload there, with the token of VM_APPLIANCE."""
+    started = time.monotonic()
+    with postgres_cluster() as new_db:
+        db = new_db()
+        assert lab("migrate", db=db).returncode == 0
+        store_dir = tmp_path_factory.mktemp("lab")
+        with lab_server(db, store_dir) as (_, url):
+            token = lab("token", "add", VM_APPLIANCE, db=db).stdout.strip()
+            vm_url = url.replace("//127.0.0.1:", "//10.0.2.2:")
+            print(f"\nthe lab on the host: PostgreSQL and the lab server up in {time.monotonic() - started:.1f} s")
+            yield SimpleNamespace(
+                db=db, url=url, store=store_dir, token=token, append=f"ssdbench.upload={vm_url}/ ssdbench.token={token}"
+            )
+
+
+def lab_runs(host_lab, appliance):
+    """The runs the lab holds from one appliance, as `ssdbench lab runs --json` lists them."""
+    listed = json.loads(lab("runs", "--json", db=host_lab.db).stdout)
+    return [r for r in listed if r["appliance"] == appliance]
+
+
+def holding(path, secret):
+    """The members of a bundle that hold `secret`."""
+    with zipfile.ZipFile(path) as zf:
+        return [n for n in zf.namelist() if secret.encode() in zf.read(n)]
+
+
+def check_token_kept_out(host_lab, console):
+    """The VM's token is in no bundle the lab keeps, and on the console only where the kernel shows its own
+    command line as it starts (as it shows the PIN): nothing of ssdbench prints it."""
+    for path in pathlib.Path(host_lab.store, "bundles").rglob("*.zip"):
+        assert not holding(path, host_lab.token), path
+    shown = [line for line in console.splitlines() if host_lab.token in line]
+    assert shown and all(re.match(r"\[ *[0-9.]+\] (Kernel c|C)ommand line: ", line) for line in shown), shown
+
+
+def host_smoke_bundle(folder):
+    """The other appliance's run: smoke on a loop device of this host (smoke_data), its bundle's path."""
+    folder.mkdir()
+    with smoke_data(folder) as data_dir:
+        return ssdbench("bundle", "1", "-o", str(folder), data_dir=data_dir, check=True).stdout.strip()
+
+
 @pytest.fixture
 def boot(disks, request):
     os.makedirs(ARTIFACTS, exist_ok=True)
@@ -59,8 +113,8 @@ def boot(disks, request):
         os.unlink(log)
     vms = []
 
-    def start(*extra):
-        vms.append(qemu(disks, log, extra))
+    def start(*extra, append=""):
+        vms.append(qemu(disks, log, extra, append))
         vms[-1].boot(PIN)
         return vms[-1]
 
@@ -111,9 +165,12 @@ def busy_times(run):
     return f"busy {trace['all.busy_s']:.3f} s rebuilt from fio's logs, {trace.get('kernel.busy_s')} s by io_ticks"
 
 
-def test_boot_runs_export_and_verify(boot, disks, tmp_path):
+def test_boot_runs_upload_export_and_verify(boot, disks, tmp_path, host_lab):
+    # The other appliance's run goes on beside the VM's boot and runs: fio on a loop device mostly waits.
+    host = concurrent.futures.ThreadPoolExecutor(1)
+    host_bundle = host.submit(host_smoke_bundle, tmp_path / "host")
     ns2_img, extra = second_namespace(disks)
-    vm = boot(*extra)
+    vm = boot(*extra, append=host_lab.append)
     # The stick's first boot: SSDB-DATA, 256 MiB in the image, grew to the end of the 4 GiB stick, its
     # partition first (3839 MiB: the stick less 1 MiB before SSDBENCH and its 256 MiB), then its file system.
     console = vm.console_text()
@@ -183,19 +240,71 @@ def test_boot_runs_export_and_verify(boot, disks, tmp_path):
     print(f"NVMe temperature: {len(xs)} points over the run, the longest gap {gap:.0f} ms")
     assert gap <= 5000, xs
 
+    # Each run went to the lab on the host as it ended: the runner service sent its bundle over QEMU's user network,
+    # the NVMe run's before it took the SATA run.
+    waited = time.monotonic()
+    wait_until(lambda: len(lab_runs(host_lab, VM_APPLIANCE)) == 2, "the VM's two runs in the lab", timeout=300)
+    in_lab = lab_runs(host_lab, VM_APPLIANCE)
+    assert [(r["source_id"], r["serial"], r["state"]) for r in in_lab] == [
+        (run_ids[0], NVME["serial"], "done"),
+        (run_ids[1], SATA["serial"], "done"),
+    ], in_lab
+    assert vm.shell("grep -c 'uploaded (lab runs' /var/log/ssdbench-runner.log") == "2"
+    assert vm.shell("ls /var/lib/ssdbench/upload-queue") == ""
+    # The token is in the VM where the boot put it (/proc/cmdline, root's /run/ssdbench/env), in none of the files
+    # it wrote: its logs, its results, their database, the upload queue. Read from env, never typed on the console.
+    found = vm.shell(
+        '. /run/ssdbench/env; grep -rlF -e "$SSDBENCH_TOKEN" /run/ssdbench/env /var/log /var/lib/ssdbench /tmp'
+    )
+    assert found == "/run/ssdbench/env", found
+    gap = vm.run(run_ids[1])["started_at"] - vm.run(run_ids[0])["finished_at"]
+    print(
+        f"lab: the SATA run started {gap:.1f} s after the NVMe run ended (its upload between); the lab's checks in "
+        f"the VM took {time.monotonic() - waited:.1f} s"
+    )
+
     status, body = vm.api("POST", "/api/export", {})
     assert status == 200, body
     assert sorted(item["run"] for item in body["exported"]) == run_ids
     vm.poweroff()
 
     # The stick from the host, without mounting it: mtools reads its FAT partition at its offset.
-    bundles = stick_bundles(os.path.join(disks, "stick.img"), str(tmp_path / "results"))
+    bundles = stick_bundles(os.path.join(disks, "stick.img"), str(tmp_path / "results"), host_lab.token)
     assert len(bundles) == 2 and {b.split("_")[1] for b in bundles} == {NVME["serial"], SATA["serial"]}, bundles
     assert mtools("mtype", "-i", ns2_img, "::keep.txt") == "another namespace's data\n"
+    check_token_kept_out(host_lab, vm.console_text())
+
+    # A second appliance, this host, uploads its smoke run from the CLI with a token of its own; the lab's
+    # compare page, once logged in, sets the VM's NVMe run beside it, each with the appliance that sent it.
+    started = time.monotonic()
+    token = lab("token", "add", HOST_APPLIANCE, db=host_lab.db).stdout.strip()
+    path = host_bundle.result(timeout=RUN_TIMEOUT_S)
+    host.shutdown()
+    print(f"lab: waited {time.monotonic() - started:.1f} s for the host's smoke run after the VM's power-off")
+    ssdbench("upload", path, "--to", host_lab.url, "--token", token, check=True)
+    (host_run,) = lab_runs(host_lab, HOST_APPLIANCE)
+    vm_run = in_lab[0]
+    password = lab("user", "add", "reviewer", db=host_lab.db).stdout.strip()
+    browser = Browser(host_lab.url)
+    assert browser.login("reviewer", password) == (200, host_lab.url + "/history")
+    ids = f"run={vm_run['id']}&run={host_run['id']}"
+    status, _, page = browser.get(f"/compare?{ids}")
+    assert status == 200 and f"sent by {VM_APPLIANCE}" in page and f"sent by {HOST_APPLIANCE}" in page
+    assert vm_run["origin"] in page and host_run["origin"] in page  # "run N on HOST, sent by APPLIANCE"
+    status, _, text = browser.get(f"/api/compare?{ids}")
+    compared = json.loads(text)
+    assert status == 200 and [r["appliance"] for r in compared["runs"]] == [VM_APPLIANCE, HOST_APPLIANCE]
+    assert [r["suite"] for r in compared["runs"]] == ["smoke", "smoke"]
+    print(
+        f"lab: compare of the VM's run {vm_run['id']} and the host's {host_run['id']}: "
+        f"{compared['warning'] or 'comparable'}; the second appliance and the compare took "
+        f"{time.monotonic() - started:.1f} s"
+    )
 
 
-def stick_bundles(stick_img, folder):
-    """The bundles on the stick's FAT partition, copied out with mtools (no mount), each checked by verify."""
+def stick_bundles(stick_img, folder, token):
+    """The bundles on the stick's FAT partition, copied out with mtools (no mount), each checked by verify, and
+    each without the PIN or the lab `token` the VM booted with."""
     fat = f"{stick_img}@@{STICK_OFFSET}"
     os.makedirs(folder)
     subprocess.run(
@@ -212,8 +321,10 @@ def stick_bundles(stick_img, folder):
         with zipfile.ZipFile(path) as zf:
             env = json.loads(zf.read("environment.json"))
             assert "ssdbench.pin=<redacted>" in env["kernel"]["cmdline"]
+            assert "ssdbench.token=<redacted>" in env["kernel"]["cmdline"]
             leaks = [n for n in zf.namelist() if re.search(rf"(?i)pin\W{{0,3}}{PIN}", zf.read(n).decode("latin-1"))]
             assert not leaks, leaks
+        assert not holding(path, token), path
     return [os.path.basename(p) for p in bundles]
 
 
@@ -304,9 +415,10 @@ def test_power_cut_leaves_the_run_interrupted_with_its_steps(boot, disks):
     assert mtools("mdir", "-b", "-i", full_img, "::ssdbench-results").split() == []
 
 
-def test_unattended_mode_runs_exports_and_powers_off(tmp_path):
+def test_unattended_mode_runs_uploads_exports_and_powers_off(tmp_path, host_lab):
     """ssdbench.auto=smoke: the empty NVMe drive is tested, the SATA drive is skipped because it holds a
-    partition table (nobody is there to agree to wipe it), the run is exported, and the VM powers off."""
+    partition table (nobody is there to agree to wipe it), the run is uploaded to the lab and exported, and the
+    VM powers off."""
     disks = str(tmp_path)
     subprocess.run(["cp", "--sparse=always", os.path.join(VM_DIR, "stick.img"), disks], check=True)
     subprocess.run(["truncate", "-s", "2G", os.path.join(disks, "sata.img")], check=True)
@@ -315,7 +427,8 @@ def test_unattended_mode_runs_exports_and_powers_off(tmp_path):
     log = os.path.join(ARTIFACTS, "vm-console-unattended.log")
     if os.path.exists(log):
         os.unlink(log)
-    vm = qemu(disks, log, append="ssdbench.auto=smoke")
+    before = lab_runs(host_lab, VM_APPLIANCE)
+    vm = qemu(disks, log, append=f"ssdbench.auto=smoke {host_lab.append}")
     try:
         started = time.monotonic()
         assert vm.proc.wait(timeout=RUN_TIMEOUT_S) == 0, "the VM did not power itself off"
@@ -324,5 +437,9 @@ def test_unattended_mode_runs_exports_and_powers_off(tmp_path):
         vm.close()
     console = vm.console_text()
     assert "skipped: holds data (partition" in console and "ssdbench.auto: done, powering off" in console
-    bundles = stick_bundles(os.path.join(disks, "stick.img"), str(tmp_path / "results"))
+    bundles = stick_bundles(os.path.join(disks, "stick.img"), str(tmp_path / "results"), host_lab.token)
     assert len(bundles) == 1 and bundles[0].split("_")[1] == NVME["serial"], bundles
+    # The power-off waited for the runner service, which had sent the run to the lab as it ended.
+    sent = [r for r in lab_runs(host_lab, VM_APPLIANCE) if r not in before]
+    assert [(r["source_id"], r["serial"], r["state"]) for r in sent] == [(1, NVME["serial"], "done")], sent
+    check_token_kept_out(host_lab, console)
