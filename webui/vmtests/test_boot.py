@@ -12,10 +12,9 @@ webui/tests/artifacts/boot-console-*.log.
 import os
 import re
 import subprocess
-import time
 
 import pytest
-from vm import BOOT_TIMEOUT_S, VM
+from vm import VM
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BOOT_DIR = os.path.join(TOP, "build", "boot")
@@ -45,12 +44,10 @@ def test_the_stick_boots_to_the_web_ui(firmware, tmp_path):
         os.unlink(log)
     vm = VM([QEMU_SH, firmware, stick], str(tmp_path), log)
     try:
-        vm.wait_console("Linux version", timeout=BOOT_TIMEOUT_S)
-        kernel_s = time.monotonic() - vm.started
         ui_s = vm.wait_for_ui()
-        print(
-            f"\n{firmware}: the kernel started {kernel_s:.1f} s and the web UI answered {ui_s:.1f} s after QEMU's start"
-        )
+        print(f"\n{firmware}: the web UI answered {ui_s:.1f} s after QEMU's start")
+        # loglevel=4: the kernel does not echo its command line, where a tester's PIN and lab token go.
+        assert "command line" not in vm.console_text().lower(), "the kernel echoed its command line on the console"
         assert vm.shell("test -d /sys/firmware/efi && echo uefi || echo bios") == firmware
         assert vm.shell("cat /proc/cmdline") == f"BOOT_IMAGE=/bzImage {default_entry()}"
         # The stick found by its labels, its SSDB-DATA holding the results.
