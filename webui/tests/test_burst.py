@@ -172,16 +172,24 @@ def figures(step):
     return {m["name"]: m for m in step["metrics"]}
 
 
-@needs_root()
-def test_a_drive_that_writes_a_burst_in_half_a_period_idles_the_rest_on_a_fixed_clock(loopdev, tmp_path):
+def throttled_burst(loopdev, data_dir, writes_per_s):
+    """The burst suite run to done on a loop device whose writes are throttled: (run, its burst step's folder,
+    each writer's periods from fio's logs, when the first was due, how many whole periods, the step's
+    figures)."""
     dev, _ = loopdev()
-    with throttled(dev, 2000) as join:  # 977 writes: about 0.5 s of a 1 s period
-        proc, run, step = run_burst(dev, tmp_path / "data", join)
+    with throttled(dev, writes_per_s) as join:
+        proc, run, step = run_burst(dev, data_dir, join)
     assert proc.returncode == 0 and step["state"] == "done", (proc.stderr, step["error"])
-    out_dir = tmp_path / "data" / step["out_dir"]
+    out_dir = data_dir / step["out_dir"]
     writers = periods_from_fio(out_dir)
     due, whole = due_and_whole(writers, out_dir)
-    m = figures(step)
+    return run, out_dir, writers, due, whole, figures(step)
+
+
+@needs_root()
+def test_a_drive_that_writes_a_burst_in_half_a_period_idles_the_rest_on_a_fixed_clock(loopdev, tmp_path):
+    # 977 writes: about 0.5 s of a 1 s period
+    run, out_dir, writers, due, whole, m = throttled_burst(loopdev, tmp_path / "data", 2000)
     assert whole >= 3 and m["background_periods"]["value"] == whole
     for k in range(whole):
         start = min(mine[k][0] for mine in writers)
@@ -211,14 +219,8 @@ def test_a_drive_that_writes_a_burst_in_half_a_period_idles_the_rest_on_a_fixed_
 
 @needs_root()
 def test_a_drive_too_slow_for_the_target_overruns_every_period_and_the_next_starts_at_once(loopdev, tmp_path):
-    dev, _ = loopdev()
-    with throttled(dev, 500) as join:  # 977 writes: about 2 s of a 1 s period
-        proc, run, step = run_burst(dev, tmp_path / "data", join)
-    assert proc.returncode == 0 and step["state"] == "done", (proc.stderr, step["error"])
-    out_dir = tmp_path / "data" / step["out_dir"]
-    writers = periods_from_fio(out_dir)
-    due, whole = due_and_whole(writers, out_dir)
-    m = figures(step)
+    # 977 writes: about 2 s of a 1 s period
+    _, out_dir, writers, due, whole, m = throttled_burst(loopdev, tmp_path / "data", 500)
     assert whole >= 3 and m["overrun_periods"]["value"] == m["background_periods"]["value"] == whole
     for mine in writers:
         for k in sorted(mine)[1:]:

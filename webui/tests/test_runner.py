@@ -322,6 +322,14 @@ def sampled_after(data_dir, run_id, key, after_s):
     return any(x >= start + after_s * 1000 for x, _ in series.get("temperature", []))
 
 
+def held_in_cool_down(data_dir, run, sensor, seconds):
+    """Once the run has read its drive's idle 40 °C, heat the drive to 50 °C and wait until rand-read-4k's
+    cool-down has idled `seconds`: the run stays there until the sensor cools."""
+    wait_until(lambda: run_series(data_dir, run.id)[1].get("temperature"), "the first temperature point")
+    set_sensor(sensor, 50)
+    wait_until(lambda: sampled_after(data_dir, run.id, "rand-read-4k", seconds), f"{seconds} s into the cool-down")
+
+
 def sampler_alive(run_id):
     return any(t.name == f"run {run_id} temperature" for t in threading.enumerate())
 
@@ -337,10 +345,7 @@ def test_temperature_is_sampled_through_the_whole_run(loopdev, tmp_path):
     sensor = tmp_path / "temp1_input"
     set_sensor(sensor, 40)
     with run_with_sensor(dev, data_dir, sensor, warning_c=45) as r:
-        # The run has read its idle temperature, 40 °C, once its sampler has written a point.
-        wait_until(lambda: run_series(data_dir, r.id)[1].get("temperature"), "the first temperature point")
-        set_sensor(sensor, 50)
-        wait_until(lambda: sampled_after(data_dir, r.id, "rand-read-4k", 2), "2 s of samples in the cool-down")
+        held_in_cool_down(data_dir, r, sensor, 2)
         set_sensor(sensor, 40)
         wait_until(lambda: not r.thread.is_alive(), "the run to end")
     assert r.outcome == ("done", None)
@@ -375,9 +380,7 @@ def test_another_drive_on_the_same_node_fails_the_run_before_its_next_step(loopd
     sensor = tmp_path / "temp1_input"
     set_sensor(sensor, 40)
     with run_with_sensor(dev, data_dir, sensor, warning_c=45) as r:
-        wait_until(lambda: run_series(data_dir, r.id)[1].get("temperature"), "the first temperature point")
-        set_sensor(sensor, 50)
-        wait_until(lambda: sampled_after(data_dir, r.id, "rand-read-4k", 1), "the cool-down of rand-read-4k")
+        held_in_cool_down(data_dir, r, sensor, 1)
         subprocess.run(["losetup", "-d", dev], check=True)
         # udev may still hold the node open for a moment after the detach: attach once it is free.
         wait_until(lambda: subprocess.run(["losetup", dev, str(other)]).returncode == 0, f"{dev} to take {other}")
@@ -408,9 +411,7 @@ def test_a_partition_that_fills_while_the_drive_idles_fails_the_next_step_before
     sensor = data_dir.parent / "temp1_input"
     set_sensor(sensor, 40)
     with run_with_sensor(dev, data_dir, sensor, warning_c=45) as r:
-        wait_until(lambda: run_series(data_dir, r.id)[1].get("temperature"), "the first temperature point")
-        set_sensor(sensor, 50)
-        wait_until(lambda: sampled_after(data_dir, r.id, "rand-read-4k", 1), "the cool-down of rand-read-4k")
+        held_in_cool_down(data_dir, r, sensor, 1)
         fill(data_dir)
         set_sensor(sensor, 40)
         wait_until(lambda: not r.thread.is_alive(), "the run to end")
@@ -461,9 +462,7 @@ def test_cancel_during_a_cool_down_stops_the_sampler(loopdev, tmp_path):
     sensor = tmp_path / "temp1_input"
     set_sensor(sensor, 40)
     with run_with_sensor(dev, data_dir, sensor, warning_c=None) as r:
-        wait_until(lambda: run_series(data_dir, r.id)[1].get("temperature"), "the first temperature point")
-        set_sensor(sensor, 50)  # the drive never cools: rand-read-4k idles until the cancel
-        wait_until(lambda: sampled_after(data_dir, r.id, "rand-read-4k", 1), "samples in the cool-down")
+        held_in_cool_down(data_dir, r, sensor, 1)  # the drive never cools: rand-read-4k idles until the cancel
         assert sampler_alive(r.id)
         db = store.connect(data_dir)
         store.request_cancel(db, r.id)
