@@ -10,7 +10,7 @@ VERSION := $(VERSION)
 # and checks it against its hash (a wheel build does the same).
 VENDOR = webui/ssdbench/static/vendor
 
-.PHONY: help setup assets lint test test-vm test-boot bench lab vm-image demo
+.PHONY: help setup assets lint test test-vm test-boot bench lab vm-image demo screenshots
 LAB_HOST ?= 127.0.0.1
 LAB_PORT ?= 8090
 
@@ -19,6 +19,7 @@ help:
 	@echo "make assets  fetch the pinned uPlot into $(VENDOR)"
 	@echo "make lint    ruff on webui/, shellcheck on the shell scripts of board/, overlay/ and .ci/"
 	@echo "make test    run every test (needs root: loop devices, real fio)"
+	@echo "make screenshots  make the README's screenshots (docs/screenshots) again in chromium"
 	@echo "make bench   measure the harness against plain fio, result ingestion, the web and the lab"
 	@echo "make lab     a local lab (results server) on its own PostgreSQL in build/lab, on port 8090"
 	@echo "make vm-image  build the VM test image from Debian packages: $(VM_DIR)/"
@@ -50,6 +51,10 @@ test: assets
 	cd webui && $(PYTEST) -q
 	@$(MAKE) --no-print-directory test-vm
 	@$(MAKE) --no-print-directory test-boot
+
+# The README's screenshots, made again from the report pages' browser test.
+screenshots: assets
+	cd webui && SSDBENCH_SCREENSHOTS=$(CURDIR)/docs/screenshots $(PYTEST) -q tests/browser/test_report_pages.py
 
 bench: assets
 	cd webui && $(PYTHON) bench/bench_engine.py
