@@ -17,7 +17,7 @@ import zipfile
 
 import psycopg
 import pytest
-from conftest import Browser, add_run, free_port, lab, lab_server, needs_root, ssdbench, wait_until
+from conftest import Browser, free_port, lab, lab_server, needs_root, ssdbench, two_appliances, wait_until
 
 from ssdbench.results import bundle, store, upload
 
@@ -232,16 +232,6 @@ def test_a_dead_servers_linked_bundle_goes_unless_its_row_committed(lab_db, fini
     with lab_server(lab_db, store):
         assert set(kept(store)) == {committed}
         assert not dead.exists() and not (store / "incoming" / "gone-1-abcd.lock").exists()
-
-
-def two_appliances(lab_db, finished_bundle, tmp_path, url):
-    """The finished run from appliance bench-a, and another run (written through the store) from bench-b."""
-    other = tmp_path / "other"
-    add_run(other, model="Other SSD 2TB", serial="B456")
-    second = ssdbench("bundle", "1", "-o", str(tmp_path), data_dir=other, check=True).stdout.strip()
-    for name, path in (("bench-a", finished_bundle), ("bench-b", second)):
-        token = lab("token", "add", name, db=lab_db).stdout.strip()
-        ssdbench("upload", path, "--to", url, "--token", token, check=True)
 
 
 def test_the_lab_pages_show_every_appliances_runs_side_by_side(lab_db, finished_bundle, tmp_path):

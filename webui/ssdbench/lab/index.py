@@ -119,6 +119,7 @@ def list_runs(conn):
 def _row(r):
     return {
         **r,
+        "standard": int(r["standard"]),  # as an appliance's store gives it (the API's document: 0 or 1)
         "origin": f"run {r['source_id']} on {r['host']}, sent by {r['appliance']}",
         "percent": 100.0,
         "repeat_id": None,

@@ -105,6 +105,7 @@ def create_app(config):
     app.register_blueprint(api.bp)
     if app.config.get("SSDBENCH_LAB_DB"):
         app.register_blueprint(lab.bp)  # the upload route, on a lab only
+        keep_only(app, LAB_ENDPOINTS)
     app.context_processor(lambda: {"lab_mode": bool(app.config.get("SSDBENCH_LAB_DB"))})
     app.after_request(security_headers)
     app.teardown_appcontext(close_db)
@@ -123,13 +124,19 @@ def start_lab(app):
     finally:
         conn.close()
     app.extensions["ssdbench.shelf"] = shelf.Shelf(app.config["SSDBENCH_LAB_STORE"])
-    app.before_request(lab_only)
 
 
-def lab_only():
-    """The appliance's pages and API are not found in a lab."""
-    if flask.request.endpoint not in LAB_ENDPOINTS:
-        flask.abort(404)
+def keep_only(app, endpoints):
+    """A URL map of these endpoints' rules alone: the appliance's pages and API are not found in a lab, and a
+    path's 405 and its Allow name only the methods a lab serves there."""
+    kept = app.url_map_class(host_matching=app.url_map.host_matching)
+    for rule in app.url_map.iter_rules():
+        if rule.endpoint in endpoints:
+            copy = rule.empty()
+            # Flask's own mark on the rule: answer OPTIONS itself, never with the view.
+            copy.provide_automatic_options = rule.provide_automatic_options
+            kept.add(copy)
+    app.url_map = kept
 
 
 def security_headers(response):

@@ -1,4 +1,5 @@
-"""The JSON API under /api/: what every page shows, for scripts too. Described in /api/openapi.json."""
+"""The JSON API under /api/: what every page shows, for scripts too. Described in /api/openapi.json (in a lab,
+with the upload of web/lab)."""
 
 import os
 import tempfile
@@ -42,7 +43,7 @@ def check_request():
     if not is_api() or request.url_rule is None:
         return None
     try:
-        g.query = validate.check(openapi.DOCUMENT)
+        g.query = validate.check(document())
     except validate.Refused as exc:
         return error(str(exc), exc.status)
     return None
@@ -60,9 +61,14 @@ def json_errors(exc):
     return response
 
 
+def document():
+    """The API this server keeps: an appliance's, or a lab's."""
+    return openapi.LAB_DOCUMENT if lab_mode() else openapi.DOCUMENT
+
+
 @bp.get("/openapi.json")
 def openapi_document():
-    return jsonify(openapi.DOCUMENT)
+    return jsonify(document())
 
 
 @bp.get("/drives")

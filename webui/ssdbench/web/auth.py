@@ -87,7 +87,8 @@ def csrf_token():
 
 
 def is_api():
-    return request.path.startswith("/api/")
+    """A request to the JSON API: /api/, and a lab's /lab/ (its upload)."""
+    return request.path.startswith(("/api/", "/lab/"))
 
 
 def _pin():

@@ -1,12 +1,14 @@
 """The OpenAPI 3.1 description of the JSON API: the one source of its rules.
 
 web/validate.py checks every /api/ request against this document (path, query, body), so the server
-refuses exactly what the document forbids. Each operation's error answers follow from what it takes:
+refuses exactly what the document forbids. A lab serves LAB_DOCUMENT instead: the reading part of the same
+operations, and the appliances' upload. Each operation's error answers follow from what it takes:
 a body or a query can be refused (400), a run id can name no run (404), a session is needed (401), a
 state change needs the CSRF token (403), a body can be too large (413).
 """
 
 from .. import __version__
+from ..lab.receive import MAX_BUNDLE_BYTES
 from ..results import headline, store
 from ..run.repeat import MAX_TIMES
 from ..suites import locked, user_traces
@@ -709,5 +711,67 @@ DOCUMENT = {
         "/api/openapi.json": {
             "get": _operation("This document", {"200": _json("OpenAPI 3.1", {"type": "object"})}, security=[])
         },
+    },
+}
+
+
+# What a lab serves of the API (web.LAB_ENDPOINTS): reading runs, their bundles and comparisons.
+LAB_OPERATIONS = {
+    "/api/session": ("get",),
+    "/api/runs": ("get",),
+    "/api/runs/{run_id}": ("get",),
+    "/api/runs/{run_id}/bundle": ("get",),
+    "/api/compare": ("get",),
+    "/api/openapi.json": ("get",),
+}
+UPLOAD = {
+    "summary": "An appliance uploads a result bundle (ssdbench upload, or its runner service): kept once, as it came",
+    "security": [{"token": []}],
+    "requestBody": {
+        "required": True,
+        "content": {"application/zip": {"schema": {"type": "string", "format": "binary"}}},
+    },
+    "responses": {
+        "200": _json(
+            "the lab had the bundle already",
+            _object(
+                {"sha256": {"type": "string"}, "stored": {"const": False}, "runs": {"type": "array"}},
+                ["sha256", "stored", "runs"],
+            ),
+        ),
+        "201": _json(
+            "kept; the lab's ids of its runs",
+            _object(
+                {"sha256": {"type": "string"}, "stored": {"const": True}, "runs": {"type": "array"}},
+                ["sha256", "stored", "runs"],
+            ),
+        ),
+        "401": _json("no valid token (Authorization: Bearer TOKEN, from ssdbench lab token add NAME)", ERROR),
+        "411": _json("the body has no Content-Length", ERROR),
+        "413": _json(f"the bundle is over {MAX_BUNDLE_BYTES >> 30} GiB", ERROR),
+        "422": _json("not a bundle that verifies: nothing of it is kept", ERROR),
+    },
+}
+LAB_DOCUMENT = {
+    **DOCUMENT,
+    "info": {
+        **DOCUMENT["info"],
+        "title": "ssdbench lab",
+        "description": "Reading needs a session: POST /login (a form: user, password, and csrf_token from GET "
+        "/api/session) with a lab user's name and password. An appliance uploads with its token instead, "
+        "as `Authorization: Bearer TOKEN`. Every answer is JSON, errors too, except a bundle.",
+    },
+    "components": {
+        "securitySchemes": {
+            **DOCUMENT["components"]["securitySchemes"],
+            "token": {"type": "http", "scheme": "bearer"},
+        }
+    },
+    "paths": {
+        **{
+            path: {k: v for k, v in DOCUMENT["paths"][path].items() if k in methods or k == "parameters"}
+            for path, methods in LAB_OPERATIONS.items()
+        },
+        "/lab/bundles": {"post": UPLOAD},
     },
 }
