@@ -724,6 +724,18 @@ LAB_OPERATIONS = {
     "/api/compare": ("get",),
     "/api/openapi.json": ("get",),
 }
+
+
+def _uploaded(description, stored):
+    return _json(
+        description,
+        _object(
+            {"sha256": {"type": "string"}, "stored": {"const": stored}, "runs": {"type": "array"}},
+            ["sha256", "stored", "runs"],
+        ),
+    )
+
+
 UPLOAD = {
     "summary": "An appliance uploads a result bundle (ssdbench upload, or its runner service): kept once, as it came",
     "security": [{"token": []}],
@@ -732,20 +744,8 @@ UPLOAD = {
         "content": {"application/zip": {"schema": {"type": "string", "format": "binary"}}},
     },
     "responses": {
-        "200": _json(
-            "the lab had the bundle already",
-            _object(
-                {"sha256": {"type": "string"}, "stored": {"const": False}, "runs": {"type": "array"}},
-                ["sha256", "stored", "runs"],
-            ),
-        ),
-        "201": _json(
-            "kept; the lab's ids of its runs",
-            _object(
-                {"sha256": {"type": "string"}, "stored": {"const": True}, "runs": {"type": "array"}},
-                ["sha256", "stored", "runs"],
-            ),
-        ),
+        "200": _uploaded("the lab had the bundle already", stored=False),
+        "201": _uploaded("kept; the lab's ids of its runs", stored=True),
         "401": _json("no valid token (Authorization: Bearer TOKEN, from ssdbench lab token add NAME)", ERROR),
         "411": _json("the body has no Content-Length", ERROR),
         "413": _json(f"the bundle is over {MAX_BUNDLE_BYTES >> 30} GiB", ERROR),

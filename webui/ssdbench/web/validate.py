@@ -115,11 +115,15 @@ def _object_problem(schema, value, where):
     return None
 
 
+def openapi_path(rule):
+    """A Flask URL rule as the document names its path: /api/runs/<int:run_id> is /api/runs/{run_id}."""
+    return re.sub(r"<(?:[^:<>]+:)?([^<>]+)>", r"{\1}", rule)
+
+
 def operation(document, rule, method):
     """The document's operation for a Flask URL rule and method, with the path item's parameters; None if
     it has none (a HEAD is checked as its GET)."""
-    path = re.sub(r"<(?:[^:<>]+:)?([^<>]+)>", r"{\1}", rule)
-    item = document["paths"].get(path, {})
+    item = document["paths"].get(openapi_path(rule), {})
     found = item.get("get" if method == "HEAD" else method.lower())
     if found is None:
         return None
