@@ -19,6 +19,7 @@ import psycopg
 import pytest
 from conftest import Browser, free_port, lab, lab_server, needs_root, ssdbench, two_appliances, wait_until
 
+from ssdbench.lab import access as lab_access
 from ssdbench.results import bundle, store, upload
 
 pytestmark = needs_root()
@@ -75,9 +76,16 @@ def test_migrate_is_idempotent_and_the_server_wants_a_current_schema(postgres, t
     assert proc.returncode == 2 and "--db postgresql://USER@HOST/DB, or $SSDBENCH_LAB_DB" in proc.stderr
 
 
+def test_no_token_begins_with_a_dash_which_a_command_line_would_take_for_an_option():
+    # A bare urlsafe token began with "-" once in 64 and failed CI: ssdbench upload --token -x... is an error.
+    tokens = [lab_access.new_token() for _ in range(2000)]
+    assert all(t.startswith(lab_access.TOKEN_PREFIX) and len(t) >= 48 for t in tokens)
+    assert len(set(tokens)) == len(tokens)
+
+
 def test_tokens_are_stored_hashed_and_a_revoked_one_uploads_nothing(lab_db, finished_bundle, tmp_path):
     token = lab("token", "add", "bench-a", db=lab_db).stdout.strip()
-    assert len(token) >= 40
+    assert token.startswith(lab_access.TOKEN_PREFIX) and len(token) >= 48
     assert lab("token", "add", "bench-a", db=lab_db).returncode == 2  # one valid token per appliance
     stored = rows(lab_db, "SELECT * FROM appliances")
     assert stored and token not in repr(stored)

@@ -15,6 +15,9 @@ from ..errors import SsdbenchError
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 TOKEN_BYTES = 32
+# A fixed start: a token never begins with "-", which a command line would take for an option
+# (ssdbench upload --token -x... fails), and a leaked one is easy to recognise.
+TOKEN_PREFIX = "ssdb_"
 # scrypt's cost: about 50 ms and 16 MiB a login, so that a stolen table is slow to guess from.
 SCRYPT = {"n": 2**14, "r": 8, "p": 1}
 
@@ -29,10 +32,14 @@ def _token_hash(token):
     return hashlib.sha256(token.encode()).hexdigest()
 
 
+def new_token():
+    return TOKEN_PREFIX + secrets.token_urlsafe(TOKEN_BYTES)
+
+
 def add_token(conn, name):
     """A new token for the appliance `name`, returned once. A revoked appliance gets a new one under its name."""
     check_name(name, "appliance")
-    token = secrets.token_urlsafe(TOKEN_BYTES)
+    token = new_token()
     with conn.transaction():
         row = conn.execute("SELECT revoked_at FROM appliances WHERE name=%s FOR UPDATE", (name,)).fetchone()
         if row is not None and row["revoked_at"] is None:
