@@ -762,10 +762,11 @@ LAB_DOCUMENT = {
         "as `Authorization: Bearer TOKEN`. Every answer is JSON, errors too, except a bundle.",
     },
     "components": {
+        **DOCUMENT["components"],
         "securitySchemes": {
             **DOCUMENT["components"]["securitySchemes"],
             "token": {"type": "http", "scheme": "bearer"},
-        }
+        },
     },
     "paths": {
         **{
