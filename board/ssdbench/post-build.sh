@@ -7,8 +7,28 @@
 
 set -eu
 
+BOARD_DIR=$(cd "$(dirname "$0")" && pwd)
 TARGET="${1:-$TARGET_DIR}"
 RELEASE="${SSDBENCH_RELEASE:-unknown}"
+
+# The initscripts package installs S11modules with rcS and rcK: the
+# appliance's drivers are built in, and no module list exists to load.
+rm -f "$TARGET/etc/init.d/S11modules"
+
+# The init scripts the image will run are exactly the appliance's list
+# (init-scripts beside this script): a package that adds a daemon or a
+# timer job to the boot fails the build here, by name.
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+grep -v '^#' "$BOARD_DIR/init-scripts" | sort > "$WORK/wanted"
+(cd "$TARGET/etc/init.d" && find . -maxdepth 1 -name 'S??*' | sed 's|^\./||' | sort) > "$WORK/found"
+if ! unexpected=$(diff "$WORK/wanted" "$WORK/found"); then
+	echo "post-build.sh: /etc/init.d differs from board/ssdbench/init-scripts" \
+		"(< listed but missing, > present but not listed):" >&2
+	echo "$unexpected" | grep '^[<>]' >&2
+	exit 1
+fi
+echo "post-build.sh: init scripts: $(grep -v '^#' "$BOARD_DIR/init-scripts" | paste -sd ' ' -)"
 
 # A build ID: when this image was built (UTC), or SOURCE_DATE_EPOCH for a
 # reproducible build.

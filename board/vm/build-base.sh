@@ -32,8 +32,10 @@ INITRD=No mmdebstrap --variant=essential \
 	bookworm "$ROOT" $SOURCES
 
 # The kernel's own initramfs is never used (the whole root file system is
-# the initramfs), and neither are perl and udev, which packaging pulls in.
-rm -rf "$ROOT"/boot/initrd.img-* "$ROOT"/usr/lib/udev "$ROOT"/usr/share/perl \
+# the initramfs), and neither is perl, which packaging pulls in. udev
+# keeps its rules, not its hardware database (nor does the appliance's).
+rm -rf "$ROOT"/boot/initrd.img-* "$ROOT"/usr/lib/udev/hwdb.bin "$ROOT"/usr/lib/udev/hwdb.d \
+	"$ROOT"/etc/udev/hwdb.bin "$ROOT"/usr/share/perl \
 	"$ROOT"/usr/lib/x86_64-linux-gnu/perl "$ROOT"/usr/lib/x86_64-linux-gnu/libperl.so* \
 	"$ROOT"/var/cache/apt "$ROOT"/var/lib/apt/lists "$ROOT"/var/cache/debconf/*-old
 

@@ -16,7 +16,7 @@
 #              it), nvme.img and sata.img (made here if missing, sparse)
 # Environment: SSDBENCH_PIN (the login PIN), SSDBENCH_HOST_PORT (the host
 # port forwarded to the web UI, default 8080), SSDBENCH_APPEND (more
-# kernel command line). The NVMe controller is nvme0: a test can add a
+# kernel command line). The rest of the command line is grub.cfg's. The NVMe controller is nvme0: a test can add a
 # namespace to it (-device nvme-ns,bus=nvme0,nsid=2,...).
 set -eu
 
@@ -32,6 +32,10 @@ for drive in nvme sata; do
 	fi
 done
 
+# On a PC, GRUB passes the UUID of the partition it booted from
+# (grub.cfg): the appliance's stick is the disk that holds it.
+STICK_UUID=$(blkid -p -O 1048576 -o value -s UUID "$DISK_DIR/stick.img")
+
 # TCG, never KVM: the same on every machine, CI included. usb-storage
 # waits a second per device by default before it scans.
 # The SATA model fills all 40 characters of ATA IDENTIFY: the SCSI INQUIRY
@@ -40,7 +44,7 @@ SATA_MODEL="SSDB-SATA-SSD 1TB MODEL NAME OF 40 CHARS"
 exec qemu-system-x86_64 -accel tcg -m 1024 -smp 2 \
 	-nodefaults -no-user-config -display none \
 	-kernel "$IMAGE_DIR/vmlinuz" -initrd "$IMAGE_DIR/initrd.img" \
-	-append "console=ttyS0,115200 usb-storage.delay_use=0 ${SSDBENCH_PIN:+ssdbench.pin=$SSDBENCH_PIN} ${SSDBENCH_APPEND:-}" \
+	-append "console=ttyS0,115200 net.ifnames=0 ssdbench.stick=$STICK_UUID usb-storage.delay_use=0 ${SSDBENCH_PIN:+ssdbench.pin=$SSDBENCH_PIN} ${SSDBENCH_APPEND:-}" \
 	-device qemu-xhci,id=xhci \
 	-drive if=none,id=stick,file="$DISK_DIR/stick.img",format=raw \
 	-device usb-storage,bus=xhci.0,drive=stick,serial=SSDBENCH-STICK \

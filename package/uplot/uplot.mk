@@ -13,7 +13,9 @@ UPLOT_SOURCE = uplot-$(UPLOT_VERSION).tgz
 UPLOT_LICENSE = MIT
 UPLOT_LICENSE_FILES = LICENSE
 
-# The ssdbench package serves these from its static/vendor/ folder.
+# The ssdbench package serves these from its static/vendor/ folder. The
+# MIT licence asks for its text to go with every copy: it lies beside
+# them, under the name make assets gives it.
 UPLOT_VENDOR_DIR = $(TARGET_DIR)/usr/lib/python$(PYTHON3_VERSION_MAJOR)/site-packages/ssdbench/static/vendor
 
 define UPLOT_INSTALL_TARGET_CMDS
@@ -21,6 +23,8 @@ define UPLOT_INSTALL_TARGET_CMDS
 		$(UPLOT_VENDOR_DIR)/uPlot.iife.min.js
 	$(INSTALL) -D -m 0644 $(@D)/dist/uPlot.min.css \
 		$(UPLOT_VENDOR_DIR)/uPlot.min.css
+	$(INSTALL) -D -m 0644 $(@D)/LICENSE \
+		$(UPLOT_VENDOR_DIR)/uPlot.LICENSE
 endef
 
 $(eval $(generic-package))

@@ -11,6 +11,9 @@ from conftest import data, needs_root, ssdbench
 from ssdbench.drives import discovery, tool_output
 
 
+NO_BOOT = discovery.Boot()
+
+
 def node(name):
     return next(n for n in tool_output.lsblk(data("lsblk.json")) if n["name"] == name)
 
@@ -28,17 +31,45 @@ def base(n):
 
 def test_verdicts_on_the_drives_qemu_emulates():
     nvme, sata, usb = node("nvme0n1"), node("sda"), node("sdb")
-    assert discovery.verdict(base(nvme), nvme, False, False, set(), None)["eligible"]
-    assert discovery.verdict(base(sata), sata, False, False, set(), None)["reason"] == "empty SATA drive"
-    v = discovery.verdict(base(usb), usb, False, True, set(), None)
+    assert discovery.verdict(base(nvme), nvme, False, False, set(), NO_BOOT)["eligible"]
+    assert discovery.verdict(base(sata), sata, False, False, set(), NO_BOOT)["reason"] == "empty SATA drive"
+    v = discovery.verdict(base(usb), usb, False, True, set(), NO_BOOT)
     assert not v["eligible"] and "mounted file systems (/dev/sdb1 on /mnt/usb)" in v["reason"]
     usb_unmounted = {**base(usb), "mounts": []}
-    v = discovery.verdict(usb_unmounted, usb, False, False, set(), None)
+    v = discovery.verdict(usb_unmounted, usb, False, False, set(), NO_BOOT)
     assert not v["eligible"] and "USB-attached" in v["reason"]
-    v = discovery.verdict(usb_unmounted, usb, False, True, set(), None)
+    v = discovery.verdict(usb_unmounted, usb, False, True, set(), NO_BOOT)
     assert v["eligible"] and v["needs_wipe_confirmation"] and "partition sdb1" in v["reason"]
-    assert "boot stick" in discovery.verdict(base(nvme), nvme, False, False, set(), "nvme0n1")["reason"]
-    assert "running system" in discovery.verdict(base(sata), sata, False, False, {"sda"}, None)["reason"]
+    booted_from_nvme = discovery.Boot(frozenset({"nvme0n1"}))
+    assert "boot stick" in discovery.verdict(base(nvme), nvme, False, False, set(), booted_from_nvme)["reason"]
+    assert "running system" in discovery.verdict(base(sata), sata, False, False, {"sda"}, NO_BOOT)["reason"]
+
+
+def test_the_stick_is_the_disk_holding_the_partition_grub_booted_from():
+    image = [(None, None), ("SSDBENCH", "531A-305D"), ("SSDB-DATA", "0b6d3f8e-8c5a-4c1e-9a43-1f5e0f3c2a10")]
+    old_image = [(None, None), ("SSDBENCH", "1C2E-77F0"), ("SSDB-DATA", "5a1b0c9d-2e3f-4a5b-8c7d-6e5f4a3b2c1d")]
+    booted = discovery.Boot(frozenset({"sdb"}), "531A-305D")
+    assert discovery.is_boot_stick("sdb", image, booted)
+    # A test SSD that once had an image written to it is a drive like any other.
+    assert not discovery.is_boot_stick("sda", old_image, booted)
+    # A copy of the very image that booted holds the partition too: kept out, whichever disk S30stick took.
+    assert discovery.is_boot_stick("nvme0n1", image, booted)
+    # Booted without the stick's GRUB (no UUID known): an ssdbench image's labels are enough to keep a disk out.
+    assert discovery.is_boot_stick("sda", old_image, NO_BOOT)
+    assert not discovery.is_boot_stick("sda", [(None, None), ("DATA", "AAAA-BBBB")], NO_BOOT)
+
+
+def test_the_boot_flow_names_the_stick(tmp_path, monkeypatch):
+    cmdline, disks = tmp_path / "cmdline", tmp_path / "boot-disk"
+    # GRUB's probe writes a FAT UUID in lower case, blkid and lsblk in upper case.
+    cmdline.write_text("BOOT_IMAGE=/bzImage console=tty1 ssdbench.stick=531a-305d loglevel=4\n")
+    disks.write_text("sdb\nsdc\n")
+    monkeypatch.setattr(discovery, "CMDLINE", str(cmdline))
+    monkeypatch.setattr(discovery, "BOOT_DISK_FILE", str(disks))
+    assert discovery.boot_stick() == discovery.Boot(frozenset({"sdb", "sdc"}), "531A-305D")
+    cmdline.write_text("BOOT_IMAGE=/bzImage ssdbench.stick= loglevel=4\n")
+    disks.unlink()
+    assert discovery.boot_stick() == discovery.Boot()
 
 
 @needs_root()

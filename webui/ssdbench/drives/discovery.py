@@ -8,6 +8,7 @@ import glob
 import json
 import os
 import re
+from typing import NamedTuple
 
 from ..errors import SsdbenchError
 from ..system import sysfs, tools
@@ -16,11 +17,13 @@ from . import tool_output
 SYS = "/sys"
 LSBLK_COLUMNS = (
     "NAME,KNAME,PATH,TYPE,SIZE,MODEL,SERIAL,REV,TRAN,LOG-SEC,PHY-SEC,ROTA,DISC-MAX,"
-    "MOUNTPOINTS,FSTYPE,PTTYPE,LABEL,HOTPLUG,RM,RO,PKNAME"
+    "MOUNTPOINTS,FSTYPE,PTTYPE,LABEL,UUID,HOTPLUG,RM,RO,PKNAME"
 )
-# Partition labels that mark the appliance's own stick (board/ssdbench/genimage.cfg).
+# The partition labels of an ssdbench image (board/ssdbench/genimage.cfg).
 BOOT_LABELS = ("SSDBENCH", "SSDB-DATA")
+# The disks the boot flow took for the stick (overlay/etc/init.d/S30stick), one a line.
 BOOT_DISK_FILE = "/run/ssdbench/boot-disk"
+CMDLINE = "/proc/cmdline"
 PCIE_GEN = {"2.5": 1, "5.0": 2, "8.0": 3, "16.0": 4, "32.0": 5, "64.0": 6}
 SATA_GEN = {"1.5": 1, "3.0": 2, "6.0": 3}
 
@@ -41,14 +44,40 @@ def mounts(node):
     return [f"/dev/{dev} on {mnt}" for dev, mnt in _mounts(node)]
 
 
-def _labels(node):
-    return [node.get("label")] + [lab for c in node.get("children", []) for lab in _labels(c)]
+def _file_systems(node):
+    """(label, UUID) of every file system in a device's tree."""
+    own = [(node.get("label"), node.get("uuid"))]
+    return own + [fs for c in node.get("children", []) for fs in _file_systems(c)]
 
 
-def boot_disk():
-    """The disk named by the boot flow as the appliance stick, if any."""
-    name = os.environ.get("SSDBENCH_BOOT_DISK") or sysfs.read(BOOT_DISK_FILE)
-    return os.path.basename(name) if name else None
+class Boot(NamedTuple):
+    """What names the appliance's own stick: the disks the boot flow took for it, and the UUID of the
+    partition GRUB booted from (ssdbench.stick= on the kernel line, board/ssdbench/grub.cfg)."""
+
+    disks: frozenset = frozenset()
+    uuid: str = None
+
+
+def boot_stick():
+    names = os.environ.get("SSDBENCH_BOOT_DISK") or sysfs.read(BOOT_DISK_FILE) or ""
+    words = (sysfs.read(CMDLINE) or "").split()
+    uuid = next((w.partition("=")[2] for w in words if w.startswith("ssdbench.stick=")), "")
+    return Boot(frozenset(os.path.basename(n) for n in names.split()), uuid.upper() or None)
+
+
+def is_boot_stick(name, file_systems, boot):
+    """Whether disk `name`, holding `file_systems` ((label, UUID) each), is the appliance's own stick: a disk the
+    boot flow took for it, or one that holds the partition GRUB booted from. A system not booted by the stick's
+    GRUB knows no UUID: then any disk with an ssdbench image's labels may be the stick."""
+    if name in boot.disks:
+        return True
+    if boot.uuid:
+        return any((uuid or "").upper() == boot.uuid for _, uuid in file_systems)
+    return any(label in BOOT_LABELS for label, _ in file_systems)
+
+
+def old_image(file_systems):
+    return any(label in BOOT_LABELS for label, _ in file_systems)
 
 
 def _transport(node):
@@ -235,7 +264,7 @@ def _enrich_ata(drive, notes):
     drive["trim_supported"] = ident["trim_supported"] or drive.get("trim_supported")
 
 
-def describe(node, named=False, allow_usb=False, root_disks=(), boot_disk=None):
+def describe(node, named=False, allow_usb=False, root_disks=(), boot=Boot()):
     """One drive's identity and verdict, from its lsblk node."""
     name = node["name"]
     notes = []
@@ -276,11 +305,14 @@ def describe(node, named=False, allow_usb=False, root_disks=(), boot_disk=None):
     drive["confirm_id"] = drive["serial"] or name
     drive["development_target"] = transport == "loop"
     drive["notes"] = notes
-    drive.update(verdict(drive, node, named, allow_usb, root_disks, boot_disk))
+    drive.update(verdict(drive, node, named, allow_usb, root_disks, boot))
+    if not drive["eligible"] or not old_image(_file_systems(node)):
+        return drive
+    notes.append("holds an ssdbench image that this system did not boot from: a drive like any other")
     return drive
 
 
-def verdict(drive, node, named, allow_usb, root_disks, boot_disk):
+def verdict(drive, node, named, allow_usb, root_disks, boot):
     name, transport = drive["name"], drive["transport"]
 
     def no(reason):
@@ -288,7 +320,7 @@ def verdict(drive, node, named, allow_usb, root_disks, boot_disk):
 
     if name in root_disks:
         return no("holds the running system: never a target")
-    if name == boot_disk or any(lab in BOOT_LABELS for lab in _labels(node)):
+    if is_boot_stick(name, _file_systems(node), boot):
         return no("this is the ssdbench boot stick: never a target")
     if drive["mounts"]:
         return no(f"has mounted file systems ({', '.join(drive['mounts'])}): unmount them first")
@@ -332,7 +364,7 @@ def discover(named=(), allow_usb=False):
     tree = _lsblk()
     by_path = {n["path"]: n for n in tree}
     roots = _root_disks(tree)
-    boot = boot_disk()
+    boot = boot_stick()
     named_paths = []
     for path in named:
         real = os.path.realpath(path)
@@ -353,7 +385,7 @@ def discover(named=(), allow_usb=False):
             continue
         if named and not is_named:
             continue
-        drives.append(describe(node, named=is_named, allow_usb=allow_usb, root_disks=roots, boot_disk=boot))
+        drives.append(describe(node, named=is_named, allow_usb=allow_usb, root_disks=roots, boot=boot))
     return drives
 
 

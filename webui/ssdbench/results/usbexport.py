@@ -32,7 +32,7 @@ def sticks(named=()):
     for path in named:
         if not (os.path.exists(path) and stat.S_ISBLK(os.stat(path).st_mode)):
             raise SsdbenchError(f"{path} is not a block device: name the stick's partition, e.g. /dev/sdb1")
-    boot = discovery.boot_disk()
+    boot = discovery.boot_stick()
     found = {}
     for paths, only_usb in (((), True), (tuple(named), False)):
         if not paths and not only_usb:
@@ -41,8 +41,9 @@ def sticks(named=()):
             if only_usb and disk.get("tran") != "usb":
                 continue
             name = disk.get("pkname") or disk["name"]  # a partition named on its own knows its disk
-            for node in [disk] + disk.get("children", []):
-                probe = file_system(node["path"])
+            nodes = [(node, file_system(node["path"])) for node in [disk] + disk.get("children", [])]
+            on_boot_stick = discovery.is_boot_stick(name, [(p.get("LABEL"), p.get("UUID")) for _, p in nodes], boot)
+            for node, probe in nodes:
                 if probe.get("TYPE") in FILE_SYSTEMS:
                     found[node["path"]] = {
                         "device": node["path"],
@@ -53,7 +54,7 @@ def sticks(named=()):
                         "model": disk.get("model"),
                         "serial": disk.get("serial"),
                         "mountpoint": next((m for m in node.get("mountpoints") or [] if m), None),
-                        "boot": name == boot or probe.get("LABEL") in discovery.BOOT_LABELS,
+                        "boot": on_boot_stick,
                     }
     return list(found.values())
 
