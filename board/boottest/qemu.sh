@@ -7,7 +7,9 @@
 # Usage: qemu.sh bios|uefi STICK [QEMU OPTION...]
 #   STICK  the image; the VM writes to it (SSDB-DATA), so boot a copy
 # Environment: SSDBENCH_HOST_PORT, the host port forwarded to the web UI
-# (default 8080).
+# (default 8080); SSDBENCH_STICK_BOOTINDEX, the stick's place in the
+# firmware's boot order (default 0: first), for a test that puts a disk of
+# its own before it.
 
 set -eu
 
@@ -32,12 +34,12 @@ esac
 # TCG, never KVM: the same on every machine, CI included. A graphics card,
 # as every PC has (GRUB and the kernel draw on it, unseen). The network
 # card has no boot ROM, so that neither firmware spends time on a network
-# boot; the stick is the first boot device.
+# boot.
 exec qemu-system-x86_64 -accel tcg -m 1024 -smp 2 \
 	-nodefaults -no-user-config -display none -device VGA \
 	-device qemu-xhci,id=xhci \
 	-drive if=none,id=stick,file="$STICK",format=raw \
-	-device usb-storage,bus=xhci.0,drive=stick,serial=SSDBENCH-STICK,bootindex=0 \
+	-device usb-storage,bus=xhci.0,drive=stick,serial=SSDBENCH-STICK,bootindex="${SSDBENCH_STICK_BOOTINDEX:-0}" \
 	-netdev user,id=net,hostfwd=tcp:127.0.0.1:"${SSDBENCH_HOST_PORT:-8080}"-:80 \
 	-device virtio-net-pci,netdev=net,romfile= \
 	"$@"

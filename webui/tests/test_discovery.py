@@ -61,7 +61,7 @@ def test_the_stick_is_the_disk_holding_the_partition_grub_booted_from():
 
 def test_the_boot_flow_names_the_stick(tmp_path, monkeypatch):
     cmdline, disks = tmp_path / "cmdline", tmp_path / "boot-disk"
-    # GRUB's probe writes a FAT UUID in lower case, blkid and lsblk in upper case.
+    # blkid and lsblk write a FAT UUID in upper case; one typed on the kernel line may be in lower case.
     cmdline.write_text("BOOT_IMAGE=/bzImage console=tty1 ssdbench.stick=531a-305d loglevel=4\n")
     disks.write_text("sdb\nsdc\n")
     monkeypatch.setattr(discovery, "CMDLINE", str(cmdline))
