@@ -17,6 +17,11 @@ BUILDROOT_SHA256 ?= ae7f706f087b9ae9083a10a587368dfbf53103c28bf81c2d690198dc4090
 # A Buildroot source tree to use instead of the downloaded release, e.g. a
 # git export of the same tag. make br-check needs one.
 BUILDROOT_DIR ?=
+# A kernel source (a tree, or its .tar.xz) for make br-check's merge of
+# linux.fragment: by default Debian's newest linux-source package, which
+# .ci/run installs. The image builds Linux 6.18; make image checks its
+# merged configuration too.
+LINUX_SOURCE ?= $(lastword $(sort $(wildcard /usr/src/linux-source-*.tar.xz)))
 
 # Buildroot's output directory; the image is $(BR_OUTPUT)/images/ssdbench-<version>.img
 BR_OUTPUT ?= $(CURDIR)/output
@@ -54,3 +59,8 @@ $(BR_RELEASE_DIR)/Makefile: $(BR_OUTPUT)/$(BUILDROOT_TARBALL)
 br-check:
 	@BUILDROOT_DIR="$(BUILDROOT_DIR)" BUILDROOT_VERSION="$(BUILDROOT_VERSION)" \
 		board/ssdbench/br-check.sh
+	@if [ -n "$(LINUX_SOURCE)" ]; then \
+		board/ssdbench/linux-config-check.sh --merge "$(LINUX_SOURCE)"; \
+	else \
+		echo "SKIPPED: linux.fragment's merge: no LINUX_SOURCE (apt-get install linux-source-6.12)"; \
+	fi

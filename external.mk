@@ -7,4 +7,11 @@ SSDBENCH_RELEASE := $(shell git -C $(BR2_EXTERNAL_SSDBENCH_PATH) describe --tags
 endif
 export SSDBENCH_RELEASE
 
+# The kernel keeps every line of linux.fragment and builds in every driver
+# of linux.required: checked on its merged configuration, before it builds.
+define SSDBENCH_LINUX_CONFIG_CHECK
+	$(BR2_EXTERNAL_SSDBENCH_PATH)/board/ssdbench/linux-config-check.sh $(LINUX_DIR)/.config
+endef
+LINUX_PRE_BUILD_HOOKS += SSDBENCH_LINUX_CONFIG_CHECK
+
 include $(sort $(wildcard $(BR2_EXTERNAL_SSDBENCH_PATH)/package/*/*.mk))

@@ -1,8 +1,9 @@
 #!/bin/sh
 # Checks that the kernel configuration keeps every line of linux.fragment
-# (beside this script): Kconfig drops a symbol without a word when one of
-# its dependencies is unmet or it was renamed, and a driver the appliance
-# counts on would be missing from the image.
+# (beside this script), and builds in every driver of linux.required:
+# Kconfig drops a symbol without a word when one of its dependencies is
+# unmet or it was renamed, and a driver the appliance counts on would be
+# missing from the image.
 #
 #   linux-config-check.sh CONFIG
 #       checks a merged configuration: make image runs it on the kernel's
@@ -18,6 +19,7 @@ set -eu
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 FRAGMENT=${LINUX_FRAGMENT:-$HERE/linux.fragment}
+REQUIRED=$HERE/linux.required
 
 fail() {
 	echo "linux-config-check: FAILED: $*" >&2
@@ -25,9 +27,12 @@ fail() {
 }
 
 # Every CONFIG_ line of the fragment, and every "is not set" one, must be
-# in the configuration as written.
+# in the configuration as written; every driver of linux.required =y.
 check() {
-	missing=$(grep -E '^(CONFIG_[A-Za-z0-9_]+=|# CONFIG_[A-Za-z0-9_]+ is not set$)' "$FRAGMENT" |
+	missing=$({
+		grep -E '^(CONFIG_[A-Za-z0-9_]+=|# CONFIG_[A-Za-z0-9_]+ is not set$)' "$FRAGMENT"
+		grep -v '^#' "$REQUIRED" | awk 'NF { print "CONFIG_" $1 "=y" }'
+	} | sort -u |
 		while read -r line; do
 			case "$line" in
 				"# "*)
@@ -45,11 +50,12 @@ check() {
 			esac
 		done)
 	if [ -n "$missing" ]; then
-		echo "linux-config-check: $1 lacks what linux.fragment sets:" >&2
+		echo "linux-config-check: $1 lacks what linux.fragment sets or linux.required needs:" >&2
 		echo "$missing" >&2
 		fail "linux.fragment does not survive the merge"
 	fi
-	echo "linux-config-check: ok: all $(grep -cE '^(CONFIG_|# CONFIG_)' "$FRAGMENT") lines of linux.fragment kept in $1"
+	echo "linux-config-check: ok: all $(grep -cE '^(CONFIG_|# CONFIG_)' "$FRAGMENT") lines of linux.fragment" \
+		"kept in $1, and the $(grep -cv '^#' "$REQUIRED") drivers of linux.required built in"
 }
 
 merge() {

@@ -10,8 +10,7 @@ from conftest import data, needs_root, ssdbench
 
 from ssdbench.drives import discovery, tool_output
 
-
-NO_BOOT = discovery.Boot()
+NO_BOOT = discovery.NO_BOOT
 
 
 def node(name):

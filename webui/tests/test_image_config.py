@@ -6,26 +6,19 @@ make test-boot boots the layout that grub.cfg and genimage.cfg describe."""
 import os
 import pathlib
 import re
+import subprocess
 
 TOP = pathlib.Path(__file__).resolve().parents[2]
 FRAGMENT = os.path.join(TOP, "board", "ssdbench", "linux.fragment")
 DEFCONFIG = TOP / "configs" / "ssdbench_x86_64_defconfig"
 BOARD = TOP / "board" / "ssdbench"
-NEEDED = {
-    "VMD": "NVMe drives behind Intel VMD, on laptops and desktops with RST",
-    "BLK_DEV_NVME": "NVMe drives",
-    "SATA_AHCI": "SATA drives",
-    "USB_STORAGE": "export sticks and USB drives",
-    "USB_RTL8152": "Realtek USB network adapters",
-    "USB_NET_AX88179_178A": "ASIX USB 3 network adapters",
-    "USB_NET_CDCETHER": "CDC Ethernet adapters and docks",
-    "USB_NET_CDC_NCM": "CDC NCM adapters and docks",
-    "IGC": "Intel 2.5G NICs",
-    "IXGBE": "Intel 10G NICs",
-    "I40E": "Intel 10G/40G NICs",
-    "AQTION": "Aquantia/Marvell 2.5G to 10G NICs",
-    "R8169": "Realtek onboard NICs",
-}
+REQUIRED = BOARD / "linux.required"
+
+
+def needed():
+    """{symbol: what for} of linux.required, the drivers real testbeds need (linux-config-check.sh reads it too)."""
+    lines = [line.split(None, 1) for line in REQUIRED.read_text().splitlines() if line and not line.startswith("#")]
+    return dict(lines)
 
 
 def fragment():
@@ -42,9 +35,30 @@ def fragment():
 
 def test_the_kernel_builds_in_the_drivers_real_testbeds_need():
     found, count = fragment()
-    missing = {name: why for name, why in NEEDED.items() if found.get(name) != "y"}
+    missing = {name: why for name, why in needed().items() if found.get(name) != "y"}
     assert not missing, missing
     assert [name for name, n in count.items() if n > 1] == []  # a later line would silently win
+
+
+def test_the_kernel_check_names_each_line_the_merge_dropped(tmp_path):
+    """linux-config-check.sh on a merged configuration (make image runs it before the kernel builds; make
+    br-check after merging the fragment into a real kernel's configuration): a line of the fragment or a
+    required driver that Kconfig dropped fails it, by name."""
+    check = str(BOARD / "linux-config-check.sh")
+    found, _ = fragment()
+    merged = [f"CONFIG_{name}={value}" for name, value in found.items()]
+    config = tmp_path / ".config"
+    config.write_text("\n".join(merged) + "\n")
+    assert subprocess.run([check, str(config)], capture_output=True).returncode == 0
+    # An unmet dependency: Kconfig leaves the symbol out; a choice the merge changed: another value.
+    config.write_text("\n".join(m for m in merged if not m.startswith("CONFIG_USB4=")) + "\n")
+    with open(config, "a") as f:
+        f.write("CONFIG_SCSI_MPT3SAS=m\n")
+    config.write_text(config.read_text().replace("CONFIG_SCSI_MPT3SAS=y\n", ""))
+    failed = subprocess.run([check, str(config)], capture_output=True, text=True)
+    assert failed.returncode == 1
+    assert "CONFIG_USB4=y, but CONFIG_USB4 is unknown or its dependencies unmet" in failed.stderr
+    assert "CONFIG_SCSI_MPT3SAS=y, but CONFIG_SCSI_MPT3SAS=m" in failed.stderr
 
 
 def test_the_root_file_system_is_compressed_once():

@@ -83,7 +83,8 @@ def test_the_stick_boots_to_the_web_ui_as_the_second_disk(firmware, tmp_path):
     log = os.path.join(ARTIFACTS, f"boot-console-{firmware}.log")
     if os.path.exists(log):
         os.unlink(log)
-    vm = VM([QEMU_SH, firmware, stick, *first_disk(str(tmp_path))], str(tmp_path), log, {"SSDBENCH_STICK_BOOTINDEX": "1"})
+    second = {"SSDBENCH_STICK_BOOTINDEX": "1"}
+    vm = VM([QEMU_SH, firmware, stick, *first_disk(str(tmp_path))], str(tmp_path), log, second)
     try:
         ui_s = vm.wait_for_ui()
         print(f"\n{firmware}: the web UI answered {ui_s:.1f} s after QEMU's start")

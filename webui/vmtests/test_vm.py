@@ -1,7 +1,8 @@
 """make test-vm: the appliance's boot flow in QEMU (board/vm/qemu.sh), tested from the host over HTTP.
 
 The VM image comes from make vm-image. Each test boots it on copies in a temporary folder: the stick on
-USB, an NVMe and a SATA drive; the serial console goes to webui/tests/artifacts/. The first two tests share the
+USB, an NVMe and a SATA drive (which holds an old ssdbench image, as a test SSD the image was once written to);
+the serial console goes to webui/tests/artifacts/. The first two tests share the
 stick and drives and run in order: the first grows the stick's SSDB-DATA and leaves two runs on them, the
 second cuts the power. A lab runs on the host for the module (a real PostgreSQL and `ssdbench lab serve`, the
 helpers of tests/conftest.py): the first and the last test's VMs upload their runs to it over QEMU's user
@@ -13,15 +14,17 @@ import json
 import os
 import pathlib
 import re
+import struct
 import subprocess
 import sys
 import time
+import urllib.request
 import zipfile
 from types import SimpleNamespace
 
 import pytest
 from conftest import Browser, lab, lab_server, postgres_cluster, smoke_data, ssdbench, wait_until
-from vm import RUN_TIMEOUT_S, VM
+from vm import RUN_TIMEOUT_S, VM, free_port
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 VM_DIR = os.path.join(TOP, "build", "vm")
@@ -34,6 +37,14 @@ NVME = {"serial": "SSDB-NVME-0001", "model": "QEMU NVMe Ctrl", "transport": "nvm
 SATA = {"serial": "SSDB-SATA-0001", "model": "SSDB-SATA-SSD 1TB MODEL NAME OF 40 CHARS", "transport": "sata"}
 STICK_OFFSET = 1024 * 1024  # partition 1, SSDBENCH (board/vm/build-image.sh)
 STICK_SIZE = "4G"  # the stick of the two tests that share it: the image is 513 MiB, SSDB-DATA 256 MiB of it
+# The old image on the SATA drive: its SSDBENCH's volume ID, as another build of the image gave it.
+OLD_IMAGE_UUID = 0x0DD51DEA
+# The appliance's init scripts (what rcS starts), as post-build.sh checks them.
+INIT_SCRIPTS = sorted(
+    line
+    for line in pathlib.Path(TOP, "board", "ssdbench", "init-scripts").read_text().splitlines()
+    if line and not line.startswith("#")
+)
 # The lab's names for the two appliances: the VM, and this host.
 VM_APPLIANCE, HOST_APPLIANCE = "vm-appliance", "host-appliance"
 
@@ -50,12 +61,24 @@ def qemu(disks, console_log, extra=(), append=""):
 
 @pytest.fixture(scope="module")
 def disks(tmp_path_factory):
-    """The stick (a copy of the built one, on a larger stick: the rest of it is a sparse hole) and empty
-    drives, for both tests."""
+    """The stick (a copy of the built one, on a larger stick: the rest of it is a sparse hole), an empty NVMe
+    drive and a SATA drive holding an old image, for both tests."""
     folder = tmp_path_factory.mktemp("vm")
     subprocess.run(["cp", "--sparse=always", os.path.join(VM_DIR, "stick.img"), str(folder)], check=True)
     subprocess.run(["truncate", "-s", STICK_SIZE, os.path.join(folder, "stick.img")], check=True)
+    old_image(os.path.join(folder, "sata.img"))
     return str(folder)
+
+
+def old_image(path):
+    """A 2 GiB drive that once had the image written to it, by another build: the stick's layout and labels,
+    SSDBENCH with another volume ID (the UUID that tells one image from another)."""
+    subprocess.run(["cp", "--sparse=always", os.path.join(VM_DIR, "stick.img"), path], check=True)
+    subprocess.run(["truncate", "-s", "2G", path], check=True)
+    with open(path, "r+b") as f:
+        for sector in (0, 6):  # FAT32's boot sector and its backup: the volume ID at byte 0x43
+            f.seek(STICK_OFFSET + sector * 512 + 0x43)
+            f.write(struct.pack("<I", OLD_IMAGE_UUID))
 
 
 @pytest.fixture(scope="module")
@@ -171,11 +194,24 @@ def test_boot_runs_upload_export_and_verify(boot, disks, tmp_path, host_lab):
     host_bundle = host.submit(host_smoke_bundle, tmp_path / "host")
     ns2_img, extra = second_namespace(disks)
     vm = boot(*extra, append=host_lab.append)
+    # The stick is the disk holding the partition it booted from (ssdbench.stick=, as GRUB passes it): the USB
+    # one, not the SATA drive with an old image, which is neither mounted nor grown.
+    stick = vm.shell("cat /run/ssdbench/boot-disk")
+    assert "/usb" in vm.shell(f"readlink -f /sys/block/{stick}"), stick
+    assert vm.shell("grep ' /var/lib/ssdbench ' /proc/mounts").split()[0] == f"/dev/{stick}2"
     # The stick's first boot: SSDB-DATA, 256 MiB in the image, grew to the end of the 4 GiB stick, its
     # partition first (3839 MiB: the stick less 1 MiB before SSDBENCH and its 256 MiB), then its file system.
     console = vm.console_text()
-    assert re.search(r"SSDB-DATA: partition 2 of sd[a-z] grown to the end of the stick: 256 MiB -> 3839 MiB", console)
+    assert f"SSDB-DATA: partition 2 of {stick} grown to the end of the stick: 256 MiB -> 3839 MiB" in console
     assert "SSDB-DATA: file system grown online: 256 MiB -> " in console and "not grown" not in console
+    assert console.count("grown to the end of the stick") == 1
+    # A quiet image: rcS starts the appliance's scripts and no other, and no cron or log daemon runs.
+    assert vm.shell("cd /etc/init.d && ls S??*").split() == INIT_SCRIPTS
+    assert not {"crond", "syslogd", "klogd"} & set(vm.shell("ps -o comm").split())
+    # uPlot's licence goes with it.
+    assert "Permission is hereby granted" in vm.shell(
+        "cat /usr/lib/python3/dist-packages/ssdbench/static/vendor/uPlot.LICENSE"
+    )
     blocks, block = vm.shell("stat -f -c '%b %S' /var/lib/ssdbench").split()
     print(f"SSDB-DATA on a {STICK_SIZE} stick: {int(blocks) * int(block) / 1e9:.2f} GB")
     assert int(blocks) * int(block) > 3.5e9
@@ -192,7 +228,13 @@ def test_boot_runs_upload_export_and_verify(boot, disks, tmp_path, host_lab):
     for want in (NVME, SATA):
         drive = by_serial(found, want["serial"])
         assert (drive["model"], drive["transport"], drive["eligible"]) == (want["model"], want["transport"], True)
-    assert by_serial(found, SATA["serial"])["identity_source"] == "ATA IDENTIFY (smartctl)"
+    sata = by_serial(found, SATA["serial"])
+    assert sata["identity_source"] == "ATA IDENTIFY (smartctl)"
+    # The old image makes it a drive that holds data: Start wipes it only with destroy_data.
+    assert sata["needs_wipe_confirmation"] and not sata["mounts"], sata
+    assert "holds an ssdbench image that this system did not boot from: a drive like any other" in sata["notes"]
+    old_data = os.path.basename(sata["path"]) + "2"
+    assert vm.shell(f"cat /sys/class/block/{old_data}/size") == str(256 * 2048), "the old image's SSDB-DATA grew"
     assert by_serial(found, NVME["serial"])["identity_source"] == "NVMe Identify Controller (nvme-cli)"
     sticks = [d for d in found if d["transport"] == "usb"]
     assert len(sticks) == 1 and not sticks[0]["eligible"], sticks
@@ -351,11 +393,38 @@ def full_stick(folder, free=200_000):
     ]
 
 
+def late_network_adapter():
+    """QEMU options for the user network of a USB network adapter that is plugged in later (usb-net: CDC
+    Ethernet, as many adapters and docks), on 10.0.3.0/24, its port 80 forwarded to a free host port; and
+    that port."""
+    port = free_port()
+    return ["-netdev", f"user,id=late,net=10.0.3.0/24,hostfwd=tcp:127.0.0.1:{port}-:80"], port
+
+
+def serves_ui(port):
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/session", timeout=10) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
 def test_power_cut_leaves_the_run_interrupted_with_its_steps(boot, disks):
     full_img, extra = full_stick(disks)
-    vm = boot(*extra)
+    late, late_port = late_network_adapter()
+    vm = boot(*extra, *late)
     # The stick's second boot: its SSDB-DATA already fills it, and is left alone.
-    assert "Looking for the ssdbench stick: sd" in vm.console_text() and "grown" not in vm.console_text()
+    assert "Looking for the ssdbench stick (partition UUID " in vm.console_text()
+    assert "grown" not in vm.console_text()
+
+    # A USB network adapter plugged in after boot gets an address by DHCP (udev starts it), the status screen
+    # shows it, and the web UI answers through it.
+    plugged = time.monotonic()
+    mark = len(vm.console_text())
+    vm.qmp("device_add", driver="usb-net", netdev="late", bus="xhci.0", id="late")
+    wait_until(lambda: serves_ui(late_port), "the web UI through the adapter plugged in after boot")
+    vm.wait_console("Web UI: http://10.0.3.15/", after=mark)
+    print(f"a USB network adapter plugged in after boot served the web UI {time.monotonic() - plugged:.1f} s later")
 
     # Export to a vfat stick that fills up partway through a bundle (the Debian kernel's vfat driver):
     # a clear error, and nothing left on the stick under the bundle's name or a temporary one.

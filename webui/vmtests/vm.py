@@ -1,6 +1,7 @@
 """One boot of a VM in QEMU, driven from the host: its serial console read from a socket and saved to a
-log, a root shell typed on it, and an HTTP client with a session for the web UI, which QEMU forwards to a
-free host port. Shared by test_vm.py and test_boot.py."""
+log, a root shell typed on it, an HTTP client with a session for the web UI, which QEMU forwards to a
+free host port, and QEMU's machine protocol (QMP) to plug devices in while it runs. Shared by test_vm.py and
+test_boot.py."""
 
 import http.cookiejar
 import json
@@ -31,10 +32,12 @@ class VM:
         on a socket in folder."""
         self.port = free_port()
         sock = os.path.join(folder, "serial.sock")
+        self.qmp_path = os.path.join(folder, "qmp.sock")
         self.started = time.monotonic()
         # wait=on: QEMU waits for us to connect, so the console is read from its first byte.
         self.proc = subprocess.Popen(
-            [*command, "-serial", "chardev:ser", "-chardev", f"socket,id=ser,path={sock},server=on,wait=on"],
+            [*command, "-serial", "chardev:ser", "-chardev", f"socket,id=ser,path={sock},server=on,wait=on"]
+            + ["-qmp", f"unix:{self.qmp_path},server=on,wait=off"],
             env={**os.environ, **(env or {}), "SSDBENCH_HOST_PORT": str(self.port)},
         )
         deadline = time.monotonic() + 30
@@ -83,6 +86,20 @@ class VM:
             assert self.proc.poll() is None, f"QEMU exited while waiting for one of {texts!r} on the console"
             assert time.monotonic() < deadline, f"none of {texts!r} appeared on the serial console"
             time.sleep(0.5)
+
+    def qmp(self, command, **arguments):
+        """One QMP command (device_add: a device plugged in while the VM runs), on a connection of its own."""
+        with socket.socket(socket.AF_UNIX) as sock:
+            sock.settimeout(60)
+            sock.connect(self.qmp_path)
+            replies = sock.makefile("r")
+            json.loads(replies.readline())  # QEMU's greeting
+            for message in ({"execute": "qmp_capabilities"}, {"execute": command, "arguments": arguments}):
+                sock.sendall(json.dumps(message).encode() + b"\n")
+                while "event" in (reply := json.loads(replies.readline())):
+                    pass
+                assert "return" in reply, (message, reply)
+            return reply["return"]
 
     def type(self, text):
         self.serial.sendall(text.encode())
@@ -135,9 +152,10 @@ class VM:
         self.login(pin)
 
     def start_run(self, drive):
-        status, body = self.api(
-            "POST", "/api/runs", {"drive": drive["path"], "suite": "smoke", "confirm": drive["confirm_id"]}
-        )
+        body = {"drive": drive["path"], "suite": "smoke", "confirm": drive["confirm_id"]}
+        if drive["needs_wipe_confirmation"]:
+            body["destroy_data"] = True
+        status, body = self.api("POST", "/api/runs", body)
         assert status == 201, body
         return body["id"]
 

@@ -58,6 +58,9 @@ class Boot(NamedTuple):
     uuid: str = None
 
 
+NO_BOOT = Boot()
+
+
 def boot_stick():
     names = os.environ.get("SSDBENCH_BOOT_DISK") or sysfs.read(BOOT_DISK_FILE) or ""
     words = (sysfs.read(CMDLINE) or "").split()
@@ -264,7 +267,7 @@ def _enrich_ata(drive, notes):
     drive["trim_supported"] = ident["trim_supported"] or drive.get("trim_supported")
 
 
-def describe(node, named=False, allow_usb=False, root_disks=(), boot=Boot()):
+def describe(node, named=False, allow_usb=False, root_disks=(), boot=NO_BOOT):
     """One drive's identity and verdict, from its lsblk node."""
     name = node["name"]
     notes = []
