@@ -1,7 +1,10 @@
-"""Missing tools are named, with the package that brings them; the release name is git describe."""
+"""Missing tools are named, with the package that brings them; a tool never reads the caller's terminal; the
+release name is git describe."""
 
 import os
+import pty
 import subprocess
+import sys
 
 import pytest
 from conftest import ssdbench
@@ -18,6 +21,21 @@ def test_missing_tool_names_its_package(monkeypatch, name, package):
     ):
         tools.require(name)
     assert tools.version(name) == "not installed"
+
+
+def test_a_tool_never_sees_the_callers_terminal():
+    """On the appliance the runner's stdin is the console (init starts it there): blkdiscard, seeing a terminal,
+    refused to purge a drive that held a partition table. A caller on a real terminal (a pty) runs a tool that
+    says whether its own stdin is one."""
+    main, terminal = pty.openpty()
+    try:
+        tool = "['sh', '-c', 'test -t 0 && echo tty || echo none']"
+        probe = f"from ssdbench.system import tools; print(tools.run({tool}))"
+        proc = subprocess.run([sys.executable, "-c", probe], stdin=terminal, capture_output=True, text=True)
+    finally:
+        os.close(main)
+        os.close(terminal)
+    assert proc.returncode == 0 and proc.stdout.strip() == "none", proc.stdout + proc.stderr
 
 
 def test_failing_tool_reports_its_last_line():

@@ -59,6 +59,7 @@ def start(job_file_text, step_key, out_dir, device, cpus=None, sections=(), outp
             argv,
             cwd=out_dir,
             env=env,
+            stdin=subprocess.DEVNULL,  # never the console, as for every tool (tools.run)
             stdout=subprocess.DEVNULL,
             stderr=err,
             preexec_fn=_child_setup(cpus),
