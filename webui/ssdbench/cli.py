@@ -422,12 +422,10 @@ def lab_migrate(args):
 
 def lab_serve(args):
     try:
-        from waitress import serve
-
-        from .web import LAB_SERVER_LIMITS, create_app
+        from .web import create_app, lab_server
     except ImportError as exc:
         raise SsdbenchError(
-            f"the lab needs flask, waitress and psycopg ({exc}); install them with pip install 'ssdbench[lab]'"
+            f"the lab needs flask, gunicorn and psycopg ({exc}); install them with pip install 'ssdbench[lab]'"
         ) from exc
     os.makedirs(args.store, exist_ok=True)
     app = create_app({"SSDBENCH_LAB_DB": lab_schema.url(args.db), "SSDBENCH_LAB_STORE": args.store})
@@ -436,7 +434,7 @@ def lab_serve(args):
         file=sys.stderr,
         flush=True,
     )
-    serve(app, host=args.host, port=args.port, **LAB_SERVER_LIMITS)
+    lab_server.serve(app, args.host, args.port)
 
 
 def lab_local(args):

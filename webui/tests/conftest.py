@@ -403,12 +403,14 @@ def postgres_cluster():
 
 @contextlib.contextmanager
 def lab_server(db_url, store_dir, port=None):
-    """The real `ssdbench lab serve` (waitress) on a free port of 127.0.0.1: (process, base URL)."""
+    """The real `ssdbench lab serve` (gunicorn) on a free port of 127.0.0.1: (process, base URL). The process
+    leads a session of its own, with its workers: os.killpg(process.pid, SIGKILL) kills the whole server."""
     port = port or free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "ssdbench.cli", "lab", "serve", "--db", db_url, "--store", str(store_dir)]
         + ["--port", str(port)],
         stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
     try:
         wait_until(lambda: answers(port) or server.poll() is not None, "the lab server to listen")

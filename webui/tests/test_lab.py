@@ -9,6 +9,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -184,9 +185,9 @@ def test_a_server_killed_mid_upload_leaves_neither_a_half_bundle_nor_a_row(lab_d
             target=lambda: _post_ignoring_errors(conn, large, token, size), name="sender", daemon=True
         )
         sender.start()
-        # The server is writing the bundle into its folder: kill it there, as a power cut would.
+        # The server is writing the bundle into its folder: kill it there, with its workers, as a power cut would.
         wait_until(lambda: any(p.stat().st_size > 0 for p in store.glob("incoming/*/*.part")), "the upload's part")
-        server.send_signal(signal.SIGKILL)
+        os.killpg(server.pid, signal.SIGKILL)
         server.wait()
         sender.join()
     assert list(store.glob("incoming/*/*.part")), "the kill came after the part was written whole"
@@ -197,6 +198,52 @@ def test_a_server_killed_mid_upload_leaves_neither_a_half_bundle_nor_a_row(lab_d
         assert kept(store) == {} and rows(lab_db, "SELECT count(*) FROM bundles") == [(0,)]
         done = ssdbench("upload", large, "--to", url, "--token", token, check=True)
     assert "stored as lab run 1" in done.stdout and len(kept(store)) == 1
+
+
+def answer_before_the_body(url, head, sent):
+    """Send a request's head and the first bytes of its body, and read the answer that comes while the rest is
+    still unsent: (its status, whether the server then closed the connection, reading no more of the body). The
+    socket's time limit only bounds a hang: a server that waits for the whole body never answers."""
+    parts = urllib.parse.urlsplit(url)
+    with socket.create_connection((parts.hostname, parts.port), timeout=120) as sock:
+        sock.sendall(head + sent)
+        answer = b""
+        while b"\r\n\r\n" not in answer and (chunk := sock.recv(65536)):
+            answer += chunk
+        while chunk := sock.recv(65536):  # the answer's body, then the end of the connection
+            answer += chunk
+    return int(answer.split(b" ", 2)[1]), True
+
+
+def test_a_body_is_refused_from_its_headers_before_a_token_or_a_login_is_checked(lab_db, finished_bundle, tmp_path):
+    """HIGH (issue 26): waitress buffered every body, up to 4 GiB, before the lab saw the request. Now each refusal
+    comes while a request that announced 1 GiB has sent 10 kB of it, and the connection ends there."""
+    token = lab("token", "add", "bench-a", db=lab_db).stdout.strip()
+    store = tmp_path / "store"
+    with lab_server(lab_db, store) as (_, url):
+        cases = [
+            # (request line, its other headers, the status it gets)
+            ("POST /lab/bundles", "Authorization: Bearer ssdb_not-a-token\r\n", 401),
+            ("POST /lab/bundles", "", 401),
+            ("POST /login", "Content-Type: application/x-www-form-urlencoded\r\n", 413),
+            ("GET /history", "", 413),
+            ("GET /api/runs", "", 413),
+            ("POST /no/such/route", "", 413),
+        ]
+        for line, headers, status in cases:
+            head = f"{line} HTTP/1.1\r\nHost: lab\r\n{headers}Content-Length: {1 << 30}\r\n\r\n".encode()
+            assert answer_before_the_body(url, head, b"x" * 10_000) == (status, True), line
+        # Over the largest bundle, even with a good token: refused from the length alone.
+        head = f"POST /lab/bundles HTTP/1.1\r\nHost: lab\r\nAuthorization: Bearer {token}\r\n"
+        head += f"Content-Length: {(4 << 30) + 1}\r\n\r\n"
+        assert answer_before_the_body(url, head.encode(), b"x" * 10_000) == (413, True)
+        # A body without a length, which none of the lab's clients sends.
+        head = b"POST /login HTTP/1.1\r\nHost: lab\r\nTransfer-Encoding: chunked\r\n\r\n"
+        assert answer_before_the_body(url, head, b"2710\r\n" + b"x" * 10_000) == (411, True)
+        # Nothing of any refused body was kept; a real upload still goes through.
+        assert not list(store.glob("incoming/*/*")) and kept(store) == {}
+        done = ssdbench("upload", finished_bundle, "--to", url, "--token", token, check=True)
+    assert "stored as lab run 1" in done.stdout
 
 
 def _post_ignoring_errors(conn, path, token, size):

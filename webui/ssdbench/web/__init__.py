@@ -56,15 +56,6 @@ SERVER_LIMITS = {
     "channel_timeout": 60,
     "cleanup_interval": 10,
 }
-# A lab takes whole bundles from every appliance, and serves many people: larger bodies, more connections and
-# threads, and a longer wait for a slow upload.
-LAB_SERVER_LIMITS = {
-    **SERVER_LIMITS,
-    "max_request_body_size": receive.MAX_BUNDLE_BYTES + 1,
-    "connection_limit": 256,
-    "channel_timeout": 300,
-    "threads": 8,
-}
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -76,6 +67,17 @@ class Request(flask.Request):
         if self.endpoint == "lab.upload":
             return receive.MAX_BUNDLE_BYTES
         return data.TRACE_UPLOAD_BYTES if self.endpoint in UPLOADS else MAX_BODY_BYTES
+
+
+def refuse_large_body():
+    """A body over its route's limit is refused from its headers, before a byte of it is read: waitress (the
+    appliance) has already refused what is over the largest any route takes, gunicorn (a lab) reads nothing
+    before the app does. A body without a length (chunked) is refused too: none of the clients sends one."""
+    request = flask.request
+    if request.content_length is not None and request.content_length > request.max_content_length:
+        flask.abort(413)
+    if request.content_length is None and "chunked" in request.headers.get("Transfer-Encoding", "").lower():
+        flask.abort(411)
 
 
 def create_app(config):
@@ -100,6 +102,7 @@ def create_app(config):
         access.pin(data_dir, app.config["SSDBENCH_PIN"])  # a PIN that is not one stops the server at once
         store.connect(data_dir).close()  # create or migrate the schema once, before the first request
 
+    app.before_request(refuse_large_body)  # first: before a login is asked for or checked
     app.register_blueprint(auth.bp)
     app.register_blueprint(pages.bp)
     app.register_blueprint(api.bp)

@@ -752,6 +752,30 @@ UPLOAD = {
         "422": _json("not a bundle that verifies: nothing of it is kept", ERROR),
     },
 }
+# What a lab's server (gunicorn, web/lab_server.py) refuses itself, before the app sees the request, with an HTML
+# page: a request line, or a header field, over 8 KiB.
+SERVER_REFUSALS = {
+    "414": {
+        "description": "the request line is over 8 KiB: the server's own answer",
+        "content": {"text/html": {"schema": {"type": "string"}}},
+    },
+    "431": {
+        "description": "a header field is over 8 KiB: the server's own answer",
+        "content": {"text/html": {"schema": {"type": "string"}}},
+    },
+}
+
+
+def _served_by_a_lab(item):
+    """A path's operations with the answers a lab's server gives of its own."""
+    return {
+        method: op
+        if method == "parameters"
+        else {**op, "responses": dict(sorted((op["responses"] | SERVER_REFUSALS).items()))}
+        for method, op in item.items()
+    }
+
+
 LAB_DOCUMENT = {
     **DOCUMENT,
     "info": {
@@ -759,7 +783,8 @@ LAB_DOCUMENT = {
         "title": "ssdbench lab",
         "description": "Reading needs a session: POST /login (a form: user, password, and csrf_token from GET "
         "/api/session) with a lab user's name and password. An appliance uploads with its token instead, "
-        "as `Authorization: Bearer TOKEN`. Every answer is JSON, errors too, except a bundle.",
+        "as `Authorization: Bearer TOKEN`. Every answer is JSON, errors too, except a bundle and the server's "
+        "own refusal of a request line or a header field over 8 KiB (414, 431).",
     },
     "components": {
         **DOCUMENT["components"],
@@ -770,9 +795,11 @@ LAB_DOCUMENT = {
     },
     "paths": {
         **{
-            path: {k: v for k, v in DOCUMENT["paths"][path].items() if k in methods or k == "parameters"}
+            path: _served_by_a_lab(
+                {k: v for k, v in DOCUMENT["paths"][path].items() if k in methods or k == "parameters"}
+            )
             for path, methods in LAB_OPERATIONS.items()
         },
-        "/lab/bundles": {"post": UPLOAD},
+        "/lab/bundles": _served_by_a_lab({"post": UPLOAD}),
     },
 }
