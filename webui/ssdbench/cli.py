@@ -16,6 +16,7 @@ from .human import clock, figure, printable, size
 from .lab import access as lab_access
 from .lab import cluster as lab_cluster
 from .lab import index as lab_index
+from .lab import receive as lab_receive
 from .lab import schema as lab_schema
 from .results import bundle, document, offline_report, repeatability, store, upload, usbexport
 from .run import plan, queue, repeat, runner, space, workload
@@ -496,6 +497,11 @@ def lab_user(args):
             print(printable(f"{u['name']:<24} since {when_utc(u['created_at'])}"))
 
 
+def lab_sweep(args):
+    seen, removed = lab_receive.sweep_store(lab_connect(args), args.store)
+    print(f"{seen} bundle files in {args.store}: {removed} without their row in the database, removed")
+
+
 def when_utc(seconds):
     return time.strftime("%Y-%m-%d %H:%M", time.gmtime(seconds)) + "Z"
 
@@ -505,6 +511,7 @@ LAB_ACTIONS = {
     "serve": lab_serve,
     "local": lab_local,
     "runs": lab_runs,
+    "sweep": lab_sweep,
     "token": lab_token,
     "user": lab_user,
 }
@@ -795,10 +802,12 @@ def add_lab(sub):
         actions.add_parser("migrate", help="create or update the lab's schema (idempotent)"),
         serve := actions.add_parser("serve", help="serve the lab: uploads, history, compare"),
         runs := actions.add_parser("runs", help="list the runs the lab holds"),
+        sweep := actions.add_parser("sweep", help="remove the store's bundle files that the database does not list"),
     ]
     local = actions.add_parser("local", help="try a lab: its own PostgreSQL in FOLDER, a first user, the server")
     local.add_argument("folder", metavar="FOLDER", help="where the PostgreSQL and the bundles are kept")
-    serve.add_argument("--store", required=True, metavar="DIR", help="the folder that keeps the bundles")
+    for p in (serve, sweep):
+        p.add_argument("--store", required=True, metavar="DIR", help="the folder that keeps the bundles")
     for p in (serve, local):
         p.add_argument("--host", default="127.0.0.1", help="address to listen on; 0.0.0.0 for every interface")
         p.add_argument("--port", type=int, default=8090)

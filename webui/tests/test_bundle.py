@@ -261,6 +261,8 @@ def test_hostile_names_in_the_run_document_are_refused_and_rerun_sh_quotes_every
         ("a member listed twice", "listed twice in the zip"),
         ("too compressible", "compressed more than 200:1"),
         ("overlapping members", "overlaps"),
+        ("an encrypted member", "an encrypted member"),
+        ("compression method 6", "compression method 6, not stored or deflated"),
     ],
 )
 def test_zip_bombs_are_refused_before_anything_is_read(tmp_path, how, expect):
@@ -275,15 +277,20 @@ def test_zip_bombs_are_refused_before_anything_is_read(tmp_path, how, expect):
                     zf.writestr("raw/x", b"x")
         elif how == "too compressible":
             zf.writestr("raw/zeros", bytes(64 << 20))
-        else:
+        else:  # two members, the second of which is then damaged
             zf.writestr("raw/a", bytes(range(256)) * 64)
             zf.writestr("raw/b", bytes(range(256)) * 64)
-    if how == "overlapping members":
-        # raw/b's central directory entry points at raw/a's data (offset 0): one stretch of the file read twice.
+    if how in ("overlapping members", "an encrypted member", "compression method 6"):
         data = bytearray(path.read_bytes())
         entry = data.rindex(b"raw/b") - 46  # the central entry's fixed part comes before its name
         assert data[entry : entry + 4] == b"PK\x01\x02"
-        data[entry + 42 : entry + 46] = (0).to_bytes(4, "little")
+        if how == "overlapping members":
+            # raw/b's entry points at raw/a's data (offset 0): one stretch of the file read twice.
+            data[entry + 42 : entry + 46] = (0).to_bytes(4, "little")
+        elif how == "an encrypted member":
+            data[entry + 8] |= 0x1  # the general purpose flag's bit 0: zipfile asks for a password
+        else:
+            data[entry + 10 : entry + 12] = (6).to_bytes(2, "little")  # implode, which zipfile cannot read
         path.write_bytes(bytes(data))
     with pytest.raises(bundle.BundleError, match="refused") as refused:
         bundle.verify(str(path))

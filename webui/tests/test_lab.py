@@ -6,6 +6,7 @@ import hashlib
 import http.client
 import json
 import os
+import pathlib
 import re
 import shutil
 import signal
@@ -21,6 +22,7 @@ import pytest
 from conftest import Browser, free_port, lab, lab_server, needs_root, ssdbench, two_appliances, wait_until
 
 from ssdbench.lab import access as lab_access
+from ssdbench.lab import shelf
 from ssdbench.results import bundle, store, upload
 
 pytestmark = needs_root()
@@ -146,6 +148,76 @@ def test_a_tampered_bundle_is_refused_and_nothing_is_kept(lab_db, finished_bundl
     assert "(changed)" in proc.stderr
     assert rows(lab_db, "SELECT count(*) FROM bundles") == [(0,)] and kept(tmp_path / "store") == {}
     assert os.listdir(next((tmp_path / "store" / "incoming").glob("*-*[!k]"))) == []
+
+
+def hostile(doc, what):
+    """A run document changed as a hostile appliance could send it."""
+    if what == "a string id":
+        doc["id"] = str(doc["id"])
+    elif what == "a NUL in the model":
+        doc["drive"]["model"] = "Fast\x00SSD"
+    elif what == "a lone surrogate in the serial":
+        doc["drive"]["serial"] = "S123\ud800"
+    elif what == "a step without a state":
+        del doc["steps"][0]["state"]
+    elif what == "NaN":
+        doc["created_at"] = float("nan")
+    elif what == "1e400":
+        doc["steps"][-1]["metrics"].append({"name": "x", "value": 1e400, "unit": "IOPS"})
+    elif what == "a model that is not text":
+        doc["drive"]["model"] = ["Fast SSD"]
+    elif what == "a deep nest":
+        return ('{"nest": ' + "[" * 100_000 + "]" * 100_000 + "}").encode()
+    elif what == "a document of 17 MiB":
+        doc["padding"] = "x" * (17 << 20)
+    return json.dumps(doc).encode()
+
+
+HOSTILE = {
+    "a string id": "id is not a whole number",
+    "a NUL in the model": "drive model: a NUL",
+    "a lone surrogate in the serial": "drive serial: not valid Unicode",
+    "a step without a state": "step 0: state is not text",
+    "NaN": "a number that is not finite (nan)",
+    "1e400": "a number that is not finite (inf)",
+    "a model that is not text": "drive model is not text",
+    "a deep nest": "nests too deeply",
+    "a document of 17 MiB": "the lab takes 16777216 a run",
+}
+
+
+def test_a_bundle_the_index_cannot_take_is_refused_before_it_is_kept(lab_db, finished_bundle, tmp_path):
+    """Issue 26, items 2 and 3: each of these verifies (its manifest lists its hashes) but holds what the index
+    cannot take. Each is refused with 422 and what was wrong; nothing of any is kept: no row, no file in the
+    store, no part file; and the lab's pages still answer."""
+    token = lab("token", "add", "bench-a", db=lab_db).stdout.strip()
+    store = tmp_path / "store"
+    with lab_server(lab_db, store) as (_, url):
+        for n, (what, said) in enumerate(HOSTILE.items()):
+            path = rewritten(
+                finished_bundle,
+                tmp_path / f"hostile{n}.zip",
+                lambda name, content, what=what: (
+                    hostile(json.loads(content), what) if name == "result.json" else content
+                ),
+            )
+            proc = ssdbench("upload", path, "--to", url, "--token", token)
+            assert proc.returncode == 2 and "the lab refused it: refused, nothing was kept" in proc.stderr, what
+            assert said in proc.stderr, (what, proc.stderr)
+        assert rows(lab_db, "SELECT count(*) FROM bundles") == [(0,)] and kept(store) == {}
+        assert not list(store.glob("incoming/*/*"))
+        password = lab("user", "add", "ann", db=lab_db).stdout.strip()
+        browser = Browser(url)
+        browser.login("ann", password)
+        assert browser.get("/bench")[0] == 200
+        ssdbench("upload", finished_bundle, "--to", url, "--token", token, check=True)
+    # A store file without its row, whatever left it, is found by the sweep; a kept one stays.
+    stray = pathlib.Path(shelf.bundle_path(str(store), "ab" * 32))
+    stray.parent.mkdir(parents=True, exist_ok=True)
+    stray.write_bytes(b"left by a crash")
+    swept = lab("sweep", "--store", str(store), db=lab_db)
+    assert "2 bundle files in" in swept.stdout and "1 without their row in the database, removed" in swept.stdout
+    assert not stray.exists() and len(kept(store)) == 1
 
 
 def test_the_same_bundle_sent_at_once_by_many_clients_is_kept_once(lab_db, finished_bundle, tmp_path):

@@ -8,15 +8,14 @@ store.
 import json
 import zipfile
 
-from ..results import bundle, headline
+from ..results import bundle
 from . import shelf
 
 
-def add_bundle(conn, sha256, size, manifest, runs, appliance):
-    """Index a verified bundle (`runs`: bundle.read_documents' list), inside the caller's transaction. Returns the
-    lab's ids of its runs, or None when the bundle is there already."""
+def add_bundle(conn, sha256, size, manifest, host, runs, appliance):
+    """Index a verified bundle (`runs`: admit.index_rows' checked rows), inside the caller's transaction. Returns
+    the lab's ids of its runs, or None when the bundle is there already."""
     kind = "repeat" if "repeat" in manifest else "run"
-    host = (manifest.get(kind) or {}).get("host") or "unnamed"
     added = conn.execute(
         """INSERT INTO bundles (sha256, bytes, kind, appliance_id, host, manifest) VALUES (%s, %s, %s, %s, %s, %s)
            ON CONFLICT (sha256) DO NOTHING RETURNING sha256""",
@@ -24,7 +23,7 @@ def add_bundle(conn, sha256, size, manifest, runs, appliance):
     ).fetchone()
     if added is None:
         return None
-    return [_add_run(conn, sha256, prefix, doc, appliance, host) for _, doc, prefix in runs]
+    return [_add_run(conn, sha256, run, appliance) for run in runs]
 
 
 def _id(conn, insert, values):
@@ -32,67 +31,35 @@ def _id(conn, insert, values):
     return conn.execute(insert, values).fetchone()["id"]
 
 
-def _add_run(conn, sha256, prefix, doc, appliance, host):
-    env = doc.get("environment") or {}
-    kernel = (env.get("kernel") or {}).get("release") or "unknown"
-    cpu = (env.get("cpu") or {}).get("model") or "unknown"
+def _add_run(conn, sha256, run, appliance):
     testbed = _id(
         conn,
         """INSERT INTO testbeds (appliance_id, host, cpu, kernel) VALUES (%s, %s, %s, %s)
            ON CONFLICT (appliance_id, host, cpu, kernel) DO UPDATE SET host=excluded.host RETURNING id""",
-        (appliance["id"], host, str(cpu), str(kernel)),
+        (appliance["id"], *run.testbed),
     )
-    d = doc.get("drive") or {}
     drive = _id(
         conn,
         """INSERT INTO drives (model, serial, firmware, capacity_bytes, transport) VALUES (%s, %s, %s, %s, %s)
            ON CONFLICT (model, serial, firmware) DO UPDATE SET capacity_bytes=excluded.capacity_bytes RETURNING id""",
-        (
-            *(str(d.get(k) or "") for k in ("model", "serial", "firmware")),
-            _int(d.get("capacity_bytes")),
-            str(d.get("transport") or ""),
-        ),
+        run.drive,
     )
+    r = run.run
     run_id = _id(
         conn,
         """INSERT INTO runs (bundle_sha256, member, source_id, testbed_id, drive_id, path, suite, suite_hash,
                              standard, state, error, created_at, finished_at)
            VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id""",
-        (
-            sha256,
-            prefix,
-            doc["id"],
-            testbed,
-            drive,
-            str(d.get("path") or ""),
-            doc["suite"],
-            doc["suite_hash"],
-            bool(doc.get("standard")),
-            doc["state"],
-            _text(doc.get("error")),
-            _number(doc.get("created_at")) or 0.0,
-            _number(doc.get("finished_at")),
-        ),
+        (sha256, run.prefix, r["source_id"], testbed, drive, r["path"], r["suite"], r["suite_hash"], r["standard"])
+        + (r["state"], r["error"], r["created_at"], r["finished_at"]),
     )
-    for f in headline.figures(doc):
+    for f in run.figures:
         conn.execute(
             """INSERT INTO figures (run_id, step, name, value, unit, kind) VALUES (%s, %s, %s, %s, %s, %s)
                ON CONFLICT DO NOTHING""",
             (run_id, f.step, f.name, f.value, f.unit, f.kind),
         )
     return run_id
-
-
-def _int(value):
-    return value if type(value) is int else None
-
-
-def _number(value):
-    return float(value) if type(value) in (int, float) else None
-
-
-def _text(value):
-    return value if isinstance(value, str) else None
 
 
 def bundle_runs(conn, sha256):

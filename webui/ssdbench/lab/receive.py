@@ -1,17 +1,19 @@
-"""An upload becomes a kept bundle: received whole, verified as the appliance verifies it, then kept once.
+"""An upload becomes a kept bundle: received whole, verified as the appliance verifies it, every value the index
+writes checked (admit), then kept once.
 
 The order makes a crash at any moment safe: the file is synced before it is linked into the store, and linked
-before its rows commit, both under one advisory lock on its sha256. A row is therefore never without its file,
-and a file that a crash left without its row is removed by the next server's sweep (shelf). The same bundle sent
-twice, even at once by two clients, is one row (the sha256 is the bundle's key) and one file, and both clients
-are told it is there.
+before its rows commit, both under one advisory lock on its sha256. A row is therefore never without its file.
+An upload refused at any point leaves nothing: its part file is removed, and a file linked into the store whose
+rows then failed to commit is removed under the same lock. A file that a crash left without its row is removed
+by the next server's sweep (shelf), and `ssdbench lab sweep` finds any other in the whole store. The same bundle
+sent twice, even at once by two clients, is one row (the sha256 is the bundle's key) and one file, and both
+clients are told it is there.
 """
 
 import os
-import zipfile
 
 from ..results import bundle
-from . import access, index, shelf
+from . import access, admit, index, shelf
 
 # A full suite's bundle is some hundreds of MB: a limit well above, still far from filling a disk at one request.
 MAX_BUNDLE_BYTES = 4 << 30
@@ -28,18 +30,23 @@ def receive(conn, hold, stream, length, token):
     except shelf.TooLarge as exc:
         return {"error": f"refused: {exc}"}, 413
     try:
-        manifest = bundle.verify(part)
-        with zipfile.ZipFile(part) as zf:
-            _, runs = bundle.read_documents(zf, part)
-    except bundle.BundleError as exc:
+        manifest, runs = admit.documents(part)
+        host, rows = admit.index_rows(manifest, runs)
+    except (bundle.BundleError, admit.Refused) as exc:
         os.unlink(part)
         return {"error": f"refused, nothing was kept: {str(exc).replace(part, 'the bundle')}"}, 422
+    except BaseException:
+        os.unlink(part)
+        raise
     held = hold.hold(part, sha256)
     try:
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (shelf.lock_key(sha256),))
             hold.place(held, sha256)
-            made = index.add_bundle(conn, sha256, length, manifest, runs, appliance)
+            made = index.add_bundle(conn, sha256, length, manifest, host, rows, appliance)
+    except BaseException:
+        forget(conn, hold.store_dir, sha256)  # its rows did not commit: nor may its file stay
+        raise
     finally:
         hold.release(held)
     if made is None:
@@ -47,13 +54,27 @@ def receive(conn, hold, stream, length, token):
     return {"sha256": sha256, "stored": True, "runs": made}, 201
 
 
+def forget(conn, store_dir, sha256):
+    """Remove a bundle's file from the store unless its row has committed (under the lock its row commits under,
+    so that an upload of the same bundle committing now keeps its file)."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (shelf.lock_key(sha256),))
+        if not index.has_bundle(conn, sha256):
+            shelf.remove(store_dir, sha256)
+
+
 def sweep(conn, store_dir):
     """What dead servers left: each bundle one of them linked into the store goes unless its row committed."""
+    return shelf.sweep(store_dir, lambda sha256: forget(conn, store_dir, sha256))
 
-    def forget(sha256):
-        with conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (shelf.lock_key(sha256),))
-            if not index.has_bundle(conn, sha256):
-                shelf.remove(store_dir, sha256)
 
-    return shelf.sweep(store_dir, forget)
+def sweep_store(conn, store_dir):
+    """Every file of the store without its row goes (`ssdbench lab sweep`): those a crash or a failure left, by
+    whatever way. Returns (files seen, files removed)."""
+    seen = removed = 0
+    for sha256 in shelf.kept(store_dir):
+        seen += 1
+        if not index.has_bundle(conn, sha256):
+            forget(conn, store_dir, sha256)
+            removed += 1
+    return seen, removed

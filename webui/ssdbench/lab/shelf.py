@@ -142,3 +142,12 @@ def remove(store_dir, sha256):
     except FileNotFoundError:
         return
     durable.sync_dir(os.path.dirname(final))
+
+
+def kept(store_dir):
+    """The sha256 of every bundle file in the store, one shard folder at a time."""
+    top = os.path.join(store_dir, BUNDLES)
+    for shard in sorted(os.listdir(top)) if os.path.isdir(top) else ():
+        for name in sorted(os.listdir(os.path.join(top, shard))):
+            if name.endswith(".zip") and SHA256.fullmatch(name[: -len(".zip")]):
+                yield name[: -len(".zip")]

@@ -1,5 +1,5 @@
-"""The checks an untrusted zip passes before any member is read: safe names, regular files only, and limits
-on the member count, the sizes and the compression ratio.
+"""The checks an untrusted zip passes before any member is read: safe names, regular files only, stored or
+deflated and not encrypted, and limits on the member count, the sizes and the compression ratio.
 
 A bundle comes from another testbed, and `ssdbench import` runs as root: a member name must never reach
 outside the folder it is unpacked into, on Linux or on the Windows PC a tester copies the bundle to, and a
@@ -9,6 +9,7 @@ small zip must not unpack into a full disk or keep the appliance busy for minute
 import collections
 import re
 import stat
+import zipfile
 
 MAX_MEMBERS = 20_000
 MAX_TOTAL_BYTES = 4 << 30
@@ -58,6 +59,11 @@ def member_problem(info):
     problem = name_problem(info.filename)
     if problem:
         return problem
+    # A bundle's members are stored or deflated, never encrypted: anything else makes zipfile raise on reading.
+    if info.flag_bits & 0x1:
+        return "an encrypted member"
+    if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+        return f"compression method {info.compress_type}, not stored or deflated"
     kind = stat.S_IFMT(info.external_attr >> 16)
     if kind == stat.S_IFLNK:
         return "a symbolic link"
