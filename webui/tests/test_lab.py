@@ -2,6 +2,7 @@
 real CLI. Bundles are kept once and only whole, a tampered one is refused, a killed server leaves nothing half
 done, and the pages show every appliance's runs side by side."""
 
+import glob
 import hashlib
 import http.client
 import json
@@ -11,8 +12,10 @@ import re
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
+import tempfile
 import threading
 import urllib.parse
 import zipfile
@@ -22,7 +25,7 @@ import pytest
 from conftest import Browser, free_port, lab, lab_server, needs_root, ssdbench, two_appliances, wait_until
 
 from ssdbench.lab import access as lab_access
-from ssdbench.lab import shelf
+from ssdbench.lab import cluster, shelf
 from ssdbench.results import bundle, store, upload
 
 pytestmark = needs_root()
@@ -77,6 +80,24 @@ def test_migrate_is_idempotent_and_the_server_wants_a_current_schema(postgres, t
     assert lab("runs", db=url).stdout == ""
     proc = ssdbench("lab", "runs", env={**os.environ, "SSDBENCH_LAB_DB": ""})
     assert proc.returncode == 2 and "--db postgresql://USER@HOST/DB, or $SSDBENCH_LAB_DB" in proc.stderr
+
+
+def test_a_local_labs_database_is_its_owners_alone():
+    """Issue 26, item 7: `ssdbench lab local` trusts whoever reaches its socket; another local user cannot."""
+    top = tempfile.mkdtemp(prefix="ssdbench-pg-")  # not under pytest's folder, which nobody cannot enter
+    pg = cluster.Cluster(top)
+    pg.start()
+    try:
+        sockets = glob.glob(os.path.join(top, ".s.PGSQL.[0-9]*[0-9]"))
+        assert len(sockets) == 1
+        assert stat.S_IMODE(os.stat(sockets[0]).st_mode) == 0o700 and stat.S_IMODE(os.stat(top).st_mode) == 0o700
+        psql = [os.path.join(pg.bin, "psql"), pg.url("postgres"), "-c", "SELECT 1"]
+        other = subprocess.run(psql, user="daemon", capture_output=True, text=True)
+        assert other.returncode != 0 and "Permission denied" in other.stderr, other.stderr
+        assert subprocess.run(psql, capture_output=True).returncode == 0  # root, which runs the lab server
+    finally:
+        pg.stop()
+        shutil.rmtree(top, ignore_errors=True)
 
 
 def test_no_token_begins_with_a_dash_which_a_command_line_would_take_for_an_option():

@@ -1,6 +1,9 @@
 """A PostgreSQL of its own in a folder, for a local lab, the tests and the load test: Debian's `postgresql`
 programs (initdb, pg_ctl), listening only on a unix socket in that folder, run as `nobody` when we are root
-(PostgreSQL refuses to run as root). A production lab uses a PostgreSQL of its own instead (docs/lab.md)."""
+(PostgreSQL refuses to run as root). A production lab uses a PostgreSQL of its own instead (docs/lab.md).
+
+It trusts whoever reaches its socket (no password to keep), so nobody else may reach it: the folder and the
+socket are its owner's alone (0700), and root, which runs the lab server, passes as root passes everywhere."""
 
 import glob
 import os
@@ -45,13 +48,14 @@ class Cluster:
     def start(self):
         """Made on first use, started unless it runs."""
         os.makedirs(self.folder, exist_ok=True)
+        os.chmod(self.folder, 0o700)
         if self.as_user:
             shutil.chown(self.folder, self.as_user["user"], self.as_user["group"])
         if not os.path.exists(os.path.join(self.data, "PG_VERSION")):
             self._run("initdb", "-D", self.data, "-U", SUPERUSER, "--auth=trust", "-E", "UTF8", "--no-instructions")
         running = subprocess.run([os.path.join(self.bin, "pg_ctl"), "-D", self.data, "status"], capture_output=True)
         if running.returncode != 0:
-            options = f"-k {self.folder} -c listen_addresses='' -c max_connections=200"
+            options = f"-k {self.folder} -c unix_socket_permissions=0700 -c listen_addresses='' -c max_connections=200"
             log = os.path.join(self.folder, "postgresql.log")
             self._run("pg_ctl", "-D", self.data, "-l", log, "-o", options, "-w", "-t", "300", "start")
 
