@@ -19,7 +19,7 @@ DEFCONFIG=ssdbench_x86_64_defconfig
 # The packages show-info must list.
 REQUIRED="ssdbench uplot python3 python-flask python-waitress sqlite fio libaio
 nvme json-c hdparm smartmontools util-linux dosfstools exfatprogs e2fsprogs
-eudev busybox linux grub2"
+eudev busybox linux grub2 ca-certificates"
 # What the resolved configuration must set, and what it must leave out:
 # nothing on the appliance reads time zones (it runs on UTC), the hardware
 # database (USB and PCI names) or iconv's converters (which Buildroot

@@ -364,7 +364,7 @@ def cmd_runner(args):
     if args.auto_export:
         hooks.append(usbexport.export_ended_run)
     if args.upload_to:
-        lab = upload.Queue(args.upload_to, upload.token())
+        lab = upload.Queue(args.upload_to, upload.token(), args.insecure)
         hooks.append(lab.after_run)
         when_idle = lab.drain
 
@@ -376,13 +376,18 @@ def cmd_runner(args):
 
 
 def cmd_upload(args):
-    secret = upload.token(args.token)
-    upload.lab_url(args.to)
+    upload.lab_url(args.to, args.insecure)
+    secret = upload.token(args.token, args.token_file)
     failed = 0
     for path in args.bundles:
         try:
             answer = upload.send_retrying(
-                path, args.to, secret, args.attempts, log=lambda text: print(text, file=sys.stderr, flush=True)
+                path,
+                args.to,
+                secret,
+                args.attempts,
+                args.insecure,
+                log=lambda text: print(text, file=sys.stderr, flush=True),
             )
         except SsdbenchError as exc:
             print(f"FAILED {path}: {exc}", file=sys.stderr)
@@ -757,10 +762,17 @@ def parser():
         metavar="URL",
         help="queue each run that ends for the lab at URL and send it, its token from $SSDBENCH_TOKEN",
     )
+    insecure = "allow an http:// URL that is not this machine's: the token then crosses the network in clear"
+    c.add_argument("--insecure", action="store_true", help=insecure)
     c = add("upload", cmd_upload, "send result bundles to a lab; exit 2 if one is not confirmed")
     c.add_argument("bundles", nargs="+", metavar="BUNDLE")
     c.add_argument("--to", required=True, metavar="URL", help="the lab, e.g. https://lab.example:8443/")
-    c.add_argument("--token", help=f"this appliance's token (default ${upload.TOKEN_VAR})")
+    token = c.add_mutually_exclusive_group()
+    token.add_argument(
+        "--token-file", metavar="FILE", help=f"a file holding this appliance's token (or ${upload.TOKEN_VAR})"
+    )
+    token.add_argument("--token", help="the token itself: any user of this machine may read a command line")
+    c.add_argument("--insecure", action="store_true", help=insecure)
     c.add_argument("--attempts", type=int, default=3, metavar="N", help="tries per bundle while the lab is unreachable")
     add_lab(sub)
     c = add("bundle", cmd_bundle, "write a run's or a repeat set's result bundle (.zip)", data=True)

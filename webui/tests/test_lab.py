@@ -2,6 +2,7 @@
 real CLI. Bundles are kept once and only whole, a tampered one is refused, a killed server leaves nothing half
 done, and the pages show every appliance's runs side by side."""
 
+import contextlib
 import glob
 import hashlib
 import http.client
@@ -24,6 +25,7 @@ import psycopg
 import pytest
 from conftest import Browser, free_port, lab, lab_server, needs_root, ssdbench, two_appliances, wait_until
 
+from ssdbench.errors import SsdbenchError
 from ssdbench.lab import access as lab_access
 from ssdbench.lab import cluster, shelf
 from ssdbench.results import bundle, store, upload
@@ -119,7 +121,9 @@ def test_tokens_are_stored_hashed_and_a_revoked_one_uploads_nothing(lab_db, fini
         wrong = ssdbench("upload", finished_bundle, "--to", url, "--token", "not-a-token", "--attempts", "1")
         assert wrong.returncode == 2 and "no valid token" in wrong.stderr
         assert lab("token", "revoke", "bench-a", db=lab_db).returncode == 0
-        revoked = ssdbench("upload", finished_bundle, "--to", url, "--token", token, "--attempts", "1")
+        token_file = tmp_path / "token"
+        token_file.write_text(token + "\n")
+        revoked = ssdbench("upload", finished_bundle, "--to", url, "--token-file", token_file, "--attempts", "1")
         assert revoked.returncode == 2 and "no valid token" in revoked.stderr and token not in revoked.stderr
     assert re.search(r"^bench-a\s+revoked ", lab("token", "list", db=lab_db).stdout, re.M)
     assert rows(lab_db, "SELECT count(*) FROM bundles") == [(0,)] and kept(tmp_path / "store") == {}
@@ -434,9 +438,10 @@ def test_a_run_stays_queued_on_the_appliance_until_the_lab_confirms_it(lab_db, f
     lab_queue = upload.Queue(f"http://127.0.0.1:{port}", token, clock=clock)
     db = store.connect(data_dir)
     try:
-        lab_queue.after_run(db, str(data_dir), 1, said.append)  # the lab is down
+        lab_queue.after_run(db, str(data_dir), 1, said.append)
     finally:
         db.close()
+    lab_queue.drain(str(data_dir), said.append)  # the runner, idle again; the lab is down
     queued = list((data_dir / upload.QUEUE_DIR).glob("*.zip"))
     assert len(queued) == 1 and bundle.verify(queued[0])
     assert "not uploaded" in said[-1] and f"next try in {upload.RETRY_FIRST_S} s" in said[-1]
@@ -449,6 +454,85 @@ def test_a_run_stays_queued_on_the_appliance_until_the_lab_confirms_it(lab_db, f
     assert not queued[0].exists() and "uploaded (lab runs 1)" in said[-1]
     assert len(json.loads(lab("runs", "--json", db=lab_db).stdout)) == 1
     assert not any(token in line for line in said)
+
+
+def test_the_token_goes_in_clear_only_to_this_machine_or_when_told():
+    for url in ("http://127.0.0.1:8090/", "http://localhost:8090", "http://[::1]:8090/", "https://lab.example/"):
+        upload.lab_url(url)
+    for url in ("http://10.0.2.2:8090/", "http://lab.example/"):
+        with pytest.raises(SsdbenchError, match="would send the token in clear"):
+            upload.lab_url(url)
+        upload.lab_url(url, insecure=True)
+    refused = ssdbench("upload", "x.zip", "--to", "http://lab.example/", "--token-file", "/dev/null")
+    assert refused.returncode == 2 and "--insecure" in refused.stderr
+
+
+@contextlib.contextmanager
+def hostile_lab(answer):
+    """A lab on a free port of 127.0.0.1 that reads each upload whole, then gives `answer` (raw HTTP bytes), or,
+    with None, never answers."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def serve():
+        while True:
+            conn, _ = listener.accept()
+            if stop.is_set():  # the wake-up call below
+                conn.close()
+                return
+            with conn:
+                conn.settimeout(60)
+                head = b""
+                while b"\r\n\r\n" not in head:
+                    head += conn.recv(65536)
+                length = int(re.search(rb"Content-Length: (\d+)", head)[1]) - len(head.split(b"\r\n\r\n", 1)[1])
+                while length > 0:
+                    length -= len(conn.recv(65536))
+                if answer is None:
+                    stop.wait()
+                else:
+                    conn.sendall(answer)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        stop.set()
+        socket.create_connection(listener.getsockname()).close()  # a closed listener would not wake accept()
+        thread.join(timeout=60)
+        listener.close()
+
+
+def test_a_lab_that_hangs_or_answers_wrongly_keeps_the_bundle_queued(finished_bundle, tmp_path):
+    """Issue 26, item 5: a lab that never answers is given up on as soon as a run is queued (the runner's
+    interrupted()), or at the send's deadline; an answer that names the bundle but is not a lab's keeps it queued."""
+    secret = "ssdb_test"
+    with hostile_lab(None) as url:
+        checks = []
+        with pytest.raises(upload.UploadError, match="set aside: a run was queued"):
+            upload.send(finished_bundle, url, secret, interrupted=lambda: checks.append(1) or len(checks) > 3)
+        clock = Clock()
+        with pytest.raises(upload.UploadError, match="not done within 9[0-9] s"):
+            upload.send(finished_bundle, url, secret, clock=lambda: clock.now + 1000 * len(checks.append(1) or checks))
+    digest = hashlib.sha256(open(finished_bundle, "rb").read()).hexdigest()
+    for body in (
+        {"sha256": digest, "stored": "yes", "runs": [1]},
+        {"sha256": digest, "stored": True, "runs": ["1"]},
+        {"sha256": digest, "stored": True},
+        [digest],
+    ):
+        text = json.dumps(body).encode()
+        answer = b"HTTP/1.1 201 Created\r\nContent-Type: application/json\r\n"
+        answer += b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(text), text)
+        data_dir = tmp_path / f"data{len(text)}"
+        (data_dir / upload.QUEUE_DIR).mkdir(parents=True)
+        shutil.copy(finished_bundle, data_dir / upload.QUEUE_DIR)
+        said = []
+        with hostile_lab(answer) as url:
+            upload.Queue(url, secret).drain(str(data_dir), said.append)
+        assert len(list((data_dir / upload.QUEUE_DIR).glob("*.zip"))) == 1, (body, said)
+        assert ("not one a lab gives" in said[-1] or "refused" in said[-1]) and "kept in the queue" in said[-1], said
 
 
 def test_the_runner_service_sends_its_queue_and_never_shows_the_token(lab_db, finished_bundle, tmp_path):

@@ -6,14 +6,22 @@ sends it; a bundle the lab has not confirmed stays queued (one it refuses as not
 beside the queue, as NAME.zip.refused) and is tried again while no run is active, after a
 wait that doubles from RETRY_FIRST_S to RETRY_MAX_S. The lab confirms a bundle by answering its sha256.
 
-The token travels only in the Authorization header. It is never written to a file, a log or a message here,
-and the runner passes it to no child (system/redact drops $SSDBENCH_TOKEN from fio's environment).
+The token travels only in the Authorization header, so only over https:// (plain http:// only to this
+machine's loopback, or when told --insecure). It is never written to a file, a log or a message here, and the
+runner passes it to no child (system/redact drops $SSDBENCH_TOKEN from fio's environment).
+
+A send has a total deadline, and gives up as soon as `interrupted()` says so (the runner: a run was queued, or
+a signal came), between blocks of the body and while it waits for the answer: a lab that hangs never keeps a
+queued run waiting, and no upload runs beside a run. The answer is checked, its every field, before a bundle
+leaves the queue.
 """
 
 import hashlib
 import http.client
+import ipaddress
 import json
 import os
+import select
 import time
 import urllib.parse
 
@@ -25,7 +33,13 @@ QUEUE_DIR = "upload-queue"
 TOKEN_VAR = "SSDBENCH_TOKEN"
 RETRY_FIRST_S = 10
 RETRY_MAX_S = 600
-TIMEOUT_S = 120
+# A send's deadline: a minute and a half to connect and for the lab to verify, plus the body at 100 kB/s. Each
+# block of the body, and each read of the answer, must go through within STEP_S.
+TIMEOUT_S = 90
+MIN_RATE = 100_000
+STEP_S = 10
+SEND_BLOCK = 64 << 10
+ANSWER_BYTES = 64 << 10
 PATH = "/lab/bundles"
 
 
@@ -37,18 +51,38 @@ class UploadError(SsdbenchError):
         self.final = final
 
 
-def lab_url(url):
-    """The lab's base URL, checked: http or https, a host, nothing after the path."""
+def lab_url(url, insecure=False):
+    """The lab's base URL, checked: https (or http to this machine, or with `insecure`), a host, nothing after
+    the path."""
     parts = urllib.parse.urlsplit(url or "")
     if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
-        raise SsdbenchError(f"the lab's URL must be http(s)://HOST[:PORT][/PATH], not {url!r}")
+        raise SsdbenchError(f"the lab's URL must be https://HOST[:PORT][/PATH], not {url!r}")
+    if parts.scheme == "http" and not insecure and not _loopback(parts.hostname):
+        raise SsdbenchError(
+            f"{url}: http:// would send the token in clear across the network: use the lab's https:// URL, "
+            "or --insecure (ssdbench.insecure=1 on the appliance) for a lab on a network you trust"
+        )
     return parts
 
 
-def token(given=None):
+def _loopback(host):
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+def token(given=None, path=None):
+    """The appliance's token: given, read from a file (its first line), or from $SSDBENCH_TOKEN."""
+    if path is not None:
+        try:
+            with open(path) as f:
+                given = f.readline().strip()
+        except OSError as exc:
+            raise SsdbenchError(f"cannot read the token file {path}: {exc.strerror}") from exc
     found = given or os.environ.get(TOKEN_VAR)
     if not found:
-        raise SsdbenchError(f"give the appliance's token: --token T, or ${TOKEN_VAR}")
+        raise SsdbenchError(f"give the appliance's token: --token-file FILE, or ${TOKEN_VAR}")
     return found
 
 
@@ -60,28 +94,45 @@ def _sha256(path):
     return digest.hexdigest()
 
 
-def send(path, url, secret, timeout=TIMEOUT_S):
+def send(path, url, secret, insecure=False, interrupted=lambda: False, clock=time.monotonic):
     """Send one bundle to the lab at `url`; returns the lab's answer once it confirmed this bundle's sha256:
     {"sha256", "stored" (false: it had it already), "runs": the lab's run ids}."""
-    parts = lab_url(url)
+    parts = lab_url(url, insecure)
     digest = _sha256(path)
+    size = os.path.getsize(path)
+    allowed = TIMEOUT_S + size / MIN_RATE
+    deadline = clock() + allowed
     connection = (http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection)(
-        parts.hostname, parts.port, timeout=timeout
+        parts.hostname, parts.port, timeout=STEP_S
     )
+
+    def going_on():
+        if interrupted():
+            raise UploadError("set aside: a run was queued, or the service is stopping")
+        if clock() > deadline:
+            raise UploadError(f"not done within {allowed:.0f} s (the deadline of a bundle of {size} bytes)")
+
     try:
+        connection.putrequest("POST", parts.path.rstrip("/") + PATH)
+        for name, value in (
+            ("Authorization", f"Bearer {secret}"),
+            ("Content-Type", "application/zip"),
+            ("Content-Length", str(size)),
+        ):
+            connection.putheader(name, value)
+        connection.endheaders()
         with open(path, "rb") as body:
-            connection.request(
-                "POST",
-                parts.path.rstrip("/") + PATH,
-                body=body,
-                headers={
-                    "Authorization": f"Bearer {secret}",
-                    "Content-Type": "application/zip",
-                    "Content-Length": str(os.path.getsize(path)),
-                },
-            )
-            response = connection.getresponse()
-            text = response.read(1 << 20)
+            for block in iter(lambda: body.read(SEND_BLOCK), b""):
+                going_on()
+                connection.send(block)
+        # The lab verifies the bundle before it answers: wait, a second at a time, for its first byte.
+        while not select.select([connection.sock], [], [], 1)[0]:
+            going_on()
+        response = connection.getresponse()
+        text = b""
+        while len(text) < ANSWER_BYTES and (chunk := response.read1(ANSWER_BYTES - len(text))):
+            going_on()
+            text += chunk
     except (OSError, http.client.HTTPException) as exc:
         raise UploadError(f"the lab at {parts.netloc} did not answer: {exc}") from exc
     finally:
@@ -90,20 +141,28 @@ def send(path, url, secret, timeout=TIMEOUT_S):
         answer = json.loads(text)
     except ValueError:
         answer = {}
+    answer = answer if isinstance(answer, dict) else {}
     if response.status in (200, 201) and answer.get("sha256") == digest:
+        if type(answer.get("stored")) is not bool or not _run_ids(answer.get("runs")):
+            raise UploadError(f"the lab's answer is not one a lab gives: {text[:200]!r}")
         return answer
-    reason = answer.get("error") or f"HTTP {response.status} {response.reason}"
+    reason = answer.get("error") if isinstance(answer.get("error"), str) else None
+    reason = reason or f"HTTP {response.status} {response.reason}"
     # Too large, or not a bundle that verifies: no retry would change it. A wrong token may be put right.
     raise UploadError(f"the lab refused it: {reason}", final=response.status in (413, 422))
 
 
-def send_retrying(path, url, secret, attempts, wait=time.sleep, log=None):
+def _run_ids(runs):
+    return isinstance(runs, list) and bool(runs) and all(type(r) is int and r > 0 for r in runs)
+
+
+def send_retrying(path, url, secret, attempts, insecure=False, wait=time.sleep, log=None):
     """send(), tried up to `attempts` times while the failure may pass (a network or a lab that is down), waiting
     RETRY_FIRST_S, then twice as long each time."""
     delay = RETRY_FIRST_S
     for attempt in range(1, attempts + 1):
         try:
-            return send(path, url, secret)
+            return send(path, url, secret, insecure)
         except UploadError as exc:
             if exc.final or attempt == attempts:
                 raise
@@ -117,13 +176,13 @@ def send_retrying(path, url, secret, attempts, wait=time.sleep, log=None):
 class Queue:
     """The runner's upload queue: bundles on the data partition until the lab confirms them."""
 
-    def __init__(self, url, secret, clock=time.monotonic):
-        lab_url(url)
-        self.url, self.secret, self.clock = url, secret, clock
+    def __init__(self, url, secret, insecure=False, clock=time.monotonic):
+        lab_url(url, insecure)
+        self.url, self.secret, self.insecure, self.clock = url, secret, insecure, clock
         self.delay, self.next_try = RETRY_FIRST_S, 0.0
 
     def after_run(self, db, data_dir, run_id, log):
-        """The run's bundle into the queue, then send what the queue holds."""
+        """The run's bundle into the queue; the runner sends what the queue holds when it is next idle (drain)."""
         folder = os.path.join(data_dir, QUEUE_DIR)
         os.makedirs(folder, exist_ok=True)
         try:
@@ -133,18 +192,18 @@ class Queue:
             return
         log(f"run {run_id}: {os.path.basename(path)} queued for the lab")
         self.next_try = 0.0
-        self.drain(data_dir, log)
 
-    def drain(self, data_dir, log):
+    def drain(self, data_dir, log, interrupted=lambda: False):
         """Send the queued bundles, oldest first, when the wait after the last failure is over; each the lab
-        confirms leaves the queue. Called between runs, never during one."""
+        confirms leaves the queue. Called between runs, never during one: `interrupted()` ends a send the moment
+        a run is queued, and the bundle stays queued."""
         folder = os.path.join(data_dir, QUEUE_DIR)
         if self.clock() < self.next_try or not os.path.isdir(folder):
             return
         queued = sorted((e for e in os.scandir(folder) if e.name.endswith(".zip")), key=lambda e: e.stat().st_mtime)
         for entry in queued:
             try:
-                answer = send(entry.path, self.url, self.secret)
+                answer = send(entry.path, self.url, self.secret, self.insecure, interrupted)
             except UploadError as exc:
                 if exc.final:  # kept on the stick, out of the queue, for someone to look at
                     os.replace(entry.path, entry.path + ".refused")

@@ -66,8 +66,8 @@ def log(message):
 def serve(data_dir, poll_s=POLL_S, after_run=None, when_idle=None):
     """Take queued runs one at a time, until a signal comes while idle. after_run(db, data_dir, run_id, log),
     if given, is called as each run ends (the appliance exports it to the USB stick, or queues it for the lab);
-    when_idle(data_dir, log) at each poll that finds no run queued (the lab's uploads are retried then, so that
-    they never disturb a run)."""
+    when_idle(data_dir, log, interrupted) at each poll that finds no run queued (the lab's uploads are sent then,
+    so that they never disturb a run; interrupted() says a run was queued since, or a signal came)."""
     runner.check_host()
     db = store.connect(data_dir)
     lock = try_lock(data_dir)
@@ -82,7 +82,7 @@ def serve(data_dir, poll_s=POLL_S, after_run=None, when_idle=None):
                 if run_id is not None and after_run:
                     after_run(db, data_dir, run_id, log)
             elif when_idle:
-                when_idle(data_dir, log)
+                when_idle(data_dir, log, lambda: signals.received or store.next_queued_run(db) is not None)
             time.sleep(poll_s)
     log("stopped by a signal")
 
