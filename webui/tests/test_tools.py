@@ -38,6 +38,14 @@ def test_a_tool_never_sees_the_callers_terminal():
     assert proc.returncode == 0 and proc.stdout.strip() == "none", proc.stdout + proc.stderr
 
 
+def test_a_tool_gets_none_of_the_callers_secrets(monkeypatch):
+    monkeypatch.setenv("SSDBENCH_TOKEN", "ssdb_secret")
+    monkeypatch.setenv("SSDBENCH_PIN", "424242")
+    monkeypatch.setenv("SSDBENCH_PORT", "80")
+    seen = tools.run(["env"])
+    assert "ssdb_secret" not in seen and "424242" not in seen and "SSDBENCH_PORT=80" in seen
+
+
 def test_failing_tool_reports_its_last_line():
     with pytest.raises(SsdbenchError, match="exit 2.*nope"):
         tools.run(["ls", "/nope"], ok=(0,))

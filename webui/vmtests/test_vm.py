@@ -307,6 +307,16 @@ def test_boot_runs_upload_export_and_verify(boot, disks, tmp_path, host_lab):
         '. /run/ssdbench/env; grep -rlF -e "$SSDBENCH_TOKEN" /run/ssdbench/env /var/log /var/lib/ssdbench /tmp'
     )
     assert found == "/run/ssdbench/env", found
+    # Each service holds only the secret it needs: the runner the token, the web UI the PIN; the console's shell
+    # (this one) neither.
+    held = "tr '\\0' '\\n' < /proc/$(cat /run/ssdbench/{}.pid)/environ | grep -c '^SSDBENCH_{}='"
+    assert [vm.shell(held.format(service, name)) for service in ("runner", "web") for name in ("TOKEN", "PIN")] == [
+        "1",
+        "0",
+        "0",
+        "1",
+    ]
+    assert vm.shell("env | grep -c '^SSDBENCH_'") == "0"
     gap = vm.run(run_ids[1])["started_at"] - vm.run(run_ids[0])["finished_at"]
     print(
         f"lab: the SATA run started {gap:.1f} s after the NVMe run ended (its upload between); the lab's checks in "

@@ -5,6 +5,7 @@ import shutil
 import subprocess
 
 from ..errors import SsdbenchError
+from . import redact
 
 # What to install when a tool is missing, by the name of its command.
 PACKAGES = {
@@ -34,11 +35,18 @@ def require(name):
 def run(argv, timeout=60, ok=(0,)):
     """Run a tool to completion and return its stdout; a clear error if it fails. Its stdin is /dev/null, never
     the caller's: on the appliance the services' stdin is the console, and a tool that sees a terminal may ask
-    it a question nobody answers, or refuse (blkdiscard refuses to purge a drive that held a partition table)."""
+    it a question nobody answers, or refuse (blkdiscard refuses to purge a drive that held a partition table).
+    Its environment holds none of the caller's secrets (the PIN, a lab's token): no tool needs one."""
     argv = [require(argv[0]), *argv[1:]]
     try:
         proc = subprocess.run(
-            argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout, errors="replace"
+            argv,
+            stdin=subprocess.DEVNULL,
+            env=redact.environment(os.environ),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            errors="replace",
         )
     except subprocess.TimeoutExpired as exc:
         raise SsdbenchError(f"{os.path.basename(argv[0])} did not finish within {timeout} s") from exc
