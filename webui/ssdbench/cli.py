@@ -435,6 +435,12 @@ def lab_serve(args):
         ) from exc
     os.makedirs(args.store, exist_ok=True)
     app = create_app({"SSDBENCH_LAB_DB": lab_schema.url(args.db), "SSDBENCH_LAB_STORE": args.store})
+    if getattr(args, "behind_proxy", False):
+        from werkzeug.middleware.proxy_fix import ProxyFix
+
+        # The client's address is the one the proxy adds to X-Forwarded-For (one proxy: its last entry), and
+        # only then: a client talking to the lab directly could write any address there.
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=1, x_proto=1)
     print(
         f"ssdbench lab: http://{args.host}:{args.port}/ (log in as a user of `ssdbench lab user add`)",
         file=sys.stderr,
@@ -820,6 +826,11 @@ def add_lab(sub):
     local.add_argument("folder", metavar="FOLDER", help="where the PostgreSQL and the bundles are kept")
     for p in (serve, sweep):
         p.add_argument("--store", required=True, metavar="DIR", help="the folder that keeps the bundles")
+    serve.add_argument(
+        "--behind-proxy",
+        action="store_true",
+        help="the lab is reached through one reverse proxy: take the client's address from its X-Forwarded-For",
+    )
     for p in (serve, local):
         p.add_argument("--host", default="127.0.0.1", help="address to listen on; 0.0.0.0 for every interface")
         p.add_argument("--port", type=int, default=8090)

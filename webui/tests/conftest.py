@@ -402,13 +402,13 @@ def postgres_cluster():
 
 
 @contextlib.contextmanager
-def lab_server(db_url, store_dir, port=None):
+def lab_server(db_url, store_dir, port=None, options=()):
     """The real `ssdbench lab serve` (gunicorn) on a free port of 127.0.0.1: (process, base URL). The process
     leads a session of its own, with its workers: os.killpg(process.pid, SIGKILL) kills the whole server."""
     port = port or free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "ssdbench.cli", "lab", "serve", "--db", db_url, "--store", str(store_dir)]
-        + ["--port", str(port)],
+        + ["--port", str(port), *options],
         stderr=subprocess.DEVNULL,
         start_new_session=True,
     )

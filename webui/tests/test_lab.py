@@ -27,7 +27,7 @@ from conftest import Browser, free_port, lab, lab_server, needs_root, ssdbench, 
 
 from ssdbench.errors import SsdbenchError
 from ssdbench.lab import access as lab_access
-from ssdbench.lab import cluster, shelf
+from ssdbench.lab import cluster, schema, shelf
 from ssdbench.results import bundle, store, upload
 
 pytestmark = needs_root()
@@ -100,6 +100,43 @@ def test_a_local_labs_database_is_its_owners_alone():
     finally:
         pg.stop()
         shutil.rmtree(top, ignore_errors=True)
+
+
+def login_from(url, user, password, forwarded):
+    """A login through the form, the request carrying X-Forwarded-For as a proxy adds it: its HTTP status."""
+    browser = Browser(url)
+    browser.opener.addheaders = [("X-Forwarded-For", forwarded)]
+    return browser.login(user, password)[0]
+
+
+def test_wrong_passwords_are_counted_per_address_behind_a_proxy_and_per_user(lab_db, tmp_path):
+    """Issue 26, item 4: behind the proxy docs/lab.md asks for, every client had the proxy's address, and five
+    wrong passwords locked every user out."""
+    bob = lab("user", "add", "bob", db=lab_db).stdout.strip()
+    ann = lab("user", "add", "ann", db=lab_db).stdout.strip()
+    with lab_server(lab_db, tmp_path / "store", options=("--behind-proxy",)) as (_, url):
+        for _ in range(5):
+            assert login_from(url, "ann", "wrong", "198.51.100.7") == 401
+        assert login_from(url, "bob", bob, "198.51.100.7") == 429  # that address waits, whoever it names
+        assert login_from(url, "ann", ann, "203.0.113.9") == 429  # and ann waits, wherever the guesses come from
+        assert login_from(url, "bob", bob, "203.0.113.9") == 200  # everybody else logs in
+    with lab_server(lab_db, tmp_path / "store") as (_, url):
+        # Not behind a proxy: the header is anybody's to write, and means nothing.
+        for n in range(5):
+            assert login_from(url, f"nobody{n}", "wrong", f"192.0.2.{n}") == 401
+        assert login_from(url, "bob", bob, "192.0.2.77") == 429
+
+
+def test_a_missing_user_costs_the_one_scrypt_a_wrong_password_costs(lab_db, monkeypatch):
+    lab("user", "add", "ann", db=lab_db)
+    conn = schema.connect(lab_db)
+    lab_access.login(conn, "nobody", "x")  # the missing user's stand-in hash, made once
+    runs = []
+    scrypt = hashlib.scrypt
+    monkeypatch.setattr(hashlib, "scrypt", lambda *a, **k: runs.append(1) or scrypt(*a, **k))
+    for name in ("ann", "nobody", "somebody else"):
+        runs.clear()
+        assert lab_access.login(conn, name, "wrong") is None and len(runs) == 1, name
 
 
 def test_no_token_begins_with_a_dash_which_a_command_line_would_take_for_an_option():

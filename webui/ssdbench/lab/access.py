@@ -6,6 +6,7 @@ are removed, which ends their sessions; the key that signs session cookies is ke
 every lab server behind a load balancer accepts the same cookies.
 """
 
+import functools
 import hashlib
 import hmac
 import re
@@ -110,11 +111,18 @@ def remove_user(conn, name):
         raise SsdbenchError(f"no user {name}")
 
 
+@functools.cache
+def _nobodys_hash():
+    """A stored hash for a user who does not exist: made once, so that a missing user costs the one scrypt a
+    wrong password costs."""
+    return _password_hash(secrets.token_urlsafe(12))
+
+
 def login(conn, name, password):
-    """The user's session epoch if the password is theirs, else None. Every wrong try costs one scrypt, so that
-    the time does not tell a missing user from a wrong password."""
+    """The user's session epoch if the password is theirs, else None. Every try costs one scrypt, so that the
+    time does not tell a missing user from a wrong password."""
     row = conn.execute("SELECT password_hash, epoch FROM users WHERE name=%s", (str(name),)).fetchone()
-    stored = row["password_hash"] if row else _password_hash("")
+    stored = row["password_hash"] if row else _nobodys_hash()
     _, salt, _ = stored.split("$")
     ok = hmac.compare_digest(_password_hash(str(password), bytes.fromhex(salt)), stored)
     return row["epoch"] if row and ok else None

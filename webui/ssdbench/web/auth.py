@@ -152,15 +152,21 @@ def check_pin(given):
 
 
 def check_user(name, password):
-    """A lab user's login: (ok, error message, HTTP status)."""
+    """A lab user's login: (ok, error message, HTTP status). Wrong passwords are counted per client address (the
+    proxy's X-Forwarded-For when the lab is told it is behind one: lab serve --behind-proxy) and per user name, so
+    that guessing from many addresses is slowed too, and one address that guesses does not lock out the rest."""
     throttle, client = current_app.extensions["ssdbench.throttle"], request.remote_addr or "unknown"
+    user = f"user {str(name)[:64]}"
     if not throttle.allowed(client):
         return False, f"too many wrong passwords from {client}: wait a minute (at most {MAX_FAILURES} a minute)", 429
+    if not throttle.allowed(user):
+        return False, f"too many wrong passwords for this user: wait a minute (at most {MAX_FAILURES} a minute)", 429
     epoch = lab_access.login(get_lab(), name, password)
     if epoch is not None:
         _start_session(str(name), epoch)
         return True, None, 200
     throttle.failed(client)
+    throttle.failed(user)
     return False, "wrong user or password: the lab's admin gives them (ssdbench lab user add NAME)", 401
 
 
