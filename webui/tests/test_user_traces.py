@@ -8,7 +8,7 @@ import os
 import pytest
 from conftest import DATA, needs_root, show, ssdbench
 
-from ssdbench.suites import user_traces
+from ssdbench.suites import trace_file, trace_import, user_traces
 
 TRACES = os.path.join(DATA, "traces")
 CAPTURES = {
@@ -74,6 +74,33 @@ def test_a_malformed_trace_is_refused_with_its_line(fmt, tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.startswith(f"ssdbench: error: {path}, line {line}: ") and proc.stderr.count("\n") == 1
     assert not os.path.exists(data_dir / "traces") or not os.listdir(data_dir / "traces")
+
+
+OUT_OF_BOUNDS = [
+    ("fio-iolog", "fio version 3 iolog\n0 dut read 0 16777728\n", 2, "length 16777728 is over 16777216"),
+    ("fio-iolog", f"fio version 2 iolog\ndut read {2**63} 4096\n", 2, f"offset {2**63} is over {2**63 - 1}"),
+    ("csv", "1,hm,0,Read,0,4096,10\n2,hm,0,Read,0," + "9" * 5000 + ",10\n", 2, "Size 999999999999999999999999..."),
+    ("blktrace", "  7,0    1        1     0.000000000 31129  D   R 0 + 40000 [x]\n", 1, "count 40000 is over 32768"),
+]
+
+
+@pytest.mark.parametrize("fmt, text, line, said", OUT_OF_BOUNDS)
+def test_numbers_past_their_bounds_are_refused_with_their_line(fmt, text, line, said, tmp_path):
+    """An IO over 16 MiB, a number over 2^63, one of 5,000 digits (which Python refuses to read): the line."""
+    path = tmp_path / f"big-{fmt}.txt"
+    path.write_text(text)
+    proc = ssdbench("trace", "import", str(path), "--format", fmt, data_dir=tmp_path / "data")
+    assert proc.returncode == 2 and proc.stderr.startswith(f"ssdbench: error: {path}, line {line}: "), proc.stderr
+    assert said in proc.stderr and len(proc.stderr) < 300, proc.stderr
+
+
+def test_two_writers_of_one_trace_name_never_share_a_part_file(tmp_path):
+    trace = trace_import.import_msr_csv(os.path.join(TRACES, CAPTURES["csv"]))
+    target = tmp_path / "t.trace"
+    trace_file.write(trace, target, replace=False)
+    with pytest.raises(FileExistsError):
+        trace_file.write(trace, target, replace=False)  # the second import under the name: refused, kept apart
+    assert sorted(os.listdir(tmp_path)) == ["t.trace"] and trace_file.read(str(target)).meta["format"]
 
 
 def test_a_file_given_as_another_format_is_refused_at_its_first_line(tmp_path):

@@ -511,6 +511,10 @@ def test_a_malformed_upload_is_refused_with_its_line_and_nothing_is_kept(client,
     form = {"csrf_token": token, "format": "csv", "file": (io.BytesIO(bad.encode()), "mine.csv")}
     page = client.post("/traces", data=form, content_type="multipart/form-data")
     assert page.status_code == 422 and b"mine.csv, line 3: Type &#39;Trim&#39; is not Read or Write" in page.data
+    # A number of 5,000 digits, which Python refuses to read: the line, not a 500.
+    huge_text = "9" * 5000 + ",hm,0,Read,0,4096,10\n"
+    huge = client.post("/api/traces", json={"format": "csv", "text": huge_text}, headers=headers)
+    assert huge.status_code == 422 and huge.get_json()["error"].startswith("uploaded-trace, line 1: Timestamp 999")
     assert client.get("/api/traces").get_json()["traces"] == []
     assert not os.listdir(data_dir / "traces")
 

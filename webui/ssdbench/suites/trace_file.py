@@ -19,12 +19,17 @@ runs each as one fio job at iodepth=qd. The file bytes are the trace's identity 
 
 import hashlib
 import os
+import tempfile
 
 from ..errors import SsdbenchError
 
 VERSION = 1
 KiB, MiB, GiB = 1024, 1024**2, 1024**3
 SECTOR = 512
+# Bounds on what a trace may say: an offset or a count fits in 63 bits; one IO moves at most 16 MiB (the
+# kernel splits larger requests anyway, and no trace ssdbench writes or reads holds one).
+MAX_NUMBER = 2**63 - 1
+MAX_IO_BYTES = 16 << 20
 
 _META_TYPES = {"seed": int, "footprint": int, "mapped_from": int, "synthetic": bool, "standard": bool}
 
@@ -76,18 +81,27 @@ def text_chunks(trace):
         yield qd, _segment_text(qd, ios)
 
 
-def write(trace, path):
-    """Write a trace, streamed segment by segment; the file appears whole or not at all."""
-    part = f"{os.fspath(path)}.part"
-    f = open(part, "w", encoding="utf-8", newline="\n")
+def write(trace, path, replace=True):
+    """Write a trace, streamed segment by segment; the file appears whole or not at all. Its part file has a
+    name of its own, so that two writers never write one file. Without `replace`, a file already at `path`
+    stays, and FileExistsError says so."""
+    f = tempfile.NamedTemporaryFile(  # noqa: SIM115 - kept open while written, closed by the with below
+        "w", encoding="utf-8", newline="\n", dir=os.path.dirname(os.path.abspath(path)), suffix=".part", delete=False
+    )
     try:
         with f:
             for _, text in text_chunks(trace):
                 f.write(text)
+        os.chmod(f.name, 0o644)  # as open() makes a file; the temporary one is 0600
+        if replace:
+            os.replace(f.name, path)
+        else:
+            os.link(f.name, path)  # atomic, and refused when the name is taken
+            os.remove(f.name)
     except BaseException:
-        os.remove(part)
+        if os.path.exists(f.name):
+            os.remove(f.name)
         raise
-    os.replace(part, path)
 
 
 def open_text(path):
@@ -113,9 +127,13 @@ def read_lines(path):
             yield n, line[:-2] + "\n" if line.endswith("\r\n") else line
 
 
-def parse_number(text, where, what):
+def parse_number(text, where, what, most=MAX_NUMBER):
+    """A whole number of the file, at most `most` (by default 2^63 - 1, what fio and the kernel take for an
+    offset): a larger one, or a longer one (Python refuses to read 4,300 digits), is refused by its line."""
     if not (text.isascii() and text.isdigit()):
         raise SsdbenchError(f"{where}: {what} {text!r} is not a whole number >= 0")
+    if len(text.lstrip("0")) > len(str(most)) or int(text) > most:
+        raise SsdbenchError(f"{where}: {what} {text[:24]}{'...' if len(text) > 24 else ''} is over {most}")
     return int(text)
 
 
@@ -164,7 +182,7 @@ def _ios(path, footprint):
         qd, op, offset, length = fields
         qd = parse_number(qd, where, "qd")
         offset = parse_number(offset, where, "offset")
-        length = parse_number(length, where, "length")
+        length = parse_number(length, where, "length", MAX_IO_BYTES)
         if qd < 1:
             raise SsdbenchError(f"{where}: qd must be at least 1")
         if op not in ("R", "W"):

@@ -9,7 +9,7 @@ import re
 import statistics
 
 from ..errors import SsdbenchError
-from .trace_file import SECTOR, Trace, open_text, parse_number, read, read_lines
+from .trace_file import MAX_IO_BYTES, SECTOR, Trace, open_text, parse_number, read, read_lines
 
 _MAX_SEGMENTS = 1000  # imported traces
 _MAX_QD = 32
@@ -85,7 +85,9 @@ def import_blkparse(path):
             raise SsdbenchError(f"{path}, line {n}: a D event of a {rwbs} with no 'sector + count': {line.strip()!r}")
         if not extent or extent[2] == "0":
             continue  # no data: the empty write of a flush completes as "C WS 0 [0]"
-        sector, sectors = int(extent[1]), int(extent[2])
+        where = f"{path}, line {n}"
+        sector = parse_number(extent[1], where, "sector")
+        sectors = parse_number(extent[2], where, "sector count", MAX_IO_BYTES // SECTOR)
         key = (line.split()[0], sector, sectors)
         if action == "D":
             outstanding[key] = outstanding.get(key, 0) + 1
@@ -132,7 +134,8 @@ def import_fio_iolog(path, qd=1):
             continue
         if action not in ("read", "write") or len(fields) != 4:
             raise SsdbenchError(f"{where}: unknown iolog action {line.strip()!r}")
-        offset, length = parse_number(fields[2], where, "offset"), parse_number(fields[3], where, "length")
+        offset = parse_number(fields[2], where, "offset")
+        length = parse_number(fields[3], where, "length", MAX_IO_BYTES)
         if length:
             ios.append((action[0].upper(), *_aligned(offset, length), qd))
     if version is None:
@@ -169,10 +172,10 @@ def import_msr_csv(path):
             raise SsdbenchError(
                 f"{where}: disk {host}/{number} after disk {disk[0]}/{disk[1]}; split the file into one file per disk"
             )
-        stamp, offset, size, response = (
-            parse_number(v, where, k)
-            for v, k in ((stamp, "Timestamp"), (offset, "Offset"), (size, "Size"), (response, "ResponseTime"))
+        stamp, offset, response = (
+            parse_number(v, where, k) for v, k in ((stamp, "Timestamp"), (offset, "Offset"), (response, "ResponseTime"))
         )
+        size = parse_number(size, where, "Size", MAX_IO_BYTES)
         if size:
             rows.append((stamp, kind[0], *_aligned(offset, size), response))
     rows.sort(key=lambda r: r[0])  # stable: same-tick IOs keep the file's order

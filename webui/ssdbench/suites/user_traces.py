@@ -57,11 +57,15 @@ def import_file(data_dir, path, fmt, name=None, qd=1, source=None):
         raise SsdbenchError(f"trace name {name!r}: use lower-case letters, digits and dashes, 64 at most")
     os.makedirs(folder(data_dir), exist_ok=True)
     target = os.path.join(folder(data_dir), f"{name}.trace")
+    exists = TraceExists(f"a trace named {name} is already imported; give it another name")
     if os.path.exists(target):
-        raise TraceExists(f"a trace named {name} is already imported; give it another name")
+        raise exists
     trace = FORMATS[fmt](str(path), qd)
     trace.meta["source"] = os.path.basename(str(source or path))
-    trace_file.write(trace, target)
+    try:
+        trace_file.write(trace, target, replace=False)  # of two imports under one name at once, one is kept
+    except FileExistsError:
+        raise exists from None
     try:
         figures, digest = trace_file.measured(trace)  # the bytes just written, from the trace in memory
         entry = {
