@@ -33,10 +33,12 @@ from collections import namedtuple
 from types import SimpleNamespace
 
 import pytest
+from contract import ContractClient, assert_keeps
 
 from ssdbench.errors import SsdbenchError
 from ssdbench.results import store
 from ssdbench.run.fio_output import Metric
+from ssdbench.web import openapi
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 # Six short steps: the engine's behaviour without the time the whole smoke suite takes.
@@ -270,7 +272,9 @@ def db_files(data_dir):
 def make_app(data_dir, **config):
     from ssdbench.web import create_app
 
-    return create_app({"SSDBENCH_DATA_DIR": str(data_dir), "SSDBENCH_PIN": PIN, "TESTING": True, **config})
+    app = create_app({"SSDBENCH_DATA_DIR": str(data_dir), "SSDBENCH_PIN": PIN, "TESTING": True, **config})
+    app.test_client_class = ContractClient  # every answer of the API held to its document
+    return app
 
 
 def login(client):
@@ -446,11 +450,15 @@ class Browser:
         self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
 
     def get(self, path):
+        """(status, the URL it landed on, the body); an answer of the lab's API is held to the lab's document."""
         try:
             with self.opener.open(self.url + path) as response:
-                return response.status, response.geturl(), response.read().decode()
+                status, url, headers, body = response.status, response.geturl(), response.headers, response.read()
         except urllib.error.HTTPError as exc:
-            return exc.code, exc.url, exc.read().decode()
+            status, url, headers, body = exc.code, exc.url, exc.headers, exc.read()
+        path = urllib.parse.urlsplit(url).path
+        assert_keeps(openapi.LAB_DOCUMENT, "GET", path, status, headers.get_content_type(), body)
+        return status, url, body.decode()
 
     def login(self, user, password):
         _, _, page = self.get("/login")

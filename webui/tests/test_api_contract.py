@@ -1,12 +1,15 @@
 """The API keeps its OpenAPI document: the document is valid, describes every route, and the server refuses
 exactly what it forbids. Schemathesis, with every check, fuzzes a real server (waitress) over a real run."""
 
+import copy
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
 
+import contract
 import jsonschema
 import openapi_spec_validator
 import pytest
@@ -14,6 +17,7 @@ from conftest import PIN, add_repeat, add_run, lab, lab_server, needs_root, two_
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ssdbench.results import bundle, document
 from ssdbench.web import LAB_ENDPOINTS, openapi, validate
 
 # The values where validators tend to differ: 1.0 is the integer 1, true is not, the 64-bit edge.
@@ -183,6 +187,65 @@ def test_every_error_is_json_and_documented(client, data_dir, token):
 def test_a_form_body_is_refused_as_not_json(client, token):
     response = client.post("/api/runs", data={"drive": "/dev/sdz"}, headers={"X-CSRF-Token": token})
     assert response.status_code == 400 and "Content-Type: application/json" in response.get_json()["error"]
+
+
+def test_the_answers_check_fails_on_a_field_value_or_status_the_document_lacks(client, data_dir, token, monkeypatch):
+    add_run(data_dir)
+    doc = client.get("/api/runs/1").get_json()  # the test client checked it: it keeps the document
+
+    def broken(change, status=200, against=openapi.DOCUMENT):
+        """What the check says of the document changed by change(document)."""
+        bad = copy.deepcopy(doc)
+        change(bad)
+        return contract.problems(against, "GET", "/api/runs/1", status, "application/json", json.dumps(bad).encode())
+
+    assert broken(lambda d: None) == []
+    assert "'new' was unexpected" in broken(lambda d: d.update(new=1))[0]
+    assert "at /steps/1: Additional properties" in broken(lambda d: d["steps"][1].update(new=1))[0]
+    unit = broken(lambda d: d["series"][1].update(x_unit="furlongs"))
+    assert "at /series/1/x_unit: 'furlongs' is not one of" in unit[0]
+    assert "'state' is a required property" in broken(lambda d: d.pop("state"))[0]
+    assert broken(lambda d: None, status=418) == ["GET /api/runs/1 answered 418, which its operation does not document"]
+
+    def as_a_lab_serves_it(d):
+        for name in bundle.LOCAL_FIELDS:  # its bundle leaves the appliance's queue out
+            del d[name]
+        d.update(appliance="bench-a", bundle_sha256="0" * 64)
+
+    # A lab's run says which appliance sent it; an appliance's does not.
+    assert broken(as_a_lab_serves_it, against=openapi.LAB_DOCUMENT) == [] and broken(as_a_lab_serves_it)
+    # The test client fails the test on such an answer.
+    served = document.run_document
+    monkeypatch.setattr(document, "run_document", lambda db, run_id: {**served(db, run_id), "new": 1})
+    with pytest.raises(AssertionError, match="GET /api/runs/1 answered 200: at /: Additional properties"):
+        client.get("/api/runs/1")
+
+
+def test_every_object_an_answer_describes_is_closed():
+    """A field that the code adds to an answer fails the test client's check only where the object that holds it
+    allows no other fields: every schema that lists fields does (openapi._object). The free-form records list
+    none."""
+    for name, each in (("appliance", openapi.DOCUMENT), ("lab", openapi.LAB_DOCUMENT)):
+        for where, schema in response_schemas(each):
+            assert "properties" not in schema or schema.get("additionalProperties") is False, (name, where)
+
+
+def response_schemas(document):
+    """(where, schema) of every schema and subschema of the document's answers and components."""
+    found = [("components " + n, s) for n, s in document["components"]["schemas"].items()]
+    for path, item in document["paths"].items():
+        for method, op in item.items():
+            if method != "parameters":
+                for status, answer in op["responses"].items():
+                    for kind, content in answer.get("content", {}).items():
+                        found.append((f"{method} {path} {status} {kind}", content.get("schema", {})))
+    while found:
+        where, schema = found.pop()
+        yield where, schema
+        found += [(f"{where}.{n}", s) for n, s in schema.get("properties", {}).items()]
+        for key in ("items", "additionalProperties"):
+            if isinstance(schema.get(key), dict):
+                found.append((f"{where} {key}", schema[key]))
 
 
 # A fixed seed, so that a failure is found again; SSDBENCH_FUZZ_SEED tries another.
