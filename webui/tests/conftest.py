@@ -37,6 +37,7 @@ from contract import ContractClient, assert_keeps
 
 from ssdbench.errors import SsdbenchError
 from ssdbench.results import store
+from ssdbench.run import fio_output
 from ssdbench.run.fio_output import Metric
 from ssdbench.web import openapi
 
@@ -137,6 +138,57 @@ def ssdbench(*args, data_dir=None, env=None, check=False, **kw):
 
 def show(run_id, data_dir):
     return json.loads(ssdbench("show", str(run_id), "--json", data_dir=data_dir, check=True).stdout)
+
+
+def long_suite(folder, key):
+    """The engine suite with its step `key` lasting 300 s instead of 3, for a test that acts while that step's
+    fio runs: on a busy host, 3 s can be over before the test has seen the step start. The test ends the
+    step long before its 300 s."""
+    suite = folder / f"long-{key}.toml"
+    with open(ENGINE_SUITE[1]) as f:
+        head, step, tail = f.read().partition(f'id = "{key}"')
+    suite.write_text(head + step + tail.replace("runtime = 3", "runtime = 300", 1))
+    return ("--suite-file", str(suite), "--non-standard")
+
+
+def start_run(dev, data_dir, *extra, suite=ENGINE_SUITE, command="run"):
+    """Start `ssdbench run` (or `repeat`, its --times in `extra`) in the background, as a tester at the console
+    would."""
+    argv = [sys.executable, "-m", "ssdbench.cli", command, *suite, "--drive", dev, "--confirm", os.path.basename(dev)]
+    argv += ["--data-dir", str(data_dir), *extra]
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def step_state(data_dir, key):
+    """The state of the latest step `key` in the data folder, None before there is one."""
+    if not os.path.exists(store.db_path(data_dir)):
+        return None
+    db = store.connect(data_dir)
+    try:
+        row = db.execute("SELECT state FROM steps WHERE key=? ORDER BY id DESC LIMIT 1", (key,)).fetchone()
+    finally:
+        db.close()
+    return row and row[0]
+
+
+def wait_for_step(data_dir, key, state="running"):
+    wait_until(lambda: step_state(data_dir, key) == state, f"step {key} to be {state}")
+
+
+def fio_status(step_dir):
+    """The status documents fio has written so far in a step's folder."""
+    try:
+        return fio_output.fio_documents((step_dir / "fio.json").read_text())
+    except FileNotFoundError:
+        return []
+
+
+def vanish(dev, img):
+    """Take the drive away from under a loop device that fio is using, as a drive that dies or is pulled."""
+    # A busy loop device only detaches on last close, so take its medium away first.
+    subprocess.run(["truncate", "-s", "0", str(img)], check=True)
+    subprocess.run(["losetup", "-c", dev], check=True)
+    subprocess.run(["losetup", "-d", dev], check=True)
 
 
 @pytest.fixture
@@ -259,6 +311,56 @@ def finished_bundle(finished_run, tmp_path_factory):
     out = tmp_path_factory.mktemp("bundle")
     path = ssdbench("bundle", "1", "-o", str(out), data_dir=data_dir, check=True).stdout.strip()
     return path
+
+
+# The runs of the every_kind data folder, by what each is: {kind: run id}.
+EVERY_KIND = {"smoke": 1, "imported": 2, "imported repeat": 3, "cancelled": 6, "failed": 7, "queued": 8}
+
+
+@pytest.fixture(scope="module")
+def every_kind(smoke_run, finished_bundle, finished_repeat, tmp_path_factory):
+    """A data folder holding a run of every kind, each made by the current engine, CLI and web app, shared by a
+    module (about 20 s besides the session's smoke run and repeat set): (data folder, the loop device whose runs
+    it holds, still attached). Its runs are EVERY_KIND's: 1 the smoke run (every step type: latency
+    histograms, a trace, a Mixed Burst); 2 the finished run's bundle, imported; 3 to 5 the finished repeat set's
+    bundle, imported (repeat set 1); 6 the one run of repeat set 2, cancelled while fio ran; 7 a run whose drive
+    vanished while fio ran, its step failed; 8 a run queued through the API, which no runner takes."""
+    top = tmp_path_factory.mktemp("every-kind")
+    data_dir = top / "data"
+    shutil.copytree(smoke_run[1], data_dir)
+    repeat_data, _, repeat_summary = finished_repeat
+    repeat_bundle = ssdbench(
+        "bundle", "--repeat", str(repeat_summary["id"]), "-o", str(top), data_dir=repeat_data, check=True
+    ).stdout.strip()
+    ssdbench("import", finished_bundle, repeat_bundle, data_dir=data_dir, check=True)
+    # rand-read-4k lasts until it is stopped: the cancel and the vanished drive each come while its fio reads.
+    suite = long_suite(top, "rand-read-4k")
+    attached = [attach(top / "drive.img", "512M"), attach(top / "doomed.img", "512M")]
+    dev, doomed = attached
+    try:
+        cancelled = start_run(dev, data_dir, "--times", "2", suite=suite, command="repeat")
+        wait_until(lambda: fio_reads(data_dir, EVERY_KIND["cancelled"]), "fio to read in the run to cancel")
+        ssdbench("cancel", data_dir=data_dir, check=True)
+        assert cancelled.wait(timeout=120) == 1, cancelled.communicate()
+        failed = start_run(doomed, data_dir, suite=suite)
+        wait_until(lambda: fio_reads(data_dir, EVERY_KIND["failed"]), "fio to read in the run to fail")
+        vanish(doomed, top / "doomed.img")
+        attached.remove(doomed)  # its number is free for another loop device now
+        assert failed.wait(timeout=120) == 1, failed.communicate()
+        client = make_app(data_dir, SSDBENCH_EXTRA_DRIVES=[dev]).test_client()
+        body = {"drive": dev, "suite": "smoke", "confirm": os.path.basename(dev), "destroy_data": True}
+        queued = client.post("/api/runs", json=body, headers={"X-CSRF-Token": login(client)})
+        assert queued.get_json() == {"id": EVERY_KIND["queued"], "url": f"/runs/{EVERY_KIND['queued']}"}
+        yield data_dir, dev
+    finally:
+        for each in attached:
+            subprocess.run(["losetup", "-d", each], capture_output=True)
+
+
+def fio_reads(data_dir, run_id):
+    """Whether fio has read in the rand-read-4k step of the engine suite's run `run_id`."""
+    step_dir = data_dir / store.step_folder(run_id, 2, "rand-read-4k")
+    return any(d["jobs"][0]["read"]["io_bytes"] for d in fio_status(step_dir))
 
 
 def db_files(data_dir):

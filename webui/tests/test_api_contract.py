@@ -13,11 +13,25 @@ import contract
 import jsonschema
 import openapi_spec_validator
 import pytest
-from conftest import PIN, add_repeat, add_run, lab, lab_server, needs_root, two_appliances, web_server
+from conftest import (
+    EVERY_KIND,
+    PIN,
+    Browser,
+    add_repeat,
+    add_run,
+    lab,
+    lab_server,
+    login,
+    make_app,
+    needs_root,
+    ssdbench,
+    web_server,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ssdbench.results import bundle, document
+from ssdbench.suites import locked
 from ssdbench.web import LAB_ENDPOINTS, openapi, validate
 
 # The values where validators tend to differ: 1.0 is the integer 1, true is not, the 64-bit edge.
@@ -248,6 +262,41 @@ def response_schemas(document):
                 found.append((f"{where} {key}", schema[key]))
 
 
+@needs_root()
+def test_every_kind_of_run_keeps_the_document_through_the_api(every_kind):
+    """The fast check beside the fuzzer: every run document, progress, list, repeat set and drive list of a data
+    folder holding every kind of run, read through the test client, which holds each answer to the document."""
+    data_dir, dev = every_kind
+    client = make_app(data_dir, SSDBENCH_EXTRA_DRIVES=[dev]).test_client()
+    login(client)
+    runs = {r["id"]: r for r in client.get("/api/runs").get_json()["runs"]}
+    kinds = {k: (runs[i]["state"], runs[i]["origin"] != "local", runs[i]["repeat_id"]) for k, i in EVERY_KIND.items()}
+    assert kinds == {
+        "smoke": ("done", False, None),
+        "imported": ("done", True, None),
+        "imported repeat": ("done", True, 1),
+        "cancelled": ("cancelled", False, 2),
+        "failed": ("failed", False, None),
+        "queued": ("queued", False, None),
+    }
+    docs = {run_id: client.get(f"/api/runs/{run_id}").get_json() for run_id in runs}
+    for run_id in runs:
+        assert client.get(f"/api/runs/{run_id}/progress").status_code == 200
+    smoke = docs[EVERY_KIND["smoke"]]
+    assert {s["x_unit"] for s in smoke["series"]} == {"ms", "ns", "bytes", "offset"}
+    assert {s["kind"] for s in smoke["steps"]} == set(locked.STEP_KINDS)
+    assert "cancelled" in [s["state"] for s in docs[EVERY_KIND["cancelled"]]["steps"]]
+    failed = next(s for s in docs[EVERY_KIND["failed"]]["steps"] if s["state"] == "failed")
+    assert "vanished during the step" in failed["error"]
+    repeats = client.get("/api/repeats").get_json()["repeats"]
+    assert [(r["id"], r["state"], r["runs"]) for r in repeats] == [(1, "done", 3), (2, "cancelled", 1)]
+    for held in repeats:
+        assert client.get(f"/api/repeats/{held['id']}").status_code == 200
+    assert dev in [d["path"] for d in client.get("/api/drives").get_json()["drives"]]
+    compared = client.get("/api/compare?" + "&".join(f"run={i}" for i in list(runs)[: openapi.MAX_COMPARE]))
+    assert compared.status_code == 200
+
+
 # A fixed seed, so that a failure is found again; SSDBENCH_FUZZ_SEED tries another.
 SEED = int(os.environ.get("SSDBENCH_FUZZ_SEED", "20261123"))
 SCHEMATHESIS = "from schemathesis.cli import schemathesis; schemathesis()"
@@ -280,15 +329,12 @@ def schemathesis_run(port, tmp_path, seed, examples=100, login=None):
 
 
 @needs_root()
-def test_schemathesis_with_every_check_finds_nothing(finished_run, tmp_path):
-    # A copy: the fuzzer may delete runs. One real finished run (its bundle downloads), one queued (it can
-    # be cancelled), one failed, and a repeat set of two runs (its summary and its bundle).
+def test_schemathesis_with_every_check_finds_nothing(every_kind, tmp_path):
+    # A copy of a run of every kind: the fuzzer may delete runs, cancel the queued one, and start one on the
+    # loop device the server lists (no runner takes it).
     data_dir = tmp_path / "data"
-    shutil.copytree(finished_run[0], data_dir)
-    add_run(data_dir, state="failed")
-    add_run(data_dir, state="queued")
-    add_repeat(data_dir, iops=(100.0, 110.0))
-    with web_server(data_dir) as (_, port):
+    shutil.copytree(every_kind[0], data_dir)
+    with web_server(data_dir, "--drive", every_kind[1]) as (_, port):
         result = schemathesis_run(port, tmp_path, seed=SEED)
     assert_found_nothing(result)
 
@@ -301,13 +347,51 @@ def assert_found_nothing(result):
     assert generated > 1000, summary  # every operation was exercised, not skipped
 
 
-@needs_root()
-def test_schemathesis_on_a_lab_with_every_check_finds_nothing(postgres, finished_bundle, tmp_path):
-    # A lab holding two appliances' uploads; the fuzzer reads as a lab user and uploads with one's token.
+@pytest.fixture(scope="module")
+def every_kind_lab(postgres, every_kind, finished_bundle, tmp_path_factory):
+    """A lab (the real `ssdbench lab serve`) holding every kind of run, shared by a module: appliance bench-a sent
+    every_kind's smoke run, its cancelled and its failed runs and its imported repeat set (a repeat set's bundle);
+    bench-b sent the finished run. Yields (its URL, schemathesis_session's login: a lab user's, bench-a's token)."""
+    top = tmp_path_factory.mktemp("every-kind-lab")
+
+    def bundle(*what):
+        return ssdbench("bundle", *what, "-o", str(top), data_dir=every_kind[0], check=True).stdout.strip()
+
+    sent = [bundle(str(EVERY_KIND[kind])) for kind in ("smoke", "cancelled", "failed")] + [bundle("--repeat", "1")]
     db = postgres()
     assert lab("migrate", db=db).returncode == 0
     login = {"SSDBENCH_LAB_USER": "ann", "SSDBENCH_LAB_PASSWORD": lab("user", "add", "ann", db=db).stdout.strip()}
-    with lab_server(db, tmp_path / "store") as (_, url):
-        login["SSDBENCH_LAB_TOKEN"] = two_appliances(db, finished_bundle, tmp_path, url)["bench-a"]
-        result = schemathesis_run(int(url.rpartition(":")[2]), tmp_path, seed=SEED, login=login)
+    tokens = {name: lab("token", "add", name, db=db).stdout.strip() for name in ("bench-a", "bench-b")}
+    with lab_server(db, top / "store") as (_, url):
+        ssdbench("upload", *sent, "--to", url, "--token", tokens["bench-a"], check=True)
+        ssdbench("upload", finished_bundle, "--to", url, "--token", tokens["bench-b"], check=True)
+        yield url, {**login, "SSDBENCH_LAB_TOKEN": tokens["bench-a"]}
+
+
+@needs_root()
+def test_a_lab_serves_every_kind_of_run_as_its_document_states(every_kind_lab):
+    """The lab's fast check: every run, the list and a comparison, read over HTTP by conftest's Browser, which
+    holds each answer of the lab's API to the lab's document."""
+    url, login = every_kind_lab
+    browser = Browser(url)
+    assert browser.login(login["SSDBENCH_LAB_USER"], login["SSDBENCH_LAB_PASSWORD"])[0] == 200
+    status, _, text = browser.get("/api/runs")
+    runs = json.loads(text)["runs"]
+    assert status == 200 and {(r["appliance"], r["state"]) for r in runs} == {
+        ("bench-a", "done"),
+        ("bench-a", "cancelled"),
+        ("bench-a", "failed"),
+        ("bench-b", "done"),
+    }
+    assert {r["member"] for r in runs} == {"", "run-1/", "run-2/", "run-3/"}  # a run's bundle, and a set's
+    for run in runs:
+        assert browser.get(f"/api/runs/{run['id']}")[0] == 200
+    assert browser.get(f"/api/compare?run={runs[0]['id']}&run={runs[-1]['id']}")[0] == 200
+
+
+@needs_root()
+def test_schemathesis_on_a_lab_with_every_check_finds_nothing(every_kind_lab, tmp_path):
+    # The fuzzer reads as a lab user and uploads with bench-a's token.
+    url, login = every_kind_lab
+    result = schemathesis_run(int(url.rpartition(":")[2]), tmp_path, seed=SEED, login=login)
     assert_found_nothing(result)
