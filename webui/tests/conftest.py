@@ -5,14 +5,19 @@ Fixtures: `loopdev` (attach a sparse file as a loop device), `data_dir` (an empt
 `client` and `token` (the web app on that folder, a test client, and its CSRF token once logged in),
 `finished_run` (a data folder holding one run of the engine suite on a loop device, shared by a module),
 `finished_bundle` (its bundle), `finished_repeat` (a repeat set of three engine-suite runs, shared by all),
-`smoke_run` (one run of the smoke suite, shared by the session), `small_partition` (a data folder on a small
-ext4 file system of its own) and `postgres` (a real PostgreSQL for the session, which makes a fresh database).
-Helpers: `ssdbench` (the real CLI in a child process), `web_server` (the real `ssdbench web` on a free port),
+`smoke_run` (one run of the smoke suite, shared by the session), `every_kind` (a data folder holding a run of
+every kind, shared by a module), `small_partition` (a data folder on a small ext4 file system of its own) and
+`postgres` (a real PostgreSQL for the session, which makes a fresh database).
+Helpers: `ssdbench` (the real CLI in a child process), `start_run` (`ssdbench run` or `repeat` in the
+background), `long_suite` (the engine suite with a step that lasts until stopped), `wait_for_step`,
+`fio_status`, `vanish` (a loop device's drive taken away), `web_server` (the real `ssdbench web` on a free port),
 `smoke_data` and `postgres_cluster` (the bodies of `smoke_run` and `postgres`, for the VM tests too),
 `lab_server` (the real `ssdbench lab serve` on a free port), `lab` (an `ssdbench lab` command), `Browser` (a
 login to the lab's pages over HTTP),
 `show`, `wait_until`, `make_app`, `login`, `add_run` (a run written through the store, for pages that
-need one without running fio) and `add_repeat` (a repeat set of such runs)."""
+need one without running fio) and `add_repeat` (a repeat set of such runs).
+Every app that make_app makes answers its test client through contract.ContractClient, and Browser reads a
+lab's API the same way: each answer of the API is held to the document the server publishes."""
 
 import contextlib
 import hashlib

@@ -1,5 +1,8 @@
-"""The API keeps its OpenAPI document: the document is valid, describes every route, and the server refuses
-exactly what it forbids. Schemathesis, with every check, fuzzes a real server (waitress) over a real run."""
+"""The API keeps its OpenAPI document: the document is valid, describes every route, the server refuses
+exactly what it forbids, and every answer holds what the document states and nothing else. Schemathesis, with
+every check, fuzzes a real server (waitress) over a run of every kind (conftest's every_kind), and a real lab
+that holds them; faster checks read every one of those runs through the checked test client
+(tests/contract.py)."""
 
 import copy
 import json
