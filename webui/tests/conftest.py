@@ -5,14 +5,19 @@ Fixtures: `loopdev` (attach a sparse file as a loop device), `data_dir` (an empt
 `client` and `token` (the web app on that folder, a test client, and its CSRF token once logged in),
 `finished_run` (a data folder holding one run of the engine suite on a loop device, shared by a module),
 `finished_bundle` (its bundle), `finished_repeat` (a repeat set of three engine-suite runs, shared by all),
-`smoke_run` (one run of the smoke suite, shared by the session), `small_partition` (a data folder on a small
-ext4 file system of its own) and `postgres` (a real PostgreSQL for the session, which makes a fresh database).
-Helpers: `ssdbench` (the real CLI in a child process), `web_server` (the real `ssdbench web` on a free port),
+`smoke_run` (one run of the smoke suite, shared by the session), `every_kind` (a data folder holding a run of
+every kind, shared by a module), `small_partition` (a data folder on a small ext4 file system of its own) and
+`postgres` (a real PostgreSQL for the session, which makes a fresh database).
+Helpers: `ssdbench` (the real CLI in a child process), `start_run` (`ssdbench run` or `repeat` in the
+background), `long_suite` (the engine suite with a step that lasts until stopped), `wait_for_step`,
+`fio_status`, `vanish` (a loop device's drive taken away), `web_server` (the real `ssdbench web` on a free port),
 `smoke_data` and `postgres_cluster` (the bodies of `smoke_run` and `postgres`, for the VM tests too),
 `lab_server` (the real `ssdbench lab serve` on a free port), `lab` (an `ssdbench lab` command), `Browser` (a
 login to the lab's pages over HTTP),
 `show`, `wait_until`, `make_app`, `login`, `add_run` (a run written through the store, for pages that
-need one without running fio) and `add_repeat` (a repeat set of such runs)."""
+need one without running fio) and `add_repeat` (a repeat set of such runs).
+Every app that make_app makes answers its test client through contract.ContractClient, and Browser reads a
+lab's API the same way: each answer of the API is held to the document the server publishes."""
 
 import contextlib
 import hashlib
@@ -33,10 +38,13 @@ from collections import namedtuple
 from types import SimpleNamespace
 
 import pytest
+from contract import ContractClient, assert_keeps
 
 from ssdbench.errors import SsdbenchError
 from ssdbench.results import store
+from ssdbench.run import fio_output
 from ssdbench.run.fio_output import Metric
+from ssdbench.web import openapi
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
 # Six short steps: the engine's behaviour without the time the whole smoke suite takes.
@@ -135,6 +143,57 @@ def ssdbench(*args, data_dir=None, env=None, check=False, **kw):
 
 def show(run_id, data_dir):
     return json.loads(ssdbench("show", str(run_id), "--json", data_dir=data_dir, check=True).stdout)
+
+
+def long_suite(folder, key):
+    """The engine suite with its step `key` lasting 300 s instead of 3, for a test that acts while that step's
+    fio runs: on a busy host, 3 s can be over before the test has seen the step start. The test ends the
+    step long before its 300 s."""
+    suite = folder / f"long-{key}.toml"
+    with open(ENGINE_SUITE[1]) as f:
+        head, step, tail = f.read().partition(f'id = "{key}"')
+    suite.write_text(head + step + tail.replace("runtime = 3", "runtime = 300", 1))
+    return ("--suite-file", str(suite), "--non-standard")
+
+
+def start_run(dev, data_dir, *extra, suite=ENGINE_SUITE, command="run"):
+    """Start `ssdbench run` (or `repeat`, its --times in `extra`) in the background, as a tester at the console
+    would."""
+    argv = [sys.executable, "-m", "ssdbench.cli", command, *suite, "--drive", dev, "--confirm", os.path.basename(dev)]
+    argv += ["--data-dir", str(data_dir), *extra]
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def step_state(data_dir, key):
+    """The state of the latest step `key` in the data folder, None before there is one."""
+    if not os.path.exists(store.db_path(data_dir)):
+        return None
+    db = store.connect(data_dir)
+    try:
+        row = db.execute("SELECT state FROM steps WHERE key=? ORDER BY id DESC LIMIT 1", (key,)).fetchone()
+    finally:
+        db.close()
+    return row and row[0]
+
+
+def wait_for_step(data_dir, key, state="running"):
+    wait_until(lambda: step_state(data_dir, key) == state, f"step {key} to be {state}")
+
+
+def fio_status(step_dir):
+    """The status documents fio has written so far in a step's folder."""
+    try:
+        return fio_output.fio_documents((step_dir / "fio.json").read_text())
+    except FileNotFoundError:
+        return []
+
+
+def vanish(dev, img):
+    """Take the drive away from under a loop device that fio is using, as a drive that dies or is pulled."""
+    # A busy loop device only detaches on last close, so take its medium away first.
+    subprocess.run(["truncate", "-s", "0", str(img)], check=True)
+    subprocess.run(["losetup", "-c", dev], check=True)
+    subprocess.run(["losetup", "-d", dev], check=True)
 
 
 @pytest.fixture
@@ -259,6 +318,56 @@ def finished_bundle(finished_run, tmp_path_factory):
     return path
 
 
+# The runs of the every_kind data folder, by what each is: {kind: run id}.
+EVERY_KIND = {"smoke": 1, "imported": 2, "imported repeat": 3, "cancelled": 6, "failed": 7, "queued": 8}
+
+
+@pytest.fixture(scope="module")
+def every_kind(smoke_run, finished_bundle, finished_repeat, tmp_path_factory):
+    """A data folder holding a run of every kind, each made by the current engine, CLI and web app, shared by a
+    module (about 20 s besides the session's smoke run and repeat set): (data folder, the loop device whose runs
+    it holds, still attached). Its runs are EVERY_KIND's: 1 the smoke run (every step type: latency
+    histograms, a trace, a Mixed Burst); 2 the finished run's bundle, imported; 3 to 5 the finished repeat set's
+    bundle, imported (repeat set 1); 6 the one run of repeat set 2, cancelled while fio ran; 7 a run whose drive
+    vanished while fio ran, its step failed; 8 a run queued through the API, which no runner takes."""
+    top = tmp_path_factory.mktemp("every-kind")
+    data_dir = top / "data"
+    shutil.copytree(smoke_run[1], data_dir)
+    repeat_data, _, repeat_summary = finished_repeat
+    repeat_bundle = ssdbench(
+        "bundle", "--repeat", str(repeat_summary["id"]), "-o", str(top), data_dir=repeat_data, check=True
+    ).stdout.strip()
+    ssdbench("import", finished_bundle, repeat_bundle, data_dir=data_dir, check=True)
+    # rand-read-4k lasts until it is stopped: the cancel and the vanished drive each come while its fio reads.
+    suite = long_suite(top, "rand-read-4k")
+    attached = [attach(top / "drive.img", "512M"), attach(top / "doomed.img", "512M")]
+    dev, doomed = attached
+    try:
+        cancelled = start_run(dev, data_dir, "--times", "2", suite=suite, command="repeat")
+        wait_until(lambda: fio_reads(data_dir, EVERY_KIND["cancelled"]), "fio to read in the run to cancel")
+        ssdbench("cancel", data_dir=data_dir, check=True)
+        assert cancelled.wait(timeout=120) == 1, cancelled.communicate()
+        failed = start_run(doomed, data_dir, suite=suite)
+        wait_until(lambda: fio_reads(data_dir, EVERY_KIND["failed"]), "fio to read in the run to fail")
+        vanish(doomed, top / "doomed.img")
+        attached.remove(doomed)  # its number is free for another loop device now
+        assert failed.wait(timeout=120) == 1, failed.communicate()
+        client = make_app(data_dir, SSDBENCH_EXTRA_DRIVES=[dev]).test_client()
+        body = {"drive": dev, "suite": "smoke", "confirm": os.path.basename(dev), "destroy_data": True}
+        queued = client.post("/api/runs", json=body, headers={"X-CSRF-Token": login(client)})
+        assert queued.get_json() == {"id": EVERY_KIND["queued"], "url": f"/runs/{EVERY_KIND['queued']}"}
+        yield data_dir, dev
+    finally:
+        for each in attached:
+            subprocess.run(["losetup", "-d", each], capture_output=True)
+
+
+def fio_reads(data_dir, run_id):
+    """Whether fio has read in the rand-read-4k step of the engine suite's run `run_id`."""
+    step_dir = data_dir / store.step_folder(run_id, 2, "rand-read-4k")
+    return any(d["jobs"][0]["read"]["io_bytes"] for d in fio_status(step_dir))
+
+
 def db_files(data_dir):
     return {
         name: hashlib.sha256(open(os.path.join(data_dir, name), "rb").read()).hexdigest()
@@ -270,7 +379,9 @@ def db_files(data_dir):
 def make_app(data_dir, **config):
     from ssdbench.web import create_app
 
-    return create_app({"SSDBENCH_DATA_DIR": str(data_dir), "SSDBENCH_PIN": PIN, "TESTING": True, **config})
+    app = create_app({"SSDBENCH_DATA_DIR": str(data_dir), "SSDBENCH_PIN": PIN, "TESTING": True, **config})
+    app.test_client_class = ContractClient  # every answer of the API held to its document
+    return app
 
 
 def login(client):
@@ -448,11 +559,15 @@ class Browser:
         self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
 
     def get(self, path):
+        """(status, the URL it landed on, the body); an answer of the lab's API is held to the lab's document."""
         try:
             with self.opener.open(self.url + path) as response:
-                return response.status, response.geturl(), response.read().decode()
+                status, url, headers, body = response.status, response.geturl(), response.headers, response.read()
         except urllib.error.HTTPError as exc:
-            return exc.code, exc.url, exc.read().decode()
+            status, url, headers, body = exc.code, exc.url, exc.headers, exc.read()
+        path = urllib.parse.urlsplit(url).path
+        assert_keeps(openapi.LAB_DOCUMENT, "GET", path, status, headers.get_content_type(), body)
+        return status, url, body.decode()
 
     def login(self, user, password):
         _, _, page = self.get("/login")

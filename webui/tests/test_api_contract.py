@@ -1,19 +1,40 @@
-"""The API keeps its OpenAPI document: the document is valid, describes every route, and the server refuses
-exactly what it forbids. Schemathesis, with every check, fuzzes a real server (waitress) over a real run."""
+"""The API keeps its OpenAPI document: the document is valid, describes every route, the server refuses
+exactly what it forbids, and every answer holds what the document states and nothing else. Schemathesis, with
+every check, fuzzes a real server (waitress) over a run of every kind (conftest's every_kind), and a real lab
+that holds them; faster checks read every one of those runs through the checked test client
+(tests/contract.py)."""
 
+import copy
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
 
+import contract
 import jsonschema
 import openapi_spec_validator
 import pytest
-from conftest import PIN, add_repeat, add_run, lab, lab_server, needs_root, two_appliances, web_server
+from conftest import (
+    EVERY_KIND,
+    PIN,
+    Browser,
+    add_repeat,
+    add_run,
+    lab,
+    lab_server,
+    login,
+    make_app,
+    needs_root,
+    ssdbench,
+    web_server,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ssdbench.results import bundle, document
+from ssdbench.suites import locked
 from ssdbench.web import LAB_ENDPOINTS, openapi, validate
 
 # The values where validators tend to differ: 1.0 is the integer 1, true is not, the 64-bit edge.
@@ -185,6 +206,100 @@ def test_a_form_body_is_refused_as_not_json(client, token):
     assert response.status_code == 400 and "Content-Type: application/json" in response.get_json()["error"]
 
 
+def test_the_answers_check_fails_on_a_field_value_or_status_the_document_lacks(client, data_dir, token, monkeypatch):
+    add_run(data_dir)
+    doc = client.get("/api/runs/1").get_json()  # the test client checked it: it keeps the document
+
+    def broken(change, status=200, against=openapi.DOCUMENT):
+        """What the check says of the document changed by change(document)."""
+        bad = copy.deepcopy(doc)
+        change(bad)
+        return contract.problems(against, "GET", "/api/runs/1", status, "application/json", json.dumps(bad).encode())
+
+    assert broken(lambda d: None) == []
+    assert "'new' was unexpected" in broken(lambda d: d.update(new=1))[0]
+    assert "at /steps/1: Additional properties" in broken(lambda d: d["steps"][1].update(new=1))[0]
+    unit = broken(lambda d: d["series"][1].update(x_unit="furlongs"))
+    assert "at /series/1/x_unit: 'furlongs' is not one of" in unit[0]
+    assert "'state' is a required property" in broken(lambda d: d.pop("state"))[0]
+    assert broken(lambda d: None, status=418) == ["GET /api/runs/1 answered 418, which its operation does not document"]
+
+    def as_a_lab_serves_it(d):
+        for name in bundle.LOCAL_FIELDS:  # its bundle leaves the appliance's queue out
+            del d[name]
+        d.update(appliance="bench-a", bundle_sha256="0" * 64)
+
+    # A lab's run says which appliance sent it; an appliance's does not.
+    assert broken(as_a_lab_serves_it, against=openapi.LAB_DOCUMENT) == [] and broken(as_a_lab_serves_it)
+    # The test client fails the test on such an answer.
+    served = document.run_document
+    monkeypatch.setattr(document, "run_document", lambda db, run_id: {**served(db, run_id), "new": 1})
+    with pytest.raises(AssertionError, match="GET /api/runs/1 answered 200: at /: Additional properties"):
+        client.get("/api/runs/1")
+
+
+def test_every_object_an_answer_describes_is_closed():
+    """A field that the code adds to an answer fails the test client's check only where the object that holds it
+    allows no other fields: every schema that lists fields does (openapi._object). The free-form records list
+    none."""
+    for name, each in (("appliance", openapi.DOCUMENT), ("lab", openapi.LAB_DOCUMENT)):
+        for where, schema in response_schemas(each):
+            assert "properties" not in schema or schema.get("additionalProperties") is False, (name, where)
+
+
+def response_schemas(document):
+    """(where, schema) of every schema and subschema of the document's answers and components."""
+    found = [("components " + n, s) for n, s in document["components"]["schemas"].items()]
+    for path, item in document["paths"].items():
+        for method, op in item.items():
+            if method != "parameters":
+                for status, answer in op["responses"].items():
+                    for kind, content in answer.get("content", {}).items():
+                        found.append((f"{method} {path} {status} {kind}", content.get("schema", {})))
+    while found:
+        where, schema = found.pop()
+        yield where, schema
+        found += [(f"{where}.{n}", s) for n, s in schema.get("properties", {}).items()]
+        for key in ("items", "additionalProperties"):
+            if isinstance(schema.get(key), dict):
+                found.append((f"{where} {key}", schema[key]))
+
+
+@needs_root()
+def test_every_kind_of_run_keeps_the_document_through_the_api(every_kind):
+    """The fast check beside the fuzzer: every run document, progress, list, repeat set and drive list of a data
+    folder holding every kind of run, read through the test client, which holds each answer to the document."""
+    data_dir, dev = every_kind
+    client = make_app(data_dir, SSDBENCH_EXTRA_DRIVES=[dev]).test_client()
+    login(client)
+    runs = {r["id"]: r for r in client.get("/api/runs").get_json()["runs"]}
+    kinds = {k: (runs[i]["state"], runs[i]["origin"] != "local", runs[i]["repeat_id"]) for k, i in EVERY_KIND.items()}
+    assert kinds == {
+        "smoke": ("done", False, None),
+        "imported": ("done", True, None),
+        "imported repeat": ("done", True, 1),
+        "cancelled": ("cancelled", False, 2),
+        "failed": ("failed", False, None),
+        "queued": ("queued", False, None),
+    }
+    docs = {run_id: client.get(f"/api/runs/{run_id}").get_json() for run_id in runs}
+    for run_id in runs:
+        assert client.get(f"/api/runs/{run_id}/progress").status_code == 200
+    smoke = docs[EVERY_KIND["smoke"]]
+    assert {s["x_unit"] for s in smoke["series"]} == {"ms", "ns", "bytes", "offset"}
+    assert {s["kind"] for s in smoke["steps"]} == set(locked.STEP_KINDS)
+    assert "cancelled" in [s["state"] for s in docs[EVERY_KIND["cancelled"]]["steps"]]
+    failed = next(s for s in docs[EVERY_KIND["failed"]]["steps"] if s["state"] == "failed")
+    assert "vanished during the step" in failed["error"]
+    repeats = client.get("/api/repeats").get_json()["repeats"]
+    assert [(r["id"], r["state"], r["runs"]) for r in repeats] == [(1, "done", 3), (2, "cancelled", 1)]
+    for held in repeats:
+        assert client.get(f"/api/repeats/{held['id']}").status_code == 200
+    assert dev in [d["path"] for d in client.get("/api/drives").get_json()["drives"]]
+    compared = client.get("/api/compare?" + "&".join(f"run={i}" for i in list(runs)[: openapi.MAX_COMPARE]))
+    assert compared.status_code == 200
+
+
 # A fixed seed, so that a failure is found again; SSDBENCH_FUZZ_SEED tries another.
 SEED = int(os.environ.get("SSDBENCH_FUZZ_SEED", "20261123"))
 SCHEMATHESIS = "from schemathesis.cli import schemathesis; schemathesis()"
@@ -217,15 +332,12 @@ def schemathesis_run(port, tmp_path, seed, examples=100, login=None):
 
 
 @needs_root()
-def test_schemathesis_with_every_check_finds_nothing(finished_run, tmp_path):
-    # A copy: the fuzzer may delete runs. One real finished run (its bundle downloads), one queued (it can
-    # be cancelled), one failed, and a repeat set of two runs (its summary and its bundle).
+def test_schemathesis_with_every_check_finds_nothing(every_kind, tmp_path):
+    # A copy of a run of every kind: the fuzzer may delete runs, cancel the queued one, and start one on the
+    # loop device the server lists (no runner takes it).
     data_dir = tmp_path / "data"
-    shutil.copytree(finished_run[0], data_dir)
-    add_run(data_dir, state="failed")
-    add_run(data_dir, state="queued")
-    add_repeat(data_dir, iops=(100.0, 110.0))
-    with web_server(data_dir) as (_, port):
+    shutil.copytree(every_kind[0], data_dir)
+    with web_server(data_dir, "--drive", every_kind[1]) as (_, port):
         result = schemathesis_run(port, tmp_path, seed=SEED)
     assert_found_nothing(result)
 
@@ -238,13 +350,51 @@ def assert_found_nothing(result):
     assert generated > 1000, summary  # every operation was exercised, not skipped
 
 
-@needs_root()
-def test_schemathesis_on_a_lab_with_every_check_finds_nothing(postgres, finished_bundle, tmp_path):
-    # A lab holding two appliances' uploads; the fuzzer reads as a lab user and uploads with one's token.
+@pytest.fixture(scope="module")
+def every_kind_lab(postgres, every_kind, finished_bundle, tmp_path_factory):
+    """A lab (the real `ssdbench lab serve`) holding every kind of run, shared by a module: appliance bench-a sent
+    every_kind's smoke run, its cancelled and its failed runs and its imported repeat set (a repeat set's bundle);
+    bench-b sent the finished run. Yields (its URL, schemathesis_session's login: a lab user's, bench-a's token)."""
+    top = tmp_path_factory.mktemp("every-kind-lab")
+
+    def bundle(*what):
+        return ssdbench("bundle", *what, "-o", str(top), data_dir=every_kind[0], check=True).stdout.strip()
+
+    sent = [bundle(str(EVERY_KIND[kind])) for kind in ("smoke", "cancelled", "failed")] + [bundle("--repeat", "1")]
     db = postgres()
     assert lab("migrate", db=db).returncode == 0
     login = {"SSDBENCH_LAB_USER": "ann", "SSDBENCH_LAB_PASSWORD": lab("user", "add", "ann", db=db).stdout.strip()}
-    with lab_server(db, tmp_path / "store") as (_, url):
-        login["SSDBENCH_LAB_TOKEN"] = two_appliances(db, finished_bundle, tmp_path, url)["bench-a"]
-        result = schemathesis_run(int(url.rpartition(":")[2]), tmp_path, seed=SEED, login=login)
+    tokens = {name: lab("token", "add", name, db=db).stdout.strip() for name in ("bench-a", "bench-b")}
+    with lab_server(db, top / "store") as (_, url):
+        ssdbench("upload", *sent, "--to", url, "--token", tokens["bench-a"], check=True)
+        ssdbench("upload", finished_bundle, "--to", url, "--token", tokens["bench-b"], check=True)
+        yield url, {**login, "SSDBENCH_LAB_TOKEN": tokens["bench-a"]}
+
+
+@needs_root()
+def test_a_lab_serves_every_kind_of_run_as_its_document_states(every_kind_lab):
+    """The lab's fast check: every run, the list and a comparison, read over HTTP by conftest's Browser, which
+    holds each answer of the lab's API to the lab's document."""
+    url, login = every_kind_lab
+    browser = Browser(url)
+    assert browser.login(login["SSDBENCH_LAB_USER"], login["SSDBENCH_LAB_PASSWORD"])[0] == 200
+    status, _, text = browser.get("/api/runs")
+    runs = json.loads(text)["runs"]
+    assert status == 200 and {(r["appliance"], r["state"]) for r in runs} == {
+        ("bench-a", "done"),
+        ("bench-a", "cancelled"),
+        ("bench-a", "failed"),
+        ("bench-b", "done"),
+    }
+    assert {r["member"] for r in runs} == {"", "run-1/", "run-2/", "run-3/"}  # a run's bundle, and a set's
+    for run in runs:
+        assert browser.get(f"/api/runs/{run['id']}")[0] == 200
+    assert browser.get(f"/api/compare?run={runs[0]['id']}&run={runs[-1]['id']}")[0] == 200
+
+
+@needs_root()
+def test_schemathesis_on_a_lab_with_every_check_finds_nothing(every_kind_lab, tmp_path):
+    # The fuzzer reads as a lab user and uploads with bench-a's token.
+    url, login = every_kind_lab
+    result = schemathesis_run(int(url.rpartition(":")[2]), tmp_path, seed=SEED, login=login)
     assert_found_nothing(result)

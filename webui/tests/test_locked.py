@@ -94,7 +94,8 @@ def test_unknown_suite_name_lists_the_suites():
         (lambda d: d["steps"][1].update(iodepth=0), "iodepth must be"),
         (lambda d: d["steps"][4].update(data="incompressible"), "data must be 'n/a' exactly"),
         (lambda d: d["steps"][7].update(axes={"colour": ["red"]}), "axes must be non-empty lists"),
-        (lambda d: d["steps"][7].update(curve="iodepth2"), "curve must name one of the axes"),
+        (lambda d: d["steps"][7].update(curve="iodepth2"), "curve must be bs, one of the axes"),
+        (lambda d: d["steps"][7].update(curve="iodepth"), "curve must be bs"),  # no unit to draw a curve by
         (lambda d: d["steps"][9].update(zones=1), "zones must be a whole number >= 2"),
         (lambda d: d["steps"][13].update(baseline="sweep-recovered"), "baseline must name an earlier sweep"),
         (lambda d: d["steps"][14].update(profile="heavy-2099"), "profile must be one of"),

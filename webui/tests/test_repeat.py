@@ -10,7 +10,7 @@ import sys
 from types import SimpleNamespace
 
 import pytest
-from conftest import ENGINE_SUITE, needs_root, show, ssdbench, wait_until
+from conftest import ENGINE_SUITE, needs_root, show, ssdbench, start_run, wait_until
 
 from ssdbench.results import store
 from ssdbench.run import runner
@@ -75,12 +75,6 @@ def test_a_repeat_of_three_runs_the_suite_three_times_and_sums_up_the_runs_own_f
     assert [(r["id"], r["state"], r["times"], r["runs"]) for r in listed] == [(summary["id"], "done", 3, 3)]
 
 
-def start_repeat(dev, data_dir, times):
-    argv = [sys.executable, "-m", "ssdbench.cli", "repeat", *ENGINE_SUITE, "--times", str(times), "--drive", dev]
-    argv += ["--confirm", os.path.basename(dev), "--data-dir", str(data_dir)]
-    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
 def second_run_measuring(data_dir):
     if not os.path.exists(store.db_path(data_dir)):
         return False
@@ -98,7 +92,7 @@ def second_run_measuring(data_dir):
 def test_a_cancel_stops_the_set_not_just_the_run_it_comes_in(loopdev, tmp_path):
     dev, _ = loopdev()
     data_dir = tmp_path / "data"
-    proc = start_repeat(dev, data_dir, 3)
+    proc = start_run(dev, data_dir, "--times", "3", command="repeat")
     try:
         wait_until(lambda: second_run_measuring(data_dir), "the second run of the set to measure")
         cancelled = ssdbench("cancel", data_dir=data_dir)

@@ -10,7 +10,21 @@ import threading
 import time
 from types import SimpleNamespace
 
-from conftest import BLOCKS_SUITE, ENGINE_SUITE, login, make_app, needs_root, show, ssdbench, wait_until
+from conftest import (
+    BLOCKS_SUITE,
+    ENGINE_SUITE,
+    fio_status,
+    login,
+    long_suite,
+    make_app,
+    needs_root,
+    show,
+    ssdbench,
+    start_run,
+    vanish,
+    wait_for_step,
+    wait_until,
+)
 from markupsafe import escape
 
 from ssdbench.results import document, offline_report, store
@@ -18,58 +32,6 @@ from ssdbench.run import fio_output, plan, runner, workload
 from ssdbench.suites import locked, trace_file, trace_generator
 
 pytestmark = needs_root()
-
-
-def long_suite(folder, key):
-    """The engine suite with its step `key` lasting 300 s instead of 3, for a test that acts while that step's
-    fio runs: on a busy host, 3 s can be over before the test has seen the step start. The test ends the
-    step long before its 300 s."""
-    suite = folder / f"long-{key}.toml"
-    with open(ENGINE_SUITE[1]) as f:
-        head, step, tail = f.read().partition(f'id = "{key}"')
-    suite.write_text(head + step + tail.replace("runtime = 3", "runtime = 300", 1))
-    return ("--suite-file", str(suite), "--non-standard")
-
-
-def start_run(dev, data_dir, *extra, suite=ENGINE_SUITE):
-    """Start `ssdbench run` in the background, as a tester at the console would."""
-    argv = [
-        sys.executable,
-        "-m",
-        "ssdbench.cli",
-        "run",
-        *suite,
-        "--drive",
-        dev,
-        "--confirm",
-        os.path.basename(dev),
-        "--data-dir",
-        str(data_dir),
-        *extra,
-    ]
-    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def step_state(data_dir, key):
-    if not os.path.exists(store.db_path(data_dir)):
-        return None
-    db = store.connect(data_dir)
-    try:
-        row = db.execute("SELECT state FROM steps WHERE key=? ORDER BY id DESC LIMIT 1", (key,)).fetchone()
-    finally:
-        db.close()
-    return row and row[0]
-
-
-def wait_for_step(data_dir, key, state="running"):
-    wait_until(lambda: step_state(data_dir, key) == state, f"step {key} to be {state}")
-
-
-def fio_status(step_dir):
-    try:
-        return fio_output.fio_documents((step_dir / "fio.json").read_text())
-    except FileNotFoundError:
-        return []
 
 
 def test_run_end_to_end_and_every_metric_traces_to_fio(loopdev, tmp_path):
@@ -574,10 +536,7 @@ def test_drive_that_vanishes_fails_its_step_with_fios_message(loopdev, tmp_path)
     # fio is writing once it has printed a status with I/O done.
     step_dir = data_dir / "runs" / "1" / "03-rand-write-4k"
     wait_until(lambda: any(d["jobs"][0]["write"]["io_bytes"] for d in fio_status(step_dir)), "fio to write")
-    # A busy loop device only detaches on last close, so take its medium away first.
-    subprocess.run(["truncate", "-s", "0", str(img)], check=True)
-    subprocess.run(["losetup", "-c", dev], check=True)
-    subprocess.run(["losetup", "-d", dev], check=True)
+    vanish(dev, img)
     proc.wait(timeout=60)
     assert proc.returncode == 1
     run = show(1, data_dir)

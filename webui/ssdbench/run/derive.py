@@ -105,7 +105,8 @@ def job_mb_s(doc, index, direction):
 
 
 def matrix_curves(doc, step_spec, jobs):
-    """MB/s against the matrix's curve axis (block size), one series per combination of the other axes."""
+    """MB/s against block size (the matrix's curve axis, which is always bs), one series per combination of the
+    other axes."""
     axis = step_spec.get("curve")
     if not axis:
         return []
@@ -117,9 +118,8 @@ def matrix_curves(doc, step_spec, jobs):
         key = job_label(opts, others)
         value, pointer = job_mb_s(doc, index[name], direction)
         curves[key].append((parse_size(opts[axis]), value, pointer))
-    unit = "bytes" if axis == "bs" else axis
     return [
-        (f"{key}.mb_s", "MB/s", "fio.json " + ", ".join(p for _, _, p in pts), [(x, v) for x, v, _ in pts], unit)
+        (f"{key}.mb_s", "MB/s", "fio.json " + ", ".join(p for _, _, p in pts), [(x, v) for x, v, _ in pts], "bytes")
         for key, pts in curves.items()
     ]
 

@@ -333,8 +333,9 @@ def _check_matrix(step, ids):
             check_job(job)
         except ValueError as exc:
             raise ValueError(f"job {name}: {exc}") from None
-    if "curve" in step and step["curve"] not in step.get("axes", {}):
-        raise ValueError("curve must name one of the axes")
+    # A curve is drawn against block size, in bytes (derive.matrix_curves): no other axis has a unit to draw by.
+    if "curve" in step and (step["curve"] != "bs" or "bs" not in step.get("axes", {})):
+        raise ValueError("curve must be bs, one of the axes: a curve is MB/s against block size")
 
 
 def _check_sweep(step, ids):

@@ -2,14 +2,18 @@
 
 web/validate.py checks every /api/ request against this document (path, query, body), so the server
 refuses exactly what the document forbids. A lab serves LAB_DOCUMENT instead: the reading part of the same
-operations, and the appliances' upload. Each operation's error answers follow from what it takes:
-a body or a query can be refused (400), a run id can name no run (404), a session is needed (401), a
-state change needs the CSRF token (403), a body can be too large (413).
+operations, and the appliances' upload; its runs (the components Run and RunSummary) also say where each came
+from. Each operation's error answers follow from what it takes: a body or a query can be refused (400), a run
+id can name no run (404), a session is needed (401), a state change needs the CSRF token (403), a body can be
+too large (413).
+
+An answer holds exactly the fields stated for it (_object), but for a free-form record (_record). The server
+does not check its answers; the tests do, every one they receive (tests/contract.py).
 """
 
 from .. import __version__
 from ..lab.receive import MAX_BUNDLE_BYTES
-from ..results import headline, store
+from ..results import bundle, headline, store
 from ..run.repeat import MAX_TIMES
 from ..suites import locked, user_traces
 from .data import MAX_COMPARE, TRACE_UPLOAD_BYTES
@@ -23,18 +27,28 @@ def _json(description, schema):
     return {"description": description, "content": {"application/json": {"schema": schema}}}
 
 
-def _object(properties, required=(), **more):
-    return {"type": "object", "properties": properties, "required": list(required), **more}
+def _object(properties, required=()):
+    """An object with these fields and no others. A request's misspelt field is refused, not ignored; an answer
+    holds no field that is not stated here, and the tests hold every answer to that (tests/contract.py), so a
+    field the code adds is stated the day it is added. A record kept as it was found, whose fields this document
+    does not promise (a drive's link, a run's environment), is stated as a free-form object instead: _record."""
+    return {"type": "object", "properties": properties, "required": list(required), "additionalProperties": False}
 
 
-def _strict(properties, required=()):
-    """A request body: a JSON object with these fields and no others (a misspelt field is refused, not ignored)."""
-    return _object(properties, required, additionalProperties=False)
+def _record(description, nullable=False):
+    """A free-form object: any fields, as the code that made it found them."""
+    return {"type": ["object", "null"] if nullable else "object", "description": description}
+
+
+def _nullable(schema):
+    return {**schema, "type": [schema["type"], "null"]}
 
 
 NULLABLE_STRING = {"type": ["string", "null"]}
 NULLABLE_NUMBER = {"type": ["number", "null"]}
+NULLABLE_INTEGER = {"type": ["integer", "null"]}
 STRINGS = {"type": "array", "items": {"type": "string"}}
+UNIX_TIME = {"type": "number", "description": "Unix time"}
 ERROR = _object({"error": {"type": "string", "description": "what went wrong, in a sentence"}}, ["error"])
 NO_RUN = _json("no such run", ERROR)
 STATE = {"enum": list(store.STATES)}
@@ -45,6 +59,12 @@ def _listing(name, item):
     return _object({name: {"type": "array", "items": item}, "problems": STRINGS}, [name, "problems"])
 
 
+def _ref(name):
+    """One of the components' schemas, which a lab's document states its own way (its runs say where they came
+    from)."""
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
 THRESHOLDS = _object(
     {"cov_percent": {"type": "number"}, "qd1_latency_cov_percent": {"type": "number"}},
     ["cov_percent", "qd1_latency_cov_percent"],
@@ -52,10 +72,12 @@ THRESHOLDS = _object(
 SESSION = _object(
     {"authenticated": {"type": "boolean"}, "csrf_token": {"type": "string"}}, ["authenticated", "csrf_token"]
 )
+# A drive as drives/discovery finds it. A run and a repeat set keep this as a record of their drive.
 DRIVE = _object(
     {
         "path": {"type": "string", "examples": ["/dev/nvme0n1"]},
-        "name": {"type": "string"},
+        "name": {"type": "string", "description": "the kernel's name of the device"},
+        "transport": {"type": "string", "examples": ["nvme", "sata", "usb", "loop"]},
         "model": NULLABLE_STRING,
         "serial": NULLABLE_STRING,
         "firmware": NULLABLE_STRING,
@@ -64,14 +86,29 @@ DRIVE = _object(
             "description": "where model, serial and firmware come from, e.g. ATA IDENTIFY (smartctl), or the USB "
             "bridge only (SCSI INQUIRY) when the bridge passes no ATA command",
         },
-        "transport": {**NULLABLE_STRING, "examples": ["nvme", "sata", "usb"]},
         "capacity_bytes": {"type": "integer"},
-        "eligible": {"type": "boolean"},
-        "reason": {**NULLABLE_STRING, "description": "why the drive can or cannot be tested"},
-        "needs_wipe_confirmation": {"type": "boolean", "description": "it holds data: Start needs destroy_data"},
-        "confirm_id": {"type": "string", "description": "what Start's confirm must be: the serial, or the name"},
+        "logical_block_size": {"type": "integer"},
+        "physical_block_size": {"type": "integer"},
+        "rotational": {"type": "boolean"},
+        "link": _record("the link it sits on (PCIe speed and width, or SATA generation), as found", nullable=True),
+        "trim_supported": {"type": "boolean"},
+        "erase": _record("the erase methods it supports (NVMe Format and Sanitize, ATA security), as found"),
+        "temperature_source": {
+            **NULLABLE_STRING,
+            "description": "where its temperature is read: hwmon, the NVMe SMART log or smartctl",
+        },
+        "controller": {"type": "string", "description": "an NVMe namespace's controller device"},
+        "apst_supported": {"type": "boolean", "description": "NVMe: autonomous power state transitions"},
+        "warning_temp_c": {**NULLABLE_INTEGER, "description": "NVMe: the drive's warning composite temperature"},
+        "partitions": STRINGS,
         "mounts": STRINGS,
+        "signatures": {**STRINGS, "description": "the file system or partition table signatures wipefs found"},
+        "confirm_id": {"type": "string", "description": "what Start's confirm must be: the serial, or the name"},
+        "development_target": {"type": "boolean", "description": "a loop device: its results compare with no drive's"},
         "notes": STRINGS,
+        "eligible": {"type": "boolean"},
+        "needs_wipe_confirmation": {"type": "boolean", "description": "it holds data: Start needs destroy_data"},
+        "reason": {**NULLABLE_STRING, "description": "why the drive can or cannot be tested"},
         "temperature_c": NULLABLE_NUMBER,
         "estimates": {
             "type": "object",
@@ -79,7 +116,10 @@ DRIVE = _object(
             "description": "each suite's estimated seconds on this drive; null: the drive is too small for it",
         },
     },
-    ["path", "name", "model", "serial", "capacity_bytes", "eligible", "reason", "confirm_id", "estimates"],
+    ["path", "name", "transport", "model", "serial", "firmware", "identity_source", "capacity_bytes"]
+    + ["logical_block_size", "physical_block_size", "rotational", "link", "trim_supported", "erase"]
+    + ["temperature_source", "partitions", "mounts", "signatures", "confirm_id", "development_target", "notes"]
+    + ["eligible", "needs_wipe_confirmation", "reason", "temperature_c", "estimates"],
 )
 SUITE = _object(
     {
@@ -97,24 +137,46 @@ SUITE = _object(
     },
     ["name", "version", "title", "sha256", "locked", "comparable", "steps", "repeat"],
 )
+# A run's own fields, of which its summary in the list, its document and its progress each give a part.
+RUN_FIELDS = {
+    "id": {"type": "integer"},
+    "suite": {"type": "string"},
+    "suite_hash": {"type": "string"},
+    "standard": {"type": "integer", "description": "1: a locked suite, unchanged"},
+    "state": STATE,
+    "origin": {"type": "string", "description": "local, or the bundle it was imported from"},
+    "created_at": UNIX_TIME,
+    "started_at": NULLABLE_NUMBER,
+    "finished_at": NULLABLE_NUMBER,
+    "error": NULLABLE_STRING,
+    "percent": {"type": "number"},
+    "step_index": {**NULLABLE_INTEGER, "description": "the step it is at"},
+    "step_count": {"type": "integer"},
+    "eta_s": NULLABLE_NUMBER,
+    "cur_iops": NULLABLE_NUMBER,
+    "cur_bw": {**NULLABLE_NUMBER, "description": "bytes/s"},
+    "progress_at": {**NULLABLE_NUMBER, "description": "Unix time of the last progress update"},
+    "cancel_requested": {"type": "integer", "description": "1: a cancel was asked for"},
+    "pid": {**NULLABLE_INTEGER, "description": "the process running it, while it runs"},
+    "drive_id": {"type": "integer", "description": "the appliance's record of the drive"},
+}
+
+
+def _run_fields(*names):
+    return {name: RUN_FIELDS[name] for name in names}
+
+
 RUN_SUMMARY = _object(
     {
-        "id": {"type": "integer"},
-        "suite": {"type": "string"},
-        "suite_hash": {"type": "string"},
-        "standard": {"type": "integer", "description": "1: a locked suite, unchanged"},
-        "state": STATE,
-        "origin": {"type": "string", "description": "local, or the bundle it was imported from"},
-        "created_at": {"type": "number", "description": "Unix time"},
-        "finished_at": NULLABLE_NUMBER,
-        "percent": NULLABLE_NUMBER,
-        "error": NULLABLE_STRING,
+        **_run_fields("id", "suite", "suite_hash", "standard", "state", "origin", "created_at", "finished_at"),
+        **_run_fields("percent", "error"),
         "path": NULLABLE_STRING,
         "model": NULLABLE_STRING,
         "serial": NULLABLE_STRING,
-        "repeat_id": {"type": ["integer", "null"], "description": "the repeat set it belongs to, if any"},
+        "repeat_id": {**NULLABLE_INTEGER, "description": "the repeat set it belongs to, if any"},
     },
-    ["id", "suite", "suite_hash", "state", "created_at"],
+    ["id", "suite", "suite_hash", "standard", "state", "origin", "created_at", "finished_at", "percent", "error"]
+    + ["path", "model", "serial", "repeat_id"],
 )
 METRIC = _object(
     {
@@ -128,39 +190,44 @@ METRIC = _object(
 SERIES = _object(
     {
         "id": {"type": "integer"},
-        "step_id": {"type": ["integer", "null"], "description": "null: run-level"},
-        "name": {"type": "string", "examples": ["write.iops", "temperature", "write.mb_s"]},
+        "step_id": {**NULLABLE_INTEGER, "description": "null: run-level"},
+        "name": {"type": "string", "examples": ["write.iops", "temperature", "write.mb_s", "read.clat_hist"]},
         "unit": {"type": "string"},
         "source": {"type": "string"},
         "x_unit": {
-            "enum": ["ms", "bytes", "offset"],
-            "description": "ms since the step's (or run's) start, block size in bytes, or a zone's byte offset",
+            "enum": ["ms", "ns", "bytes", "offset"],
+            "description": "x is ms since the step's (or run's) start; a latency histogram's bin in ns (y: the IOs "
+            "in it); a block size in bytes; or a zone's byte offset",
         },
         "x": {"type": "array", "items": {"type": "number"}},
         "y": {"type": "array", "items": {"type": "number"}},
     },
-    ["id", "step_id", "name", "unit", "x_unit", "x", "y"],
+    ["id", "step_id", "name", "unit", "source", "x_unit", "x", "y"],
 )
 STEP = _object(
     {
         "idx": {"type": "integer"},
         "key": {"type": "string"},
-        "kind": {"type": "string"},
+        "kind": {"enum": list(locked.STEP_KINDS)},
         "title": {"type": "string"},
         "state": {"type": "string"},
         "estimate_s": NULLABLE_NUMBER,
     },
-    ["idx", "key", "kind", "title", "state"],
+    ["idx", "key", "kind", "title", "state", "estimate_s"],
 )
 RUN = _object(
     {
-        **RUN_SUMMARY["properties"],
-        "drive": {"type": "object", "description": "the drive as it was found when the run was queued"},
-        "environment": {"type": ["object", "null"]},
+        **RUN_FIELDS,
+        "drive": _record("the drive as it was found when the run was queued (the fields of GET /api/drives)"),
+        "request": _record(
+            "what the tester asked for when queueing it from the web (device, confirmation, options); null: "
+            "started at the console",
+            nullable=True,
+        ),
+        "environment": _record("the testbed, the tools and the OS controls the run had; null: not recorded", True),
         "warnings": STRINGS,
         "repeat": {
-            "type": ["object", "null"],
-            "properties": {"id": {"type": "integer"}, "position": {"type": "integer"}},
+            **_nullable(_object({"id": {"type": "integer"}, "position": {"type": "integer"}}, ["id", "position"])),
             "description": "the repeat set it belongs to and its place in it (1 is the first run); null: none",
         },
         "steps": {
@@ -168,7 +235,17 @@ RUN = _object(
             "items": _object(
                 {
                     **STEP["properties"],
+                    "id": {"type": "integer"},
+                    "run_id": {"type": "integer"},
+                    "started_at": NULLABLE_NUMBER,
+                    "finished_at": NULLABLE_NUMBER,
+                    "error": NULLABLE_STRING,
                     "job_file": NULLABLE_STRING,
+                    "out_dir": {**NULLABLE_STRING, "description": "its folder of raw files, in the data folder"},
+                    "detail": _record(
+                        "what the step did besides fio: its cool-down, purge, trace or background", nullable=True
+                    ),
+                    "spec": _record("the step as its suite declares it; null: not a suite this image ships", True),
                     "metrics": {"type": "array", "items": METRIC},
                     "suspect": {
                         **STRINGS,
@@ -176,31 +253,51 @@ RUN = _object(
                         "Validity guards); empty when nothing is wrong",
                     },
                 },
-                [*STEP["required"], "metrics", "suspect"],
+                [*STEP["required"], "id", "run_id", "started_at", "finished_at", "error", "job_file", "out_dir"]
+                + ["detail", "spec", "metrics", "suspect"],
             ),
         },
         "series": {"type": "array", "items": SERIES},
     },
-    [*RUN_SUMMARY["required"], "drive", "environment", "warnings", "repeat", "steps", "series"],
+    [*RUN_FIELDS, "drive", "request", "environment", "warnings", "repeat", "steps", "series"],
 )
+# A lab's runs are its appliances' (lab/index): the same, and where each came from.
+LAB_RUN_SUMMARY = _object(
+    {
+        **RUN_SUMMARY["properties"],
+        "firmware": {"type": "string"},
+        "source_id": {"type": "integer", "description": "the run's id on its appliance"},
+        "host": {"type": "string", "description": "the appliance's host name"},
+        "appliance": {"type": "string", "description": "the appliance that sent it, by its token's name"},
+        "bundle_sha256": {"type": "string", "description": "the bundle it came in"},
+        "member": {"type": "string", "description": "its folder in that bundle: empty, or run-N/ in a repeat set's"},
+    },
+    [*RUN_SUMMARY["required"], "firmware", "source_id", "host", "appliance", "bundle_sha256", "member"],
+)
+# A lab's run document is the one its bundle holds, which leaves out the appliance's queue (bundle.LOCAL_FIELDS).
+LAB_RUN = _object(
+    {
+        **{name: schema for name, schema in RUN["properties"].items() if name not in bundle.LOCAL_FIELDS},
+        "appliance": LAB_RUN_SUMMARY["properties"]["appliance"],
+        "bundle_sha256": LAB_RUN_SUMMARY["properties"]["bundle_sha256"],
+    },
+    [*(name for name in RUN["required"] if name not in bundle.LOCAL_FIELDS), "appliance", "bundle_sha256"],
+)
+REPEAT_FIELDS = {
+    **_run_fields("id", "suite", "suite_hash", "standard", "state", "origin", "created_at", "started_at"),
+    **_run_fields("finished_at", "error", "cancel_requested", "pid"),
+    "times": {"type": "integer", "description": "how many runs the set was asked for"},
+}
 REPEAT_SUMMARY = _object(
     {
-        "id": {"type": "integer"},
-        "suite": {"type": "string"},
-        "suite_hash": {"type": "string"},
-        "standard": {"type": "integer", "description": "1: a locked suite, unchanged"},
-        "times": {"type": "integer", "description": "how many runs the set was asked for"},
+        **{k: v for k, v in REPEAT_FIELDS.items() if k not in ("started_at", "cancel_requested", "pid")},
         "runs": {"type": "integer", "description": "how many runs it has"},
-        "state": STATE,
-        "origin": {"type": "string", "description": "local, or the bundle it was imported from"},
-        "created_at": {"type": "number", "description": "Unix time"},
-        "finished_at": NULLABLE_NUMBER,
-        "error": NULLABLE_STRING,
         "path": NULLABLE_STRING,
         "model": NULLABLE_STRING,
         "serial": NULLABLE_STRING,
     },
-    ["id", "suite", "suite_hash", "times", "runs", "state", "created_at"],
+    ["id", "suite", "suite_hash", "standard", "times", "runs", "state", "origin", "created_at", "finished_at"]
+    + ["error", "path", "model", "serial"],
 )
 FIGURE = _object(
     {
@@ -225,11 +322,10 @@ FIGURE = _object(
 )
 REPEAT = _object(
     {
-        **{k: v for k, v in REPEAT_SUMMARY["properties"].items() if k not in ("runs", "path", "model", "serial")},
-        "started_at": NULLABLE_NUMBER,
-        "cancel_requested": {"type": "integer"},
+        **REPEAT_FIELDS,
         "thresholds": THRESHOLDS,
-        "drive": {"type": "object", "description": "the drive as it was found when the set was queued"},
+        "drive": _record("the drive as it was found when the set was queued (the fields of GET /api/drives)"),
+        "request": RUN["properties"]["request"],
         "runs": {
             "type": "array",
             "items": _object(
@@ -245,28 +341,22 @@ REPEAT = _object(
         "figures": {"type": "array", "items": FIGURE, "description": "each headline figure across the runs"},
         "flagged": {"type": "integer", "description": "how many figures are above their threshold"},
     },
-    ["id", "suite", "suite_hash", "times", "state", "thresholds", "drive", "runs", "counted", "figures", "flagged"],
+    [*REPEAT_FIELDS, "thresholds", "drive", "request", "runs", "counted", "figures", "flagged"],
 )
 PROGRESS = _object(
     {
-        "id": {"type": "integer"},
-        "state": STATE,
-        "step_index": {"type": ["integer", "null"]},
-        "step_count": {"type": "integer"},
-        "percent": {"type": "number"},
-        "eta_s": NULLABLE_NUMBER,
-        "cur_iops": NULLABLE_NUMBER,
-        "cur_bw": {**NULLABLE_NUMBER, "description": "bytes/s"},
-        "progress_at": {**NULLABLE_NUMBER, "description": "Unix time of the last progress update"},
-        "cancel_requested": {"type": "integer"},
-        "error": NULLABLE_STRING,
-        "temperature": {
-            "type": ["object", "null"],
-            "properties": {"t_ms": {"type": "integer"}, "value": {"type": "number"}},
-        },
+        **_run_fields("id", "state", "step_index", "step_count", "percent", "eta_s", "cur_iops", "cur_bw"),
+        **_run_fields("progress_at", "started_at", "finished_at", "cancel_requested", "error"),
+        "temperature": _nullable(
+            _object(
+                {"t_ms": {"type": "integer"}, "value": {"type": "number", "description": "°C"}},
+                ["t_ms", "value"],
+            )
+        ),
         "steps": {"type": "array", "items": STEP},
     },
-    ["id", "state", "step_index", "step_count", "percent", "cancel_requested", "temperature", "steps"],
+    ["id", "state", "step_index", "step_count", "percent", "eta_s", "cur_iops", "cur_bw", "progress_at"]
+    + ["started_at", "finished_at", "cancel_requested", "error", "temperature", "steps"],
 )
 TRACE_NAME = {"type": "string", "pattern": "^[a-z0-9][a-z0-9-]*$", "maxLength": 64, "examples": ["my-workstation"]}
 TRACE = _object(
@@ -277,27 +367,29 @@ TRACE = _object(
         "source": {"type": "string", "description": "the file it was imported from"},
         "qd": {"type": "string", "description": "how each IO's queue depth was found"},
         "sha256": {"type": "string", "description": "of the imported trace file: a run that plays it names it"},
-        "imported_at": {"type": "number", "description": "Unix time"},
-        "stats": {
-            "type": "object",
-            "description": "reads, writes, bytes, size mix, sequential share and runs, queue depths, footprint",
-        },
+        "imported_at": UNIX_TIME,
+        "stats": _record("reads, writes, bytes, size mix, sequential share and runs, queue depths, footprint"),
         "segments": {
             "type": "array",
             "items": {"type": "array", "items": {"type": "integer"}},
             "description": "[queue depth, IO count] of each segment, in playing order",
         },
     },
-    ["name", "label", "format", "source", "sha256", "stats", "segments"],
+    ["name", "label", "format", "source", "qd", "sha256", "imported_at", "stats", "segments"],
 )
 STICK = _object(
     {
-        "device": {"type": "string"},
+        "device": {"type": "string", "description": "the file system's device"},
+        "disk": {"type": "string", "description": "the kernel's name of the disk it is on"},
         "fstype": {"type": "string"},
+        "label": NULLABLE_STRING,
+        "size": {**NULLABLE_INTEGER, "description": "bytes"},
+        "model": NULLABLE_STRING,
+        "serial": NULLABLE_STRING,
         "mountpoint": NULLABLE_STRING,
         "boot": {"type": "boolean", "description": "the appliance's own stick"},
     },
-    ["device", "boot"],
+    ["device", "disk", "fstype", "label", "size", "model", "serial", "mountpoint", "boot"],
 )
 EXPORTED = _object(
     {
@@ -321,8 +413,8 @@ EXPORTED = _object(
 )
 
 # What a request sends: web/validate.py holds the server to exactly these.
-LOGIN_REQUEST = _strict({"pin": {"type": "string", "description": "the PIN on the appliance's console"}}, ["pin"])
-START_REQUEST = _strict(
+LOGIN_REQUEST = _object({"pin": {"type": "string", "description": "the PIN on the appliance's console"}}, ["pin"])
+START_REQUEST = _object(
     {
         "drive": {"type": "string", "minLength": 1, "examples": ["/dev/nvme0n1"]},
         "suite": {"enum": locked.names(), "examples": ["standard"]},
@@ -335,17 +427,17 @@ START_REQUEST = _strict(
     },
     ["drive", "suite", "confirm"],
 )
-REPEAT_REQUEST = _strict(
+REPEAT_REQUEST = _object(
     {
         **START_REQUEST["properties"],
         "times": {"type": "integer", "minimum": 2, "maximum": MAX_TIMES, "description": "how many runs"},
     },
     [*START_REQUEST["required"], "times"],
 )
-TRACE_START_REQUEST = _strict(
+TRACE_START_REQUEST = _object(
     {k: START_REQUEST["properties"][k] for k in ("drive", "confirm", "destroy_data")}, ["drive", "confirm"]
 )
-IMPORT_REQUEST = _strict(
+IMPORT_REQUEST = _object(
     {
         "format": {
             "enum": sorted(user_traces.FORMATS),
@@ -363,7 +455,7 @@ IMPORT_REQUEST = _strict(
     },
     ["format", "text"],
 )
-EXPORT_REQUEST = _strict(
+EXPORT_REQUEST = _object(
     {
         "runs": {
             "type": "array",
@@ -447,7 +539,8 @@ DOCUMENT = {
         "securitySchemes": {
             "session": {"type": "apiKey", "in": "cookie", "name": "session"},
             "csrf": {"type": "apiKey", "in": "header", "name": "X-CSRF-Token"},
-        }
+        },
+        "schemas": {"Run": RUN, "RunSummary": RUN_SUMMARY},
     },
     "security": SESSION_ONLY,
     "paths": {
@@ -503,7 +596,7 @@ DOCUMENT = {
         "/api/runs": {
             "get": _operation(
                 "Every run with its state",
-                {"200": _json("runs", _object({"runs": {"type": "array", "items": RUN_SUMMARY}}, ["runs"]))},
+                {"200": _json("runs", _object({"runs": {"type": "array", "items": _ref("RunSummary")}}, ["runs"]))},
             ),
             "post": _operation(
                 "Queue a suite on a drive (destroys its data); the runner service executes it",
@@ -527,7 +620,7 @@ DOCUMENT = {
         },
         "/api/runs/{run_id}": _run_path(
             get=_operation(
-                "A run as one document: steps, metrics, environment, all series", {"200": _json("the run", RUN)}
+                "A run as one document: steps, metrics, environment, all series", {"200": _json("the run", _ref("Run"))}
             ),
             delete=_operation(
                 "Delete a finished run and its folder",
@@ -698,7 +791,7 @@ DOCUMENT = {
                             {
                                 "comparable": {"type": "boolean"},
                                 "warning": NULLABLE_STRING,
-                                "runs": {"type": "array", "items": RUN},
+                                "runs": {"type": "array", "items": _ref("Run")},
                             },
                             ["comparable", "warning", "runs"],
                         ),
@@ -730,7 +823,11 @@ def _uploaded(description, stored):
     return _json(
         description,
         _object(
-            {"sha256": {"type": "string"}, "stored": {"const": stored}, "runs": {"type": "array"}},
+            {
+                "sha256": {"type": "string"},
+                "stored": {"const": stored},
+                "runs": {"type": "array", "items": {"type": "integer"}, "description": "the lab's ids of its runs"},
+            },
             ["sha256", "stored", "runs"],
         ),
     )
@@ -792,6 +889,7 @@ LAB_DOCUMENT = {
             **DOCUMENT["components"]["securitySchemes"],
             "token": {"type": "http", "scheme": "bearer"},
         },
+        "schemas": {**DOCUMENT["components"]["schemas"], "Run": LAB_RUN, "RunSummary": LAB_RUN_SUMMARY},
     },
     "paths": {
         **{
