@@ -227,7 +227,7 @@ def test_the_answers_check_fails_on_a_field_value_or_status_the_document_lacks(c
     def as_a_lab_serves_it(d):
         for name in bundle.LOCAL_FIELDS:  # its bundle leaves the appliance's queue out
             del d[name]
-        d.update(appliance="bench-a", bundle_sha256="0" * 64)
+        d.update(appliance="bench-a", bundle_sha256="0" * 64, received_at=1.8e9)
 
     # A lab's run says which appliance sent it; an appliance's does not.
     assert broken(as_a_lab_serves_it, against=openapi.LAB_DOCUMENT) == [] and broken(as_a_lab_serves_it)

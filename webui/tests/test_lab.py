@@ -282,6 +282,31 @@ def test_a_bundle_the_index_cannot_take_is_refused_before_it_is_kept(lab_db, fin
     assert not stray.exists() and len(kept(store)) == 1
 
 
+def test_bench_shows_a_models_run_the_lab_received_last_and_who_sent_it(lab_db, finished_bundle, tmp_path):
+    """Issue 26, item 8: an appliance's clock (or its sender) sets a document's created_at to anything; the lab's
+    /bench takes a model's latest run by when the lab received it."""
+    forged = rewritten(
+        finished_bundle,
+        tmp_path / "forged.zip",
+        lambda name, content: (
+            json.dumps({**json.loads(content), "created_at": 4e9}).encode() if name == "result.json" else content
+        ),
+    )
+    password = lab("user", "add", "ann", db=lab_db).stdout.strip()
+    with lab_server(lab_db, tmp_path / "store") as (_, url):
+        for appliance, path in (("bench-a", forged), ("bench-b", finished_bundle)):
+            token = lab("token", "add", appliance, db=lab_db).stdout.strip()
+            ssdbench("upload", path, "--to", url, "--token", token, check=True)
+        runs = {r["appliance"]: r for r in json.loads(lab("runs", "--json", db=lab_db).stdout)}
+        assert runs["bench-a"]["created_at"] > runs["bench-b"]["created_at"]
+        assert runs["bench-a"]["received_at"] <= runs["bench-b"]["received_at"]
+        browser = Browser(url)
+        browser.login("ann", password)
+        status, _, page = browser.get("/bench")
+    row = re.search(r"<tr data-model(?:(?!</tr>).)*</tr>", page, re.S)[0]
+    assert status == 200 and "sent by bench-b" in row and f'href="/runs/{runs["bench-b"]["id"]}"' in row, row
+
+
 def test_the_same_bundle_sent_at_once_by_many_clients_is_kept_once(lab_db, finished_bundle, tmp_path):
     tokens = [lab("token", "add", f"bench-{n}", db=lab_db).stdout.strip() for n in range(8)]
     answers_seen, failures, start = [], [], threading.Barrier(len(tokens))

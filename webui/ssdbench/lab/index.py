@@ -73,9 +73,10 @@ def has_bundle(conn, sha256):
 
 RUN_ROWS = """SELECT r.id, r.suite, r.suite_hash, r.standard, r.state, r.error, r.created_at, r.finished_at,
                      r.path, nullif(d.model, '') AS model, nullif(d.serial, '') AS serial, d.firmware,
-                     r.source_id, t.host, a.name AS appliance, r.bundle_sha256, r.member
+                     r.source_id, t.host, a.name AS appliance, r.bundle_sha256, r.member,
+                     extract(epoch FROM b.received_at)::float AS received_at
               FROM runs r JOIN drives d ON d.id = r.drive_id JOIN testbeds t ON t.id = r.testbed_id
-                   JOIN appliances a ON a.id = t.appliance_id"""
+                   JOIN appliances a ON a.id = t.appliance_id JOIN bundles b ON b.sha256 = r.bundle_sha256"""
 
 
 def list_runs(conn):
@@ -121,6 +122,7 @@ class LabResults:
             doc = bundle.read_json(zf, row["member"] + bundle.RESULT, path)
         # The lab's id, where the run came from, and no repeat set: the lab shows runs, not the appliance's sets.
         doc.update(id=row["id"], origin=row["origin"], repeat=None, appliance=row["appliance"])
+        doc["received_at"] = row["received_at"]
         doc["bundle_sha256"] = row["bundle_sha256"]
         return doc
 

@@ -1,7 +1,9 @@
 """The drive bench: every drive model the results hold (imported runs included), one row each, its review
 figures (results/headline.py) as columns, as a review site's Bench page. A model's row is its latest comparable
-run that ended done, or its latest done run when none compares (then marked). Plain functions over run
-documents (store.get_run's shape): the web UI and a lab server make the same table."""
+run that ended done, or its latest done run when none compares (then marked). Latest by when the results
+received it: on a lab, its bundle's arrival (the lab's clock, received_at), never the date the document gives
+itself, which an appliance's clock, or its sender, sets to anything; on an appliance, its creation. Plain
+functions over run documents (store.get_run's shape): the web UI and a lab server make the same table."""
 
 from . import document, headline
 
@@ -14,7 +16,7 @@ def model(run):
 def table(runs):
     """{columns, rows}: columns in headline.REVIEW's order, each {id, label, unit, better}, only those some row
     has; rows by model name, each {model, run, suite, suite_hash, comparable, runs (how many done runs the
-    model has), created_at, values (column id to value)}."""
+    model has), created_at, origin, appliance (on a lab, the one that sent it), values (column id to value)}."""
     by_model = {}
     for run in runs:
         if run["state"] == "done":
@@ -22,7 +24,7 @@ def table(runs):
     rows, columns = [], {}
     for name, held in sorted(by_model.items(), key=lambda item: item[0].lower()):
         comparable = [r for r in held if not document.incomparable(r)]
-        chosen = max(comparable or held, key=lambda r: (r["created_at"], r["id"]))
+        chosen = max(comparable or held, key=lambda r: (r.get("received_at", r["created_at"]), r["id"]))
         figures = headline.review(chosen)
         for fig in figures:
             columns.setdefault(fig["id"], {k: fig[k] for k in ("id", "label", "unit", "better")})
@@ -36,6 +38,7 @@ def table(runs):
                 "runs": len(held),
                 "created_at": chosen["created_at"],
                 "origin": chosen.get("origin", "local"),
+                "appliance": chosen.get("appliance"),
                 "values": {fig["id"]: fig["value"] for fig in figures},
             }
         )

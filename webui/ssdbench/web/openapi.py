@@ -271,8 +271,13 @@ LAB_RUN_SUMMARY = _object(
         "appliance": {"type": "string", "description": "the appliance that sent it, by its token's name"},
         "bundle_sha256": {"type": "string", "description": "the bundle it came in"},
         "member": {"type": "string", "description": "its folder in that bundle: empty, or run-N/ in a repeat set's"},
+        "received_at": {
+            "type": "number",
+            "description": "when the lab received its bundle (UNIX seconds, the lab's clock; created_at is the "
+            "appliance's)",
+        },
     },
-    [*RUN_SUMMARY["required"], "firmware", "source_id", "host", "appliance", "bundle_sha256", "member"],
+    [*RUN_SUMMARY["required"], "firmware", "source_id", "host", "appliance", "bundle_sha256", "member", "received_at"],
 )
 # A lab's run document is the one its bundle holds, which leaves out the appliance's queue (bundle.LOCAL_FIELDS).
 LAB_RUN = _object(
@@ -280,8 +285,12 @@ LAB_RUN = _object(
         **{name: schema for name, schema in RUN["properties"].items() if name not in bundle.LOCAL_FIELDS},
         "appliance": LAB_RUN_SUMMARY["properties"]["appliance"],
         "bundle_sha256": LAB_RUN_SUMMARY["properties"]["bundle_sha256"],
+        "received_at": LAB_RUN_SUMMARY["properties"]["received_at"],
     },
-    [*(name for name in RUN["required"] if name not in bundle.LOCAL_FIELDS), "appliance", "bundle_sha256"],
+    [
+        *(name for name in RUN["required"] if name not in bundle.LOCAL_FIELDS),
+        *("appliance", "bundle_sha256", "received_at"),
+    ],
 )
 REPEAT_FIELDS = {
     **_run_fields("id", "suite", "suite_hash", "standard", "state", "origin", "created_at", "started_at"),
