@@ -76,10 +76,11 @@ def is_boot_stick(name, file_systems, boot):
         return True
     if boot.uuid:
         return any((uuid or "").upper() == boot.uuid for _, uuid in file_systems)
-    return any(label in BOOT_LABELS for label, _ in file_systems)
+    return holds_an_image(file_systems)
 
 
-def old_image(file_systems):
+def holds_an_image(file_systems):
+    """Whether a disk's file systems carry an ssdbench image's labels."""
     return any(label in BOOT_LABELS for label, _ in file_systems)
 
 
@@ -309,7 +310,7 @@ def describe(node, named=False, allow_usb=False, root_disks=(), boot=NO_BOOT):
     drive["development_target"] = transport == "loop"
     drive["notes"] = notes
     drive.update(verdict(drive, node, named, allow_usb, root_disks, boot))
-    if not drive["eligible"] or not old_image(_file_systems(node)):
+    if not drive["eligible"] or not holds_an_image(_file_systems(node)):
         return drive
     notes.append("holds an ssdbench image that this system did not boot from: a drive like any other")
     return drive
