@@ -434,6 +434,9 @@ def lab_serve(args):
             f"the lab needs flask, gunicorn and psycopg ({exc}); install them with pip install 'ssdbench[lab]'"
         ) from exc
     os.makedirs(args.store, exist_ok=True)
+    filled = lab_index.fill_cards(lab_connect(args), args.store)
+    if filled:
+        print(f"ssdbench lab: {filled} runs indexed by an older ssdbench got their cards", file=sys.stderr)
     app = create_app({"SSDBENCH_LAB_DB": lab_schema.url(args.db), "SSDBENCH_LAB_STORE": args.store})
     if getattr(args, "behind_proxy", False):
         from werkzeug.middleware.proxy_fix import ProxyFix

@@ -34,3 +34,9 @@ def test_the_web_bench_runs():
 def test_the_lab_bench_runs():
     result = short_bench("bench_lab.py")
     assert result["ok"] and result["uploads_per_s"] > 0 and result["p99_ms"] > 0
+
+
+@needs_root()
+def test_the_lab_pages_bench_runs():
+    result = short_bench("bench_lab_pages.py")
+    assert result["ok"] and result["runs"] == 2000 and all(p["p95_ms"] > 0 for p in result["pages"].values())

@@ -76,9 +76,9 @@ def test_migrate_is_idempotent_and_the_server_wants_a_current_schema(postgres, t
     proc = lab("runs", db=url)
     assert proc.returncode == 2 and "run `ssdbench lab migrate`" in proc.stderr
     first, again = lab("migrate", db=url), lab("migrate", db=url)
-    assert first.stdout.strip() == "applied 1: schema version 1"
-    assert again.stdout.strip() == "schema version 1, current"
-    assert rows(url, "SELECT version FROM schema_migrations") == [(1,)]
+    assert first.stdout.strip() == "applied 1, 2: schema version 2"
+    assert again.stdout.strip() == "schema version 2, current"
+    assert rows(url, "SELECT version FROM schema_migrations ORDER BY version") == [(1,), (2,)]
     assert lab("runs", db=url).stdout == ""
     proc = ssdbench("lab", "runs", env={**os.environ, "SSDBENCH_LAB_DB": ""})
     assert proc.returncode == 2 and "--db postgresql://USER@HOST/DB, or $SSDBENCH_LAB_DB" in proc.stderr
@@ -224,8 +224,11 @@ def hostile(doc, what):
         del doc["steps"][0]["state"]
     elif what == "NaN":
         doc["created_at"] = float("nan")
-    elif what == "1e400":
-        doc["steps"][-1]["metrics"].append({"name": "x", "value": 1e400, "unit": "IOPS"})
+    elif what == "1e400":  # as written: JSON's own number, which reads as infinite
+        doc["steps"][-1]["metrics"].append({"name": "x", "value": "1e400", "unit": "IOPS"})
+        return json.dumps(doc).replace('"1e400"', "1e400").encode()
+    elif what == "tools that are not an object":  # what compare and the bench read: refused, not a 500 later
+        doc["environment"]["tools"] = "fio 3.33"
     elif what == "a model that is not text":
         doc["drive"]["model"] = ["Fast SSD"]
     elif what == "a deep nest":
@@ -240,8 +243,9 @@ HOSTILE = {
     "a NUL in the model": "drive model: a NUL",
     "a lone surrogate in the serial": "drive serial: not valid Unicode",
     "a step without a state": "step 0: state is not text",
-    "NaN": "a number that is not finite (nan)",
-    "1e400": "a number that is not finite (inf)",
+    "NaN": "a number that is not finite (NaN)",
+    "1e400": "a number that is not finite: over 1e308",
+    "tools that are not an object": "its figures and warnings cannot be read",
     "a model that is not text": "drive model is not text",
     "a deep nest": "nests too deeply",
     "a document of 17 MiB": "the lab takes 16777216 a run",
@@ -481,6 +485,47 @@ def test_the_lab_pages_show_every_appliances_runs_side_by_side(lab_db, finished_
             assert browser.get(path)[0] == 404
         assert lab("user", "remove", "ann", db=lab_db).returncode == 0
         assert browser.get("/history")[1].startswith(url + "/login")  # removed: the session ended
+
+
+def test_the_run_list_compare_and_bench_come_from_the_index_alone(lab_db, finished_bundle, tmp_path):
+    """Issue 26, Scale: the pages that list or rank many runs read the index, never a document; a lab indexed
+    before the cards were (schema 1) gets them when its server starts."""
+    password = lab("user", "add", "ann", db=lab_db).stdout.strip()
+    store_dir, away = tmp_path / "store", tmp_path / "away"
+    with lab_server(lab_db, store_dir) as (_, url):
+        two_appliances(lab_db, finished_bundle, tmp_path, url)
+        browser = Browser(url)
+        browser.login("ann", password)
+        before = {path: browser.get(path)[2] for path in ("/bench", "/compare?run=1&run=2", "/api/runs?limit=1")}
+        store_dir.rename(away)  # no bundle, no document to open: what still answers reads the index
+        pages = {path: browser.get(path) for path in before}
+        assert browser.get("/runs/1")[0] == 500  # the run page does read its document
+        away.rename(store_dir)
+    for path, (status, _, body) in pages.items():
+        assert status == 200 and body == before[path], path
+    assert "Other SSD 2TB" in pages["/bench"][2] and "sent by bench-b" in pages["/bench"][2]
+    assert 'class="chart bars"' in pages["/compare?run=1&run=2"][2]
+    first = json.loads(pages["/api/runs?limit=1"][2])
+    assert [r["id"] for r in first["runs"]] == [2] and first["next"] == 2
+    with lab_server(lab_db, store_dir) as (_, url):
+        browser = Browser(url)
+        browser.login("ann", password)
+        rest = json.loads(browser.get(f"/api/runs?limit=1&before={first['next']}")[2])
+        assert [r["id"] for r in rest["runs"]] == [1] and rest["next"] is None
+        assert browser.get("/api/runs?limit=0")[0] == 400
+        cards = rows(lab_db, "SELECT id, model, card FROM runs ORDER BY id")
+        picks = rows(lab_db, "SELECT * FROM bench ORDER BY model")
+    # As a lab of schema 1 holds them: no card, no bench. Its next server start fills them in, the same.
+    with psycopg.connect(lab_db) as conn:
+        conn.execute("DELETE FROM bench")
+        conn.execute("UPDATE runs SET card = NULL, model = NULL")
+    with lab_server(lab_db, store_dir) as (_, url):
+        browser = Browser(url)
+        browser.login("ann", password)
+        table = re.compile(r"<table.*</table>", re.S)
+        assert table.search(browser.get("/bench")[2])[0] == table.search(before["/bench"])[0]
+    assert rows(lab_db, "SELECT id, model, card FROM runs ORDER BY id") == cards
+    assert rows(lab_db, "SELECT * FROM bench ORDER BY model") == picks
 
 
 class Clock:

@@ -2,7 +2,7 @@
 (results/ranking) and the drive bench (results/bench), on runs made by the real engine: every value shown is
 the stored metric fio's output gave."""
 
-from ssdbench.results import bench, headline, ranking, repeatability, store, summary
+from ssdbench.results import bench, card, headline, ranking, repeatability, store, summary
 
 SMOKE_REVIEW = {
     "rand-write-4k-qd3",
@@ -56,7 +56,7 @@ def test_a_step_that_did_not_end_done_gives_no_review_figure(smoke_run):
 
 def test_bars_are_ranked_best_first_with_the_current_run_marked_and_its_set_spread(finished_repeat):
     data_dir, _, _ = finished_repeat
-    runs = runs_of(data_dir)
+    runs = [card.of(r) for r in runs_of(data_dir)]
     charts = ranking.charts(runs[1:] + runs[:1], [runs] * len(runs))
     assert [c["id"] for c in charts] == ["rand-read-4k-qd3", "seq-read-128k", "seq-write-128k"]
     for c in charts:
@@ -74,7 +74,7 @@ def test_bars_are_ranked_best_first_with_the_current_run_marked_and_its_set_spre
 def test_lower_is_better_ranks_the_lowest_first_and_a_run_of_another_workload_goes_after(finished_repeat, smoke_run):
     repeat_runs = runs_of(finished_repeat[0])
     smoke = runs_of(smoke_run[1])[0]
-    charts = {c["id"]: c for c in ranking.charts([smoke, *repeat_runs])}
+    charts = {c["id"]: c for c in ranking.charts([card.of(r) for r in [smoke, *repeat_runs]])}
     bars = charts["seq-read-128k"]["bars"]
     assert bars[0]["current"] and not bars[0]["apart"]  # the smoke run alone in its workload
     assert all(b["apart"] for b in bars[1:])
@@ -90,7 +90,7 @@ def test_the_bench_has_a_row_per_drive_model_with_its_latest_done_runs_figures(f
         run["drive"]["model"] = "Drive A" if i < 2 else "Drive B"
     smoke = runs_of(smoke_run[1])[0]
     smoke["drive"]["model"] = "Drive C"
-    table = bench.table([*runs, smoke])
+    table = bench.table(bench.latest(card.of(r) for r in [*runs, smoke]))
     assert [r["model"] for r in table["rows"]] == ["Drive A", "Drive B", "Drive C"]
     assert [r["run"] for r in table["rows"][:2]] == [runs[1]["id"], runs[2]["id"]]
     assert table["rows"][0]["runs"] == 2

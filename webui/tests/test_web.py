@@ -15,7 +15,7 @@ from markupsafe import escape
 from ssdbench.appliance import access
 from ssdbench.errors import SsdbenchError
 from ssdbench.results import store
-from ssdbench.web import PACKAGE_DIR
+from ssdbench.web import PACKAGE_DIR, data
 
 
 def test_without_login_pages_redirect_and_api_says_401(client, data_dir):
@@ -251,7 +251,8 @@ def test_compare_warns_when_suite_hashes_differ(client, data_dir, token):
     assert b"not comparable" in client.get("/compare?run=1&run=3").data
     assert b"not comparable" not in client.get("/compare?run=1&run=2").data
     assert client.get("/api/compare?run=1").status_code == 400
-    assert client.get("/api/compare?" + "&".join(f"run={i}" for i in range(1, 10))).status_code == 400
+    too_many = range(1, data.MAX_COMPARE + 2)
+    assert client.get("/api/compare?" + "&".join(f"run={i}" for i in too_many)).status_code == 400
     assert client.get("/api/compare?run=1&run=99").status_code == 404
 
 
@@ -290,13 +291,19 @@ def test_history_shows_every_state(client, data_dir, token):
     states = ["done", "failed", "cancelled", "interrupted", "running", "queued"]
     for state in states:
         add_run(data_dir, state=state)
-    runs = client.get("/api/runs").get_json()["runs"]
-    assert [r["state"] for r in runs] == states
+    runs = client.get("/api/runs").get_json()
+    assert [r["state"] for r in runs["runs"]] == states[::-1] and runs["next"] is None  # newest first, one page
+    older = client.get("/api/runs?limit=2&before=5").get_json()
+    assert [r["id"] for r in older["runs"]] == [4, 3] and older["next"] == 3
+    assert [r["id"] for r in client.get("/api/runs?before=3").get_json()["runs"]] == [2, 1]
+    assert client.get("/api/runs?limit=501").status_code == 400
     page = client.get("/history").data.decode()
     for state in states:
         assert f'<span class="badge">{state}</span>' in page
     # Delete is offered for finished runs only.
     assert page.count('form="delete-') == 4
+    older = client.get("/history?before=3").data.decode()
+    assert 'href="/runs/2"' in older and 'href="/runs/3"' not in older and "Newest runs" in older
 
 
 def test_pin_is_made_once_kept_private_and_printed_by_the_cli(tmp_path):

@@ -11,7 +11,7 @@ import math
 import zipfile
 from typing import NamedTuple
 
-from ..results import bundle, headline, store
+from ..results import bundle, card, headline, store
 from ..run.repeat import MAX_TIMES
 
 # A run's document: a full suite's is a few MB. A bundle holds one run, or a repeat set of at most MAX_TIMES.
@@ -35,11 +35,12 @@ class Run(NamedTuple):
     drive: tuple  # model, serial, firmware, capacity_bytes, transport
     run: dict
     figures: list  # headline.Figure
+    card: dict  # results/card.py: what the lab's lists and compare read instead of the document
 
 
 def documents(part):
-    """The verified bundle's manifest and documents (bundle.read_documents' runs), each within its bounds and
-    holding only finite numbers. Raises Refused, or bundle.BundleError."""
+    """The verified bundle's manifest and documents (bundle.read_documents' runs), each within its bounds (and,
+    as bundle.read_json reads them, holding only finite numbers). Raises Refused, or bundle.BundleError."""
     try:
         manifest = bundle.verify(part)
         with zipfile.ZipFile(part) as zf:
@@ -57,22 +58,7 @@ def documents(part):
     except (NotImplementedError, RuntimeError, *bundle.DAMAGED) as exc:
         # An encrypted member, a compression method zipfile cannot read, a stream that breaks.
         raise Refused(f"a member cannot be read ({exc})") from exc
-    for _, doc, prefix in runs:
-        _finite(doc, prefix + bundle.RESULT)
     return manifest, runs
-
-
-def _finite(value, where):
-    """Every number finite: JSON as Python reads it takes NaN, Infinity and 1e400 (which is infinite)."""
-    stack = [value]
-    while stack:
-        value = stack.pop()
-        if isinstance(value, float) and not math.isfinite(value):
-            raise Refused(f"{where}: a number that is not finite ({value})")
-        if isinstance(value, dict):
-            stack += value.values()
-        elif isinstance(value, list):
-            stack += value
 
 
 def index_rows(manifest, runs):
@@ -113,7 +99,12 @@ def _run(host, doc, prefix):
         "finished_at": _number(doc.get("finished_at"), f"{where}: finished_at"),
     }
     testbed = (host, cpu or "unknown", kernel or "unknown")
-    return Run(prefix, testbed, drive, row, headline.figures(doc))
+    try:
+        summarised = card.of(doc)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        # What the compare page would have met reading the document, met now, while it can be refused.
+        raise Refused(f"{where}: its figures and warnings cannot be read ({exc!r})") from exc
+    return Run(prefix, testbed, drive, row, headline.figures(doc), summarised)
 
 
 def _step(step, where):

@@ -1,14 +1,16 @@
 """What the lab holds, in PostgreSQL: each bundle, and the testbeds, drives, runs and headline figures in it.
 
-A run's document is never copied into the database: the pages read it from its bundle (`LabResults`), so a lab
-shows a run exactly as its appliance wrote it, and the database stays an index that can be rebuilt from the
-store.
+A run's document is never copied into the database: its run page reads it from its bundle (`LabResults`), so a
+lab shows a run exactly as its appliance wrote it, and the database stays an index that can be rebuilt from the
+store. What the pages that list or set side by side many runs read is in the index, so that none of them opens a
+document and none costs more as runs accumulate: each run's card (results/card.py), and the bench's pick of each
+drive model's run, kept up to date as bundles arrive (by results/bench.py's rule, written here in SQL).
 """
 
 import json
 import zipfile
 
-from ..results import bundle
+from ..results import bench, bundle, card
 from . import shelf
 
 
@@ -48,11 +50,13 @@ def _add_run(conn, sha256, run, appliance):
     run_id = _id(
         conn,
         """INSERT INTO runs (bundle_sha256, member, source_id, testbed_id, drive_id, path, suite, suite_hash,
-                             standard, state, error, created_at, finished_at)
-           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id""",
+                             standard, state, error, created_at, finished_at, model, card)
+           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id""",
         (sha256, run.prefix, r["source_id"], testbed, drive, r["path"], r["suite"], r["suite_hash"], r["standard"])
-        + (r["state"], r["error"], r["created_at"], r["finished_at"]),
+        + (r["state"], r["error"], r["created_at"], r["finished_at"], bench.model(run.card), json.dumps(run.card)),
     )
+    if r["state"] == "done":
+        _bench_pick(conn, run_id)
     for f in run.figures:
         conn.execute(
             """INSERT INTO figures (run_id, step, name, value, unit, kind) VALUES (%s, %s, %s, %s, %s, %s)
@@ -60,6 +64,50 @@ def _add_run(conn, sha256, run, appliance):
             (run_id, f.step, f.name, f.value, f.unit, f.kind),
         )
     return run_id
+
+
+# bench.order in SQL: a run replaces its model's pick when it is greater, comparable first, then received later.
+_GREATER = "(excluded.comparable, excluded.received_at, excluded.run_id) > (b.comparable, b.received_at, b.run_id)"
+
+
+def _bench_pick(conn, run_id):
+    """Count a done run in its model's bench row, and make it the row's run if it is the greater by bench.order.
+    The row's lock orders two uploads of one model."""
+    conn.execute(
+        f"""INSERT INTO bench AS b (model, run_id, comparable, received_at, runs)
+            SELECT r.model, r.id, (r.card->>'comparable')::boolean, bu.received_at, 1
+            FROM runs r JOIN bundles bu ON bu.sha256 = r.bundle_sha256 WHERE r.id = %s
+            ON CONFLICT (model) DO UPDATE SET runs = b.runs + 1,
+                run_id = CASE WHEN {_GREATER} THEN excluded.run_id ELSE b.run_id END,
+                comparable = CASE WHEN {_GREATER} THEN excluded.comparable ELSE b.comparable END,
+                received_at = CASE WHEN {_GREATER} THEN excluded.received_at ELSE b.received_at END""",
+        (run_id,),
+    )
+
+
+def fill_cards(conn, store_dir):
+    """Give every run indexed before cards were (schema version 2) its card, from its bundle, and pick the bench
+    again from all runs: once, when a lab server starts on such a database. Returns how many runs it filled."""
+    missing = list(conn.execute("SELECT id, bundle_sha256, member FROM runs WHERE card IS NULL ORDER BY id"))
+    if not missing:
+        return 0
+    with conn.transaction():
+        for row in missing:
+            path = shelf.bundle_path(store_dir, row["bundle_sha256"])
+            with zipfile.ZipFile(path) as zf:
+                made = card.of(bundle.read_json(zf, row["member"] + bundle.RESULT, path))
+            conn.execute(
+                "UPDATE runs SET model=%s, card=%s WHERE id=%s", (bench.model(made), json.dumps(made), row["id"])
+            )
+        conn.execute("DELETE FROM bench")
+        conn.execute(
+            """INSERT INTO bench (model, run_id, comparable, received_at, runs)
+               SELECT DISTINCT ON (r.model) r.model, r.id, (r.card->>'comparable')::boolean, b.received_at,
+                      count(*) OVER (PARTITION BY r.model)
+               FROM runs r JOIN bundles b ON b.sha256 = r.bundle_sha256 WHERE r.state = 'done'
+               ORDER BY r.model, (r.card->>'comparable')::boolean DESC, b.received_at DESC, r.id DESC"""
+        )
+    return len(missing)
 
 
 def bundle_runs(conn, sha256):
@@ -71,12 +119,16 @@ def has_bundle(conn, sha256):
     return conn.execute("SELECT 1 FROM bundles WHERE sha256=%s", (sha256,)).fetchone() is not None
 
 
-RUN_ROWS = """SELECT r.id, r.suite, r.suite_hash, r.standard, r.state, r.error, r.created_at, r.finished_at,
+RUN_COLUMNS = """SELECT r.id, r.suite, r.suite_hash, r.standard, r.state, r.error, r.created_at, r.finished_at,
                      r.path, nullif(d.model, '') AS model, nullif(d.serial, '') AS serial, d.firmware,
                      r.source_id, t.host, a.name AS appliance, r.bundle_sha256, r.member,
-                     extract(epoch FROM b.received_at)::float AS received_at
-              FROM runs r JOIN drives d ON d.id = r.drive_id JOIN testbeds t ON t.id = r.testbed_id
+                     extract(epoch FROM b.received_at)::float AS received_at"""
+RUN_JOINS = """ JOIN drives d ON d.id = r.drive_id JOIN testbeds t ON t.id = r.testbed_id
                    JOIN appliances a ON a.id = t.appliance_id JOIN bundles b ON b.sha256 = r.bundle_sha256"""
+RUN_ROWS = RUN_COLUMNS + " FROM runs r" + RUN_JOINS
+CARD_ROWS = RUN_COLUMNS + ", r.card FROM runs r" + RUN_JOINS
+# The bench's picks, each with its run's row and card.
+BENCH_ROWS = RUN_COLUMNS + ", r.card, p.runs FROM bench p JOIN runs r ON r.id = p.run_id" + RUN_JOINS
 
 
 def list_runs(conn):
@@ -84,14 +136,41 @@ def list_runs(conn):
     return [_row(r) for r in conn.execute(RUN_ROWS + " ORDER BY r.id")]
 
 
+def runs_page(conn, before, limit):
+    """Up to `limit` runs, newest first, those with an id below `before` (None: from the newest), as list_runs."""
+    rows = conn.execute(RUN_ROWS + " WHERE r.id < %s ORDER BY r.id DESC LIMIT %s", (before or 2**31 - 1, limit))
+    return [_row(r) for r in rows]
+
+
 def _row(r):
     return {
-        **r,
+        **{k: v for k, v in r.items() if k not in ("card", "runs")},
         "standard": int(r["standard"]),  # as an appliance's store gives it (the API's document: 0 or 1)
         "origin": f"run {r['source_id']} on {r['host']}, sent by {r['appliance']}",
         "percent": 100.0,
         "repeat_id": None,
     }
+
+
+def _card(r):
+    """A run's card as the lab shows it: under the lab's id, with where it came from and when it arrived."""
+    row = _row(r)
+    return {**r["card"], **{k: row[k] for k in ("id", "origin", "appliance", "received_at")}}
+
+
+def cards(conn, run_ids):
+    """The cards of these runs, in this order. Raises LookupError naming those the lab does not hold."""
+    found = {r["id"]: _card(r) for r in conn.execute(CARD_ROWS + " WHERE r.id = ANY(%s)", (list(run_ids),))}
+    missing = [str(i) for i in run_ids if i not in found]
+    if missing:
+        raise LookupError(f"no run {', '.join(missing)}")
+    return [found[i] for i in run_ids]
+
+
+def bench_rows(conn):
+    """bench.latest's rows, from the bench's picks: one query over the models, whatever the number of runs."""
+    rows = [(_card(r), r["runs"]) for r in conn.execute(BENCH_ROWS)]
+    return sorted(rows, key=lambda row: bench.model(row[0]).lower())
 
 
 def run_row(conn, run_id):
@@ -110,8 +189,14 @@ class LabResults:
     def __init__(self, conn, store_dir):
         self.conn, self.store_dir = conn, store_dir
 
-    def list_runs(self):
-        return list_runs(self.conn)
+    def runs_page(self, before, limit):
+        return runs_page(self.conn, before, limit)
+
+    def cards(self, run_ids):
+        return cards(self.conn, run_ids)
+
+    def bench_rows(self):
+        return bench_rows(self.conn)
 
     def run_document(self, run_id):
         row = run_row(self.conn, run_id)
@@ -128,7 +213,7 @@ class LabResults:
 
     get_run = run_document
 
-    def repeat_set(self, run):
+    def repeat_set(self, run_id):
         return None  # the lab shows runs, not the appliance's repeat sets
 
     def bundle_file(self, run_id):

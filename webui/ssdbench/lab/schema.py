@@ -88,6 +88,22 @@ MIGRATIONS = [
         );
         """,
     ),
+    (
+        2,
+        "each run's card and model, and the bench's pick of each model's run: pages built from SQL",
+        """
+        ALTER TABLE runs ADD COLUMN model text;
+        ALTER TABLE runs ADD COLUMN card jsonb;
+        CREATE INDEX runs_model ON runs (model);
+        CREATE TABLE bench (
+            model text PRIMARY KEY,
+            run_id integer NOT NULL REFERENCES runs,
+            comparable boolean NOT NULL,
+            received_at timestamptz NOT NULL,
+            runs integer NOT NULL
+        );
+        """,
+    ),
 ]
 
 

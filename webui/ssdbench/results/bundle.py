@@ -394,14 +394,31 @@ def origin(what, about, host, digest):
     return f"imported: {what} {about['id']} on {host or 'an unnamed host'}, {content} {digest[:16]}"
 
 
+MAY_OVERFLOW = re.compile(rb"[eE]\+?0*[1-9][0-9]{2}|[0-9]{300}")
+
+
+def _not_finite(name):
+    raise ValueError(f"a number that is not finite ({name})")
+
+
 def read_json(zf, name, path):
-    """A member parsed as JSON, read into memory only when it is of a sane size."""
+    """A member parsed as JSON, read into memory only when it is of a sane size. Every number is finite: Python's
+    JSON takes NaN, Infinity and 1e400, which no run writes and a database cannot index."""
     if zf.getinfo(name).file_size > MAX_JSON_BYTES:
         raise BundleError(f"{path}: {name} is over {MAX_JSON_BYTES} bytes, more than any run writes")
     try:
-        return json.loads(zf.read(name))
+        raw = zf.read(name)
+        found = json.loads(raw, parse_constant=_not_finite)
     except (ValueError, *DAMAGED) as exc:
         raise BundleError(f"{path}: {name} is damaged ({exc})") from exc
+    # A number JSON writes finite, such as 1e400, can still read as infinite: only one with an exponent of three
+    # digits or a run of 300 digits can, and only then is the whole document checked (in C: as long as parsing).
+    if MAY_OVERFLOW.search(raw):
+        try:
+            json.dumps(found, allow_nan=False)
+        except ValueError as exc:
+            raise BundleError(f"{path}: {name} is damaged (a number that is not finite: over 1e308)") from exc
+    return found
 
 
 def document_problems(doc):

@@ -1,6 +1,8 @@
 """A run as one JSON document (what the report is drawn from, in the web UI and in a bundle),
 and its folder of raw files (job files, fio's JSON and logs) beside the database."""
 
+import functools
+
 from ..errors import SsdbenchError
 from ..suites import locked
 from . import store, validity
@@ -8,13 +10,19 @@ from . import store, validity
 
 def shipped_suite(run):
     """The shipped suite a run used, if this image still has it with the same hash."""
-    if run["suite"] not in locked.names():
+    return _shipped(run["suite"], run["suite_hash"])
+
+
+@functools.lru_cache(maxsize=64)
+def _shipped(name, sha256):
+    """Parsed once a process: a lab summarises every run it receives, each asking for its suite twice."""
+    if name not in locked.names():
         return None
     try:
-        suite = locked.load(run["suite"], allow_non_standard=True)
+        suite = locked.load(name, allow_non_standard=True)
     except SsdbenchError:
         return None
-    return suite if suite.sha256 == run["suite_hash"] else None
+    return suite if suite.sha256 == sha256 else None
 
 
 def recorded(run, section, key):

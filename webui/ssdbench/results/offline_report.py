@@ -8,7 +8,7 @@ import os
 
 from ..errors import SsdbenchError
 from ..human import when
-from . import ranking, report_html, summary
+from . import card, ranking, report_html, summary
 
 STATIC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "static")
 ASSETS = {"css": ("vendor/uPlot.min.css", "style.css"), "js": ("vendor/uPlot.iife.min.js", "export.js", "report.js")}
@@ -89,8 +89,15 @@ def render(doc):
     return _page(title, "offline-report", body, doc, "run-document", draw)
 
 
+def _cards(docs, sets):
+    """The runs and their repeat sets (documents) as ranking.charts takes them: cards."""
+    sets = sets or [None] * len(docs)
+    return [card.of(d) for d in docs], [[card.of(m) for m in held] if held else None for held in sets]
+
+
 def render_compare(docs, sets=None):
-    """compare.html of run documents, docs[0] the current run; `sets` as ranking.charts takes it."""
+    """compare.html of run documents, docs[0] the current run; `sets`, beside them, each run's repeat set (the
+    documents of its done runs) or None."""
     first = docs[0]["drive"]
     others = len(docs) - 1
     heading = (
@@ -99,7 +106,7 @@ def render_compare(docs, sets=None):
     body = f"""<h1>{html.escape(heading)}</h1>
 {report_html.compare_runs(docs)}
 <section id="ranked" class="ranked">
-{report_html.bar_charts(ranking.charts(docs, sets), summary.fineprint(docs))}
+{report_html.bar_charts(ranking.charts(*_cards(docs, sets)), summary.fineprint(docs))}
 </section>
 <div id="compare"><p class="note">Drawing the overlaid charts (needs JavaScript)…</p></div>
 <p class="note">Every figure comes from the bundles' result.json, which names fio's field for each.</p>"""

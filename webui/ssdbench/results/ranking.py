@@ -2,8 +2,8 @@
 ranked best to worst, the current run (the first asked for) marked, and the runs whose workload differs from
 its set apart below the ranking. A run of a repeat set carries its set's spread of that figure.
 
-Plain functions over run documents (store.get_run's shape): the web UI, the offline compare and a lab server
-rank the same way."""
+Plain functions over run cards (results/card.py): the web UI, the offline compare and a lab server rank the
+same way."""
 
 from . import headline, repeatability, summary
 
@@ -15,15 +15,15 @@ def label(run):
 
 def charts(runs, sets=None):
     """One chart per review figure any run has, in headline.REVIEW's order: {id, label, unit, better, bars,
-    scale}. runs[0] is the current run. `sets`, beside `runs`, holds for each run the done runs of its repeat
-    set (documents), whose spread of the figure (n, mean, stdev, min, max) its bar carries, or None. Each bar:
+    scale}. runs (cards) [0] is the current run. `sets`, beside `runs`, holds for each run the done runs of its
+    repeat set (cards), whose spread of the figure (n, mean, stdev, min, max) its bar carries, or None. Each bar:
     run, label, step, value, current, apart (its workload differs from the current run's), spread."""
     sets = sets or [None] * len(runs)
     own = summary.workload(runs[0])
     found = {}
     for run, held in zip(runs, sets):
         apart = summary.workload(run) != own
-        for fig in headline.review(run):
+        for fig in run["review"]:
             chart = found.setdefault(fig["id"], {k: fig[k] for k in ("id", "label", "unit", "better", "test", "name")})
             chart.setdefault("bars", []).append(
                 {
@@ -54,5 +54,5 @@ def ranked(bars, better):
 def _spread(set_runs, figure_id):
     if not set_runs:
         return None
-    values = [f["value"] for run in set_runs for f in headline.review(run) if f["id"] == figure_id]
+    values = [f["value"] for run in set_runs for f in run["review"] if f["id"] == figure_id]
     return repeatability.spread(values) if len(values) > 1 else None

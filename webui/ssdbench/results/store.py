@@ -668,16 +668,23 @@ def active_run(db):
     return db.execute("SELECT * FROM runs WHERE state='running' ORDER BY id DESC LIMIT 1").fetchone()
 
 
+RUN_LIST = """SELECT runs.id, runs.suite, runs.suite_hash, runs.standard, runs.state, runs.origin,
+                     runs.created_at, runs.finished_at, runs.percent, runs.error,
+                     json_extract(runs.drive_json, '$.path') AS path,
+                     json_extract(runs.drive_json, '$.model') AS model,
+                     json_extract(runs.drive_json, '$.serial') AS serial,
+                     (SELECT repeat_id FROM repeat_runs WHERE run_id = runs.id) AS repeat_id
+              FROM runs"""
+
+
 def list_runs(db):
-    rows = db.execute(
-        """SELECT runs.id, runs.suite, runs.suite_hash, runs.standard, runs.state, runs.origin,
-                  runs.created_at, runs.finished_at, runs.percent, runs.error,
-                  json_extract(runs.drive_json, '$.path') AS path,
-                  json_extract(runs.drive_json, '$.model') AS model,
-                  json_extract(runs.drive_json, '$.serial') AS serial,
-                  (SELECT repeat_id FROM repeat_runs WHERE run_id = runs.id) AS repeat_id
-           FROM runs ORDER BY runs.id"""
-    )
+    """Every run, oldest first."""
+    return [dict(r) for r in db.execute(RUN_LIST + " ORDER BY runs.id")]
+
+
+def runs_page(db, before, limit):
+    """Up to `limit` runs, newest first, those with an id below `before` (None: from the newest)."""
+    rows = db.execute(RUN_LIST + " WHERE runs.id < ? ORDER BY runs.id DESC LIMIT ?", (before or 2**63 - 1, limit))
     return [dict(r) for r in rows]
 
 

@@ -6,7 +6,7 @@
  * series names) goes in as text (textContent, attributes, canvas text), never as markup.
  *
  *   SsdbenchReport.draw(container, doc)        one run
- *   SsdbenchReport.compare(container, docs)    2 to 8 runs, charts overlaid
+ *   SsdbenchReport.compare(container, docs)    2 to 10 runs, charts overlaid
  *   SsdbenchReport.charts                      the uPlot instances drawn so far
  *
  * Each section is a <details> that folds (the summary above them is the page's, drawn by the server); every

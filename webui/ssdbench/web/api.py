@@ -85,7 +85,7 @@ def suites():
 
 @bp.get("/runs")
 def runs():
-    return jsonify(runs=get_results().list_runs())
+    return jsonify(data.runs_page(get_results(), g.query.get("before"), g.query.get("limit", data.HISTORY_PAGE)))
 
 
 @bp.post("/runs")

@@ -9,12 +9,12 @@ from flask import url_for
 
 from ..drives import discovery, health
 from ..errors import SsdbenchError
-from ..results import bench, document, ranking, store, usbexport
+from ..results import bench, card, document, ranking, store, usbexport
 from ..results.document import recorded
 from ..run import plan, queue, repeat
 from ..suites import locked, user_traces
 
-MAX_COMPARE = 8
+MAX_COMPARE = 10
 # A trace file sent to the web: larger ones are imported at the console (`ssdbench trace import`). The server
 # takes a body this large from anyone before it can refuse it (docs/security.md).
 TRACE_UPLOAD_BYTES = 4 * 1024 * 1024
@@ -62,14 +62,22 @@ def drive_list(config):
 
 
 class LocalResults:
-    """The appliance's own runs, from its store. The lab's LabResults answers the same three questions about
-    every appliance's runs, so that a page or an API call built on them serves both."""
+    """The appliance's own runs, from its store. The lab's LabResults answers the same questions about every
+    appliance's runs, so that a page or an API call built on them serves both. An appliance holds few runs: it
+    makes the cards and the bench from its documents when asked, where a lab reads them from its index."""
 
     def __init__(self, db):
         self.db = db
 
-    def list_runs(self):
-        return store.list_runs(self.db)
+    def runs_page(self, before, limit):
+        return store.runs_page(self.db, before, limit)
+
+    def cards(self, run_ids):
+        """The runs' cards (results/card.py), in this order. Raises LookupError naming the runs it lacks."""
+        return [card.of(r) for r in load_runs(self.get_run, run_ids)]
+
+    def bench_rows(self):
+        return bench.latest(card.of(store.get_run(self.db, r["id"])) for r in store.list_runs(self.db))
 
     def get_run(self, run_id):
         return store.get_run(self.db, run_id)
@@ -78,11 +86,13 @@ class LocalResults:
         """The run with its series and why each step may be suspect: the document a bundle holds as result.json."""
         return document.run_document(self.db, run_id)
 
-    def repeat_set(self, run):
-        """The done runs of the run's repeat set, what its ranked bar's spread is of; None for a run of no set."""
-        held = store.get_repeat(self.db, run["repeat"]["id"]) if run.get("repeat") else None
+    def repeat_set(self, run_id):
+        """The cards of the done runs of the run's repeat set, what its ranked bar's spread is of; None for a run
+        of no set."""
+        place = store.repeat_of(self.db, run_id)
+        held = store.get_repeat(self.db, place[0]) if place else None
         members = [store.get_run(self.db, r["id"]) for r in held["runs"]] if held else []
-        return [m for m in members if m and m["state"] == "done"] or None
+        return [card.of(m) for m in members if m and m["state"] == "done"] or None
 
 
 def load_runs(load, run_ids):
@@ -103,14 +113,26 @@ SAME = (
 )
 
 
-def ranked(results, runs):
-    """The compare page's ranked bar charts of runs (results' get_run), runs[0] the current one."""
-    return ranking.charts(runs, [results.repeat_set(run) for run in runs])
+# The run list's pages: the history page's, and at most what GET /api/runs?limit= takes.
+HISTORY_PAGE = 100
+MAX_RUNS_PAGE = 500
+
+
+def runs_page(results, before, limit):
+    """A page of the run list, newest first: {runs, next}, next the `before` of the page after it (None: the last
+    page). Its cost is its length's, however many runs the results hold."""
+    runs = results.runs_page(before, limit + 1)
+    return {"runs": runs[:limit], "next": runs[limit - 1]["id"] if len(runs) > limit else None}
+
+
+def ranked(results, cards):
+    """The compare page's ranked bar charts of runs (their cards), cards[0] the current one."""
+    return ranking.charts(cards, [results.repeat_set(c["id"]) for c in cards])
 
 
 def drive_bench(results):
     """The /bench table: every drive model the results hold, its latest done comparable run's review figures."""
-    return bench.table([results.get_run(r["id"]) for r in results.list_runs() if r["state"] == "done"])
+    return bench.table(results.bench_rows())
 
 
 def comparability(runs):

@@ -16,7 +16,7 @@ from ..lab.receive import MAX_BUNDLE_BYTES
 from ..results import bundle, headline, store
 from ..run.repeat import MAX_TIMES
 from ..suites import locked, user_traces
-from .data import MAX_COMPARE, TRACE_UPLOAD_BYTES
+from .data import HISTORY_PAGE, MAX_COMPARE, MAX_RUNS_PAGE, TRACE_UPLOAD_BYTES
 
 # SQLite's largest row id: a larger one names no run.
 MAX_RUN_ID = 2**63 - 1
@@ -498,6 +498,22 @@ SESSION_ONLY = [{"session": []}]
 STATE_CHANGE = [{"session": [], "csrf": []}]
 
 
+RUNS_PAGE = [
+    {
+        "name": "before",
+        "in": "query",
+        "description": "only runs with a smaller id (the next page: the answer's next); none: from the newest",
+        "schema": {"type": "integer", "minimum": 1, "maximum": 2**31 - 1},
+    },
+    {
+        "name": "limit",
+        "in": "query",
+        "description": f"at most this many runs (default {HISTORY_PAGE})",
+        "schema": {"type": "integer", "minimum": 1, "maximum": MAX_RUNS_PAGE},
+    },
+]
+
+
 def _operation(summary, answers, *, security=SESSION_ONLY, body=None, query=(), largest="64 KiB"):
     """An operation: its own answers, then the errors that follow from what it takes (a body up to
     `largest`)."""
@@ -604,8 +620,23 @@ DOCUMENT = {
         },
         "/api/runs": {
             "get": _operation(
-                "Every run with its state",
-                {"200": _json("runs", _object({"runs": {"type": "array", "items": _ref("RunSummary")}}, ["runs"]))},
+                "The runs with their state, newest first, a page at a time: ?before=next goes on",
+                {
+                    "200": _json(
+                        "a page of runs",
+                        _object(
+                            {
+                                "runs": {"type": "array", "items": _ref("RunSummary")},
+                                "next": {
+                                    **NULLABLE_INTEGER,
+                                    "description": "the before= of the next (older) page; null: this is the last",
+                                },
+                            },
+                            ["runs", "next"],
+                        ),
+                    )
+                },
+                query=RUNS_PAGE,
             ),
             "post": _operation(
                 "Queue a suite on a drive (destroys its data); the runner service executes it",

@@ -21,7 +21,7 @@ from markupsafe import Markup
 
 from ..errors import SsdbenchError
 from ..human import clock, figure, when
-from ..results import document, repeatability, report_html, store, summary
+from ..results import repeatability, report_html, store, summary
 from ..run.repeat import MAX_TIMES
 from ..suites import user_traces
 from . import data
@@ -216,8 +216,14 @@ def run_file(run_id, name):
 
 @bp.get("/history")
 def history():
-    repeats = [] if lab_mode() else store.list_repeats(get_db())
-    return render_template("history.html", runs=get_results().list_runs(), repeats=repeats)
+    # ?before=ID: the page of the runs older than that one (the first page holds the repeat sets too).
+    before = request.args.get("before", type=int)
+    before = before if before and before > 0 else None
+    repeats = [] if lab_mode() or before else store.list_repeats(get_db())
+    page = data.runs_page(get_results(), before, data.HISTORY_PAGE)
+    return render_template(
+        "history.html", page=page, repeats=repeats, older=before is not None, max_compare=data.MAX_COMPARE
+    )
 
 
 @bp.get("/compare")
@@ -228,11 +234,9 @@ def compare():
         flash(problem)
         return redirect(url_for("pages.history"))
     try:
-        runs = data.load_runs(get_results().get_run, ids)
+        runs = get_results().cards(ids)
     except LookupError:
         abort(404)
-    for r in runs:
-        r["warnings"] = document.run_warnings(r)
     return render_template(
         "compare.html",
         runs=runs,

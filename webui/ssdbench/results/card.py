@@ -1,0 +1,29 @@
+"""A run's card: the little of its document that compare, the ranked bars and the bench read, so that a lab can
+keep it beside its index and build those pages from SQL, never opening a document, while an appliance makes it
+from its own documents when asked. The keys it shares with a run document (id, suite, drive, environment's
+suite and tools, state) have the same shape, so a card goes wherever those keys are all that is read.
+"""
+
+from . import document, headline
+
+
+def of(run):
+    """The card of a run document (or store.get_run's shape)."""
+    drive = run["drive"]
+    return {
+        "id": run["id"],
+        "suite": run["suite"],
+        "suite_hash": run["suite_hash"],
+        "standard": run["standard"],
+        "state": run["state"],
+        "created_at": run["created_at"],
+        "drive": {k: drive.get(k) for k in ("model", "path", "serial")},
+        "environment": {
+            "suite": {"workload_sha256": document.recorded(run, "suite", "workload_sha256")},
+            "tools": {"fio": document.recorded(run, "tools", "fio")},
+        },
+        "review": headline.review(run),
+        "warnings": document.run_warnings(run),
+        "comparable": not document.incomparable(run),
+        **{k: run[k] for k in ("origin", "appliance", "received_at") if k in run},
+    }
