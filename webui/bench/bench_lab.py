@@ -1,15 +1,16 @@
 """make bench, lab part: how many uploads a second one lab server keeps, and how long one waits.
 
 A real PostgreSQL (lab/cluster: Debian's postgresql, in a temporary folder) and the real `ssdbench lab serve`
-(gunicorn, a worker of 8 threads) on it; CLIENTS appliances, each with its own token, send UPLOADS bundles between them,
-CLIENTS at a time, with the upload client the appliances use (results/upload.send). The bundles are DISTINCT
-variants of one run's bundle (bench_web's standard-sized run, its manifest dated apart): the rest are sent a
-second time by another client at the same moment, so the lab must keep each once and tell both clients.
+(gunicorn, a worker of 8 threads per core) on it; CLIENTS appliances, each with its own token, send UPLOADS
+bundles between them, CLIENTS at a time, with the upload client the appliances use (results/upload.send). The
+bundles are DISTINCT variants of one run's bundle (bench_web's standard-sized run, its manifest dated apart): the
+rest are sent a second time by another client at the same moment, so the lab must keep each once and tell both clients.
 
 It reports uploads per second (wall clock, first request to last answer) and the p50 and p99 latency of one
 upload as its client saw it, and checks that every bundle is in the database once, in the store once with
-its own sha256, and that every upload was confirmed. Needs root (PostgreSQL as nobody) or a user who can run
-initdb. --short (make test): 20 uploads from 4 clients, which checks that every part works, not the times.
+its own sha256, and that every upload was confirmed; and fails under RATE uploads a second or over P99_MS.
+Needs root (PostgreSQL as nobody) or a user who can run initdb. --short (make test): 20 uploads from 4 clients,
+which checks that every part works, not the times.
 """
 
 import argparse
@@ -32,6 +33,7 @@ from ssdbench.lab import access, cluster, schema
 from ssdbench.results import bundle, store, upload
 
 UPLOADS, CLIENTS, DISTINCT = 200, 20, 180
+RATE, P99_MS = 50, 1000
 
 
 def variants(path, count, folder):
@@ -166,6 +168,8 @@ def main():
         f"{clients} concurrent clients: {rate:.1f} uploads/s, latency p50 {cuts[49] * 1000:.0f} ms, "
         f"p99 {cuts[98] * 1000:.0f} ms"
     )
+    if not short and (rate < RATE or cuts[98] > P99_MS / 1000):
+        problems.append(f"under {RATE} uploads a second, or a p99 over {P99_MS} ms")
     for p in problems:
         print(f"PROBLEM: {p}")
     ok = not problems

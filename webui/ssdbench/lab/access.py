@@ -145,3 +145,23 @@ def secret_key(conn):
         (secrets.token_hex(32),),
     )
     return conn.execute("SELECT value FROM settings WHERE name='secret_key'").fetchone()["value"]
+
+
+def recent_failures(conn, keys, window_s):
+    """The wrong passwords of the last `window_s` seconds, per key (a client address, a user name): {key: count}.
+    In the database, so that every worker and every server of a lab counts the same guesses."""
+    found = conn.execute(
+        """SELECT client, count(*) AS n FROM login_failures
+           WHERE client = ANY(%s) AND at > now() - make_interval(secs => %s) GROUP BY client""",
+        (list(keys), window_s),
+    )
+    return {r["client"]: r["n"] for r in found}
+
+
+def count_failure(conn, keys, window_s):
+    """One wrong password, counted for each key; what has left the window goes, so the table stays as small as
+    the guesses of one window."""
+    with conn.transaction():
+        conn.execute("DELETE FROM login_failures WHERE at <= now() - make_interval(secs => %s)", (window_s,))
+        with conn.cursor() as cur:
+            cur.executemany("INSERT INTO login_failures (client) VALUES (%s)", [(k,) for k in keys])

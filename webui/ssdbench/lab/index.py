@@ -57,11 +57,11 @@ def _add_run(conn, sha256, run, appliance):
     )
     if r["state"] == "done":
         _bench_pick(conn, run_id)
-    for f in run.figures:
-        conn.execute(
+    with conn.cursor() as cur:  # one round trip for all of them (psycopg pipelines executemany)
+        cur.executemany(
             """INSERT INTO figures (run_id, step, name, value, unit, kind) VALUES (%s, %s, %s, %s, %s, %s)
                ON CONFLICT DO NOTHING""",
-            (run_id, f.step, f.name, f.value, f.unit, f.kind),
+            [(run_id, f.step, f.name, f.value, f.unit, f.kind) for f in run.figures],
         )
     return run_id
 

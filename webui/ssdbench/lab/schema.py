@@ -90,7 +90,8 @@ MIGRATIONS = [
     ),
     (
         2,
-        "each run's card and model, and the bench's pick of each model's run: pages built from SQL",
+        "each run's card and model, the bench's pick of each model's run (pages built from SQL), and the wrong "
+        "passwords every server of a lab counts",
         """
         ALTER TABLE runs ADD COLUMN model text;
         ALTER TABLE runs ADD COLUMN card jsonb;
@@ -102,6 +103,9 @@ MIGRATIONS = [
             received_at timestamptz NOT NULL,
             runs integer NOT NULL
         );
+        CREATE TABLE login_failures (client text NOT NULL, at timestamptz NOT NULL DEFAULT now());
+        CREATE INDEX login_failures_client ON login_failures (client, at);
+        CREATE INDEX login_failures_at ON login_failures (at);
         """,
     ),
 ]
@@ -126,6 +130,13 @@ def connect(db_url):
         return psycopg.connect(db_url, row_factory=dict_row, autocommit=True)
     except psycopg.Error as exc:
         raise SsdbenchError(f"cannot reach the lab's database: {str(exc).strip().splitlines()[0]}") from exc
+
+
+def reusable(conn):
+    """Whether a connection can serve another request: open, not broken, and in no transaction."""
+    from psycopg.pq import TransactionStatus
+
+    return not conn.closed and not conn.broken and conn.info.transaction_status == TransactionStatus.IDLE
 
 
 def database_error():

@@ -41,7 +41,8 @@ SESSION_HOURS = 12
 
 class Throttle:
     """Wrong PINs in the last minute, per client address: one client that keeps guessing is slowed down,
-    and everyone else can still log in."""
+    and everyone else can still log in. The appliance's one web process keeps it in memory; a lab counts in its
+    database (check_user)."""
 
     def __init__(self):
         self.lock = threading.Lock()
@@ -154,19 +155,21 @@ def check_pin(given):
 def check_user(name, password):
     """A lab user's login: (ok, error message, HTTP status). Wrong passwords are counted per client address (the
     proxy's X-Forwarded-For when the lab is told it is behind one: lab serve --behind-proxy) and per user name, so
-    that guessing from many addresses is slowed too, and one address that guesses does not lock out the rest."""
-    throttle, client = current_app.extensions["ssdbench.throttle"], request.remote_addr or "unknown"
-    user = f"user {str(name)[:64]}"
-    if not throttle.allowed(client):
+    that guessing from many addresses is slowed too, and one address that guesses does not lock out the rest. The
+    lab counts them in its database: its workers and servers share one count."""
+    client = request.remote_addr or "unknown"
+    keys = {"client": f"address {client}", "user": f"user {str(name)[:64]}"}
+    conn = get_lab()
+    failures = lab_access.recent_failures(conn, keys.values(), FAILURE_WINDOW_S)
+    if failures.get(keys["client"], 0) >= MAX_FAILURES:
         return False, f"too many wrong passwords from {client}: wait a minute (at most {MAX_FAILURES} a minute)", 429
-    if not throttle.allowed(user):
+    if failures.get(keys["user"], 0) >= MAX_FAILURES:
         return False, f"too many wrong passwords for this user: wait a minute (at most {MAX_FAILURES} a minute)", 429
-    epoch = lab_access.login(get_lab(), name, password)
+    epoch = lab_access.login(conn, name, password)
     if epoch is not None:
         _start_session(str(name), epoch)
         return True, None, 200
-    throttle.failed(client)
-    throttle.failed(user)
+    lab_access.count_failure(conn, keys.values(), FAILURE_WINDOW_S)
     return False, "wrong user or password: the lab's admin gives them (ssdbench lab user add NAME)", 401
 
 

@@ -1,5 +1,11 @@
-"""One database connection per request, closed when the request ends (as in the Flask tutorial): the
-appliance's SQLite store, or in lab mode the lab's PostgreSQL."""
+"""The database of a request: the appliance's SQLite store, one connection per request, closed when the request
+ends (as in the Flask tutorial); or in lab mode the lab's PostgreSQL, where each server thread keeps its own
+connection from one request to the next. PostgreSQL starts a process for each connection, which cost an upload
+more than all its queries; a lab server's threads are few and fixed (web/lab_server), and so are its connections.
+"""
+
+import os
+import threading
 
 from flask import current_app, g
 
@@ -18,9 +24,21 @@ def get_db():
     return g.db
 
 
+_kept = threading.local()
+
+
 def get_lab():
+    """This thread's connection to the app's lab database: the one it kept, unless that one broke or was left in
+    a transaction (a request that died in one), or belongs to the process this one was forked from."""
     if "lab" not in g:
-        g.lab = schema.connect(current_app.config["SSDBENCH_LAB_DB"])
+        key = (os.getpid(), current_app.config["SSDBENCH_LAB_DB"])
+        kept = _kept.__dict__.setdefault("conns", {})
+        conn = kept.get(key)
+        if conn is None or not schema.reusable(conn):
+            if conn is not None:
+                conn.close()
+            conn = kept[key] = schema.connect(key[1])
+        g.lab = conn
     return g.lab
 
 
@@ -32,7 +50,7 @@ def get_results():
 
 
 def close_db(exc=None):
-    for name in ("db", "lab"):
-        conn = g.pop(name, None)
-        if conn is not None:
-            conn.close()
+    g.pop("lab", None)  # kept for the thread's next request
+    conn = g.pop("db", None)
+    if conn is not None:
+        conn.close()

@@ -16,7 +16,7 @@ from gunicorn.app.base import BaseApplication
 # answers nothing for five minutes (a hung database) is restarted.
 OPTIONS = {
     "worker_class": "gthread",
-    "workers": 1,
+    "workers": 2,
     "threads": 8,
     "worker_connections": 256,
     "timeout": 300,
