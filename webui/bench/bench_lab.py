@@ -14,6 +14,7 @@ which checks that every part works, not the times.
 """
 
 import argparse
+import contextlib
 import datetime
 import hashlib
 import json
@@ -61,17 +62,94 @@ def free_port():
         return s.getsockname()[1]
 
 
-def wait_listening(port, server):
+@contextlib.contextmanager
+def empty_lab(prefix):
+    """A migrated lab database on a PostgreSQL of its own in a new folder: (the folder, the database's URL, a
+    connection), all gone afterwards."""
+    work = tempfile.mkdtemp(prefix=prefix)
+    os.chmod(work, 0o755)  # PostgreSQL runs as nobody in a folder below
+    pg = cluster.Cluster(os.path.join(work, "pg"))
+    try:
+        pg.start()
+        db_url = pg.create("bench")
+        conn = schema.connect(db_url)
+        schema.migrate(conn)
+        yield work, db_url, conn
+    finally:
+        pg.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def standard_bundle(work):
+    """The bundle of bench_web's standard-sized run, ended done, in `work`."""
+    data = os.path.join(work, "data")
+    run_id, _ = synthetic_run(data)
+    store.finish_run(store.connect(data), run_id, "done")
+    return bundle.write(store.connect(data), data, run_id, work)
+
+
+@contextlib.contextmanager
+def lab_server(db_url, store_dir):
+    """The real `ssdbench lab serve` on a free port, listening: its base URL."""
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "ssdbench.cli", "lab", "serve", "--db", db_url, "--store", store_dir]
+        + ["--port", str(port)],
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while not _listening(port):
+            if time.monotonic() > deadline or server.poll() is not None:
+                raise SystemExit("the lab server did not start")
+            time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        server.wait()
+
+
+def _listening(port):
     import socket
 
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline and server.poll() is None:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=5):
-                return
-        except OSError:
-            time.sleep(0.1)
-    raise SystemExit("the lab server did not start")
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=5):
+            return True
+    except OSError:
+        return False
+
+
+def send_all(order, url, tokens):
+    """Send the bundles in `order`, a client per token at once: (answers [(path, answer)], latencies, wall clock
+    seconds, failures)."""
+    answers, latencies, failures, lock = [], [], [], threading.Lock()
+    work_list = list(enumerate(order))
+
+    def client(secret):
+        while True:
+            with lock:
+                if not work_list:
+                    return
+                _, path = work_list.pop(0)
+            started = time.perf_counter()
+            try:
+                answer = upload.send(path, url, secret)
+            except upload.UploadError as exc:
+                with lock:
+                    failures.append(f"{os.path.basename(path)}: {exc}")
+                continue
+            with lock:
+                latencies.append(time.perf_counter() - started)
+                answers.append((path, answer))
+
+    threads = [threading.Thread(target=client, args=(t,)) for t in tokens]
+    began = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - began
+    return answers, latencies, wall, failures
 
 
 def main():
@@ -79,62 +157,17 @@ def main():
     args.add_argument("--short", action="store_true", help="20 uploads from 4 clients: check that it works")
     short = args.parse_args().short
     uploads, clients, distinct = (20, 4, 16) if short else (UPLOADS, CLIENTS, DISTINCT)
-    work = tempfile.mkdtemp(prefix="ssdbench-bench-lab-")
-    os.chmod(work, 0o755)  # PostgreSQL runs as nobody in a folder below
-    pg = cluster.Cluster(os.path.join(work, "pg"))
-    server = None
-    try:
-        pg.start()
-        db_url = pg.create("bench")
-        conn = schema.connect(db_url)
-        schema.migrate(conn)
+    with empty_lab("ssdbench-bench-lab-") as (work, db_url, conn):
         tokens = [access.add_token(conn, f"bench-{n:02d}") for n in range(clients)]
-        data = os.path.join(work, "data")
-        run_id, _ = synthetic_run(data)
-        store.finish_run(store.connect(data), run_id, "done")
-        one = bundle.write(store.connect(data), data, run_id, work)
-        paths = variants(one, distinct, work)
+        paths = variants(standard_bundle(work), distinct, work)
         # Each bundle once, and the first (uploads - distinct) a second time, sent beside their first copy.
         order = []
         for n, path in enumerate(paths):
             order.append(path)
             if n < uploads - distinct:
                 order.append(path)
-        port = free_port()
-        server = subprocess.Popen(
-            [sys.executable, "-m", "ssdbench.cli", "lab", "serve", "--db", db_url, "--store", f"{work}/store"]
-            + ["--port", str(port)],
-            stderr=subprocess.DEVNULL,
-        )
-        wait_listening(port, server)
-        url = f"http://127.0.0.1:{port}"
-        answers, latencies, failures, lock = [], [], [], threading.Lock()
-        work_list = list(enumerate(order))
-
-        def client(secret):
-            while True:
-                with lock:
-                    if not work_list:
-                        return
-                    _, path = work_list.pop(0)
-                started = time.perf_counter()
-                try:
-                    answer = upload.send(path, url, secret)
-                except upload.UploadError as exc:
-                    with lock:
-                        failures.append(f"{os.path.basename(path)}: {exc}")
-                    continue
-                with lock:
-                    latencies.append(time.perf_counter() - started)
-                    answers.append((path, answer))
-
-        threads = [threading.Thread(target=client, args=(t,)) for t in tokens]
-        began = time.perf_counter()
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        wall = time.perf_counter() - began
+        with lab_server(db_url, f"{work}/store") as url:
+            answers, latencies, wall, failures = send_all(order, url, tokens)
         problems = list(failures)
         digests = {p: hashlib.sha256(open(p, "rb").read()).hexdigest() for p in paths}
         stored = sorted(p for p, a in answers if a["stored"])
@@ -155,12 +188,6 @@ def main():
         if sorted(kept) != sorted(digests.values()) or any(k != v for k, v in kept.items()):
             problems.append(f"the store keeps {len(kept)} files, not each of the {len(paths)} bundles once")
         size = os.path.getsize(paths[0])
-    finally:
-        if server is not None:
-            server.terminate()
-            server.wait()
-        pg.stop()
-        shutil.rmtree(work, ignore_errors=True)
     cuts = statistics.quantiles(latencies, n=100, method="inclusive") if len(latencies) > 1 else [0.0] * 99
     rate = len(answers) / wall
     print(

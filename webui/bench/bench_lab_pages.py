@@ -19,24 +19,20 @@ import os
 import re
 import shutil
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 import urllib.parse
 import urllib.request
 
-from bench_lab import free_port, wait_listening
-from bench_web import synthetic_run
+from bench_lab import empty_lab, lab_server, standard_bundle
 
-from ssdbench.lab import access, admit, cluster, index, schema, shelf
-from ssdbench.results import bundle, store
+from ssdbench.lab import access, admit, index, shelf
 
 RUNS, MODELS, REQUESTS, LIMIT_MS = 100_000, 1_000, 40, 200
 BATCH, LINKS = 1_000, 50_000
 
 
-def seed(conn, store_dir, path, runs, models, log):
+def seed(conn, store_dir, path, runs, models):
     """`runs` runs in the lab, each in a bundle of its own (a hard link to `path` under a made-up sha256)."""
     manifest, documents = admit.documents(path)
     host, (row,) = admit.index_rows(manifest, documents)
@@ -60,7 +56,7 @@ def seed(conn, store_dir, path, runs, models, log):
                 )
                 index.add_bundle(conn, sha256, size, manifest, host, [made], appliance)
         done = min(first + BATCH, runs)
-        log(f"seeded {done} runs, {done / (time.perf_counter() - started):.0f} a second")
+        print(f"seeded {done} runs, {done / (time.perf_counter() - started):.0f} a second", file=sys.stderr, flush=True)
 
 
 class Client:
@@ -87,33 +83,13 @@ def main():
     args.add_argument("--short", action="store_true", help="2,000 runs, 5 requests a page: check that it works")
     short = args.parse_args().short
     runs, models, requests = (2_000, 50, 5) if short else (RUNS, MODELS, REQUESTS)
-    work = tempfile.mkdtemp(prefix="ssdbench-bench-lab-pages-")
-    os.chmod(work, 0o755)  # PostgreSQL runs as nobody in a folder below
-    pg = cluster.Cluster(os.path.join(work, "pg"))
-    server = None
     results, problems = {}, []
-    try:
-        pg.start()
-        db_url = pg.create("bench")
-        conn = schema.connect(db_url)
-        schema.migrate(conn)
+    with empty_lab("ssdbench-bench-lab-pages-") as (work, db_url, conn):
         access.add_token(conn, "seed")
         password = access.add_user(conn, "bench")
-        data = os.path.join(work, "data")
-        run_id, _ = synthetic_run(data)
-        store.finish_run(store.connect(data), run_id, "done")
-        one = bundle.write(store.connect(data), data, run_id, work)
         store_dir = os.path.join(work, "store")
-        seed(conn, store_dir, one, runs, models, lambda text: print(text, file=sys.stderr, flush=True))
+        seed(conn, store_dir, standard_bundle(work), runs, models)
         ids = [r["id"] for r in conn.execute("SELECT id FROM runs ORDER BY id")]
-        port = free_port()
-        server = subprocess.Popen(
-            [sys.executable, "-m", "ssdbench.cli", "lab", "serve", "--db", db_url, "--store", store_dir]
-            + ["--port", str(port)],
-            stderr=subprocess.DEVNULL,
-        )
-        wait_listening(port, server)
-        client = Client(f"http://127.0.0.1:{port}", "bench", password)
         middle = ids[len(ids) // 2]
         pages = {
             "/bench": ("/bench", f"Bench SSD {models - 1:04d}"),
@@ -123,25 +99,21 @@ def main():
             "a run page": (f"/runs/{middle}", "Bench SSD"),
             "compare of 10 runs": (f"/compare?runs={','.join(map(str, ids[-10:]))}", 'class="chart bars"'),
         }
-        for name, (path, expect) in pages.items():
-            if expect not in client.get(path).replace(": ", ":"):
-                problems.append(f"{name}: {path} does not show {expect!r}")
-            took = []
-            for _ in range(requests):
-                began = time.perf_counter()
-                client.get(path)
-                took.append((time.perf_counter() - began) * 1000)
-            cuts = statistics.quantiles(took, n=100, method="inclusive")
-            results[name] = {"p50_ms": cuts[49], "p95_ms": cuts[94]}
-            print(f"{name} ({path[:40]}): p50 {cuts[49]:.0f} ms, p95 {cuts[94]:.0f} ms", flush=True)
-            if not short and cuts[94] > LIMIT_MS:
-                problems.append(f"{name}: p95 {cuts[94]:.0f} ms, over {LIMIT_MS} ms")
-    finally:
-        if server is not None:
-            server.terminate()
-            server.wait()
-        pg.stop()
-        shutil.rmtree(work, ignore_errors=True)
+        with lab_server(db_url, store_dir) as url:
+            client = Client(url, "bench", password)
+            for name, (path, expect) in pages.items():
+                if expect not in client.get(path).replace(": ", ":"):
+                    problems.append(f"{name}: {path} does not show {expect!r}")
+                took = []
+                for _ in range(requests):
+                    began = time.perf_counter()
+                    client.get(path)
+                    took.append((time.perf_counter() - began) * 1000)
+                cuts = statistics.quantiles(took, n=100, method="inclusive")
+                results[name] = {"p50_ms": cuts[49], "p95_ms": cuts[94]}
+                print(f"{name} ({path[:40]}): p50 {cuts[49]:.0f} ms, p95 {cuts[94]:.0f} ms", flush=True)
+                if not short and cuts[94] > LIMIT_MS:
+                    problems.append(f"{name}: p95 {cuts[94]:.0f} ms, over {LIMIT_MS} ms")
     for p in problems:
         print(f"PROBLEM: {p}")
     print(json.dumps({"runs": runs, "pages": results, "ok": not problems}))
