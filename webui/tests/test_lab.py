@@ -528,6 +528,10 @@ def test_the_run_list_compare_and_bench_come_from_the_index_alone(lab_db, finish
     with psycopg.connect(lab_db) as conn:
         conn.execute("DELETE FROM bench")
         conn.execute("UPDATE runs SET card = NULL, model = NULL")
+    # A bundle missing from the store stops the start with what to do, rather than a page that fails later.
+    port = str(free_port())
+    proc = ssdbench("lab", "serve", "--db", lab_db, "--store", str(away), "--port", port, timeout=120)
+    assert proc.returncode == 2 and "cannot be read from the store" in proc.stderr and "restore" in proc.stderr
     with lab_server(lab_db, store_dir) as (_, url):
         browser = Browser(url)
         browser.login("ann", password)

@@ -10,6 +10,7 @@ drive model's run, kept up to date as bundles arrive (by results/bench.py's rule
 import json
 import zipfile
 
+from ..errors import SsdbenchError
 from ..results import bench, bundle, card
 from . import shelf
 
@@ -94,8 +95,14 @@ def fill_cards(conn, store_dir):
     with conn.transaction():
         for row in missing:
             path = shelf.bundle_path(store_dir, row["bundle_sha256"])
-            with zipfile.ZipFile(path) as zf:
-                made = card.of(bundle.read_json(zf, row["member"] + bundle.RESULT, path))
+            try:
+                with zipfile.ZipFile(path) as zf:
+                    made = card.of(bundle.read_json(zf, row["member"] + bundle.RESULT, path))
+            except (OSError, *bundle.DAMAGED, bundle.BundleError) as exc:
+                raise SsdbenchError(
+                    f"run {row['id']}'s bundle {row['bundle_sha256']} cannot be read from the store ({exc}): restore "
+                    "the store from its backup (docs/lab.md, In production), then start the server again"
+                ) from exc
             conn.execute(
                 "UPDATE runs SET model=%s, card=%s WHERE id=%s", (bench.model(made), json.dumps(made), row["id"])
             )
