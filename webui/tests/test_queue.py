@@ -176,7 +176,7 @@ def test_a_repeat_queued_from_the_web_runs_one_run_after_another_and_its_cancel_
     held = client.get("/api/repeats/1").get_json()
     assert held["state"] == "cancelled" and held["error"].startswith("run 2 (2 of 3) ended cancelled")
     assert [(r["position"], r["state"]) for r in held["runs"]] == [(1, "done"), (2, "cancelled")]
-    assert [r["id"] for r in client.get("/api/runs").get_json()["runs"]] == [1, 2]
+    assert [r["id"] for r in client.get("/api/runs").get_json()["runs"]] == [2, 1]  # newest first
     assert client.post("/api/repeats/1/cancel", headers=headers).status_code == 409
     assert service.poll() is None, service.stderr.read()
 

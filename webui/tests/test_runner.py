@@ -28,7 +28,7 @@ from conftest import (
 from markupsafe import escape
 
 from ssdbench.results import document, offline_report, store
-from ssdbench.run import fio_output, plan, runner, workload
+from ssdbench.run import fio_output, plan, quiet, runner, workload
 from ssdbench.suites import locked, trace_file, trace_generator
 
 pytestmark = needs_root()
@@ -69,7 +69,9 @@ def test_run_end_to_end_and_every_metric_traces_to_fio(loopdev, tmp_path):
     # drive's temperature as it began (a loop device has none).
     for step, spec in zip(run["steps"], locked.load(path=ENGINE_SUITE[1], allow_non_standard=True).steps):
         cool = step["detail"]["cool_down"]
-        assert (cool["state"] != "not asked") == spec["cooldown"] and cool["idled_s"] == 0.0, step["key"]
+        assert (cool["state"] != "not asked") == spec["cooldown"], step["key"]
+        # The engine suite's fixed idle is 0 s, and a loop device has no temperature to wait for.
+        assert cool["idled_s"] < 1 and cool.get("minimum_s", 0) == 0 and cool.get("cooled") is None, step["key"]
         assert "began_at_c" in step["detail"] and step["detail"]["began_at_c"] is None
     # Nor a temperature series: with no source, nothing samples.
     assert not [s for s in run["series"] if s["step_id"] is None]
@@ -226,12 +228,12 @@ def set_sensor(path, celsius):
 
 
 @contextlib.contextmanager
-def run_with_sensor(dev, data_dir, sensor, warning_c):
+def run_with_sensor(dev, data_dir, sensor, warning_c, suite_file=ENGINE_SUITE[1]):
     """The engine suite on `dev`, run in this process on a thread of its own, the drive as discovery sees it
     but with `sensor` as its temperature source and `warning_c` as its warning temperature: a loop device has
     neither. Yields the run: its `id`, its `thread`, and its `outcome` once the thread has ended. A check that
     fails meanwhile cancels it, so that no run is left idling for a sensor that will not cool."""
-    suite = locked.load(path=ENGINE_SUITE[1], allow_non_standard=True)
+    suite = locked.load(path=suite_file, allow_non_standard=True)
     db = store.connect(data_dir)
     drive, steps = runner.prepare(data_dir, suite, dev, os.path.basename(dev))
     drive |= {"temperature_source": f"hwmon:{sensor}", "warning_temp_c": warning_c}
@@ -294,6 +296,64 @@ def held_in_cool_down(data_dir, run, sensor, seconds):
 
 def sampler_alive(run_id):
     return any(t.name == f"run {run_id} temperature" for t in threading.enumerate())
+
+
+def idling_suite(folder, seconds):
+    """The engine suite with a fixed idle of `seconds` before each step that idles."""
+    path = folder / f"idle-{seconds}.toml"
+    with open(ENGINE_SUITE[1]) as f:
+        path.write_text(f.read().replace("[idle]\nseconds = 0", f"[idle]\nseconds = {seconds}", 1))
+    return path
+
+
+def test_every_idle_lasts_the_suites_seconds_then_waits_and_a_step_begun_hot_is_flagged(loopdev, tmp_path, monkeypatch):
+    """Issue 25, item 1: every step that idles first idles the suite's fixed seconds, whatever the drive's
+    temperature, then waits for it to cool, for at most the longest wait (made 1 s here). A drive held hot
+    past it begins its step hot: the step is flagged, with its temperature and the run's idle one."""
+    monkeypatch.setattr(quiet, "COOL_DOWN_MAX_WAIT_S", 1)
+    dev, _ = loopdev()
+    data_dir = tmp_path / "data"
+    sensor = tmp_path / "temp1_input"
+    set_sensor(sensor, 40)
+    suite_file = idling_suite(tmp_path, 2)
+    with run_with_sensor(dev, data_dir, sensor, warning_c=None, suite_file=suite_file) as r:
+        wait_until(lambda: run_series(data_dir, r.id)[1].get("temperature"), "the first temperature point")
+        set_sensor(sensor, 50)  # and never cools
+        wait_until(lambda: not r.thread.is_alive(), "the run to end")
+    assert r.outcome == ("done", None)
+    run = document.run_document(store.connect(data_dir), r.id)
+    assert run["environment"]["idle"] == {"temperature_c": 40}
+    suite = locked.load(path=suite_file, allow_non_standard=True)
+    idled = [s for s in run["steps"] if s["detail"]["cool_down"]["state"] != "not asked"]
+    assert [s["key"] for s in idled] == [s["id"] for s in suite.steps if s["cooldown"]] and len(idled) == 4
+    for step in idled:
+        cool = step["detail"]["cool_down"]
+        assert cool["minimum_s"] == 2 and cool["idled_s"] >= 3 and cool["cooled"] is False, cool
+        assert step["detail"]["began_at_c"] == 50
+        assert any("began at 50.0 °C, not back within 3.0 °C of the drive's idle 40.0 °C" in w for w in step["suspect"])
+    # The fixed idles are in the run's time estimate.
+    plain = locked.load(path=ENGINE_SUITE[1], allow_non_standard=True)
+    estimate = plan.estimate_seconds
+    assert estimate(plan.compile_plan(suite, 1 << 30)) == estimate(plan.compile_plan(plain, 1 << 30)) + 4 * 2
+
+
+def test_a_repeat_sets_later_run_idles_before_it_begins(loopdev, tmp_path):
+    """Issue 25, item 1: the runs of a repeat set after the first idle the suite's seconds before their first
+    step, back to the first run's idle temperature where the drive has one (a loop device has none), rather
+    than begin in the heat the run before left."""
+    dev, _ = loopdev()
+    data_dir = tmp_path / "data"
+    suite = ("--suite-file", str(idling_suite(tmp_path, 1)), "--non-standard")
+    proc = start_run(dev, data_dir, "--times", "2", suite=suite, command="repeat")
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, out + err
+    first, second = show(1, data_dir), show(2, data_dir)
+    assert "between_runs" not in first["steps"][0]["detail"]["cool_down"]
+    between = second["steps"][0]["detail"]["cool_down"]
+    assert (
+        between["between_runs"] and between["idled_s"] >= 1 and between["minimum_s"] == 1 and between["cooled"] is None
+    )
+    assert second["environment"]["idle"] == {"temperature_c": None, "of_run": 1}
 
 
 def test_temperature_is_sampled_through_the_whole_run(loopdev, tmp_path):

@@ -27,7 +27,7 @@ def toml(value):
 
 def load_suite(tmp_path, *steps):
     """A suite of these steps, loaded from its file as any suite is (non-standard)."""
-    lines = ["format = 1", 'name = "guards"', "version = 1", 'title = "Validity guards"']
+    lines = ["format = 1", 'name = "guards"', "version = 1", 'title = "Validity guards"', "[idle]", "seconds = 0"]
     for step in steps:
         lines += ["[[steps]]", *(f"{k} = {toml(v)}" for k, v in step.items())]
     path = tmp_path / "guards.toml"

@@ -24,9 +24,32 @@ def suspects(run):
     limit = link_limit(link)
     unwritten = unwritten_reads(run)
     out = []
+    idle_c = _get(run.get("environment"), "idle", "temperature_c")
     for step, never_written in zip(run["steps"], unwritten):
         metrics = _metrics(step)
-        out.append(cpu_bound(metrics) + over_link(metrics, limit, link) + never_written + busy_mismatch(metrics))
+        found = cpu_bound(metrics) + over_link(metrics, limit, link) + never_written + busy_mismatch(metrics)
+        out.append(found + unsettled(step, idle_c))
+    return out
+
+
+def unsettled(step, idle_c):
+    """A step that did not get the idle its suite gives it (docs/methodology.md, "Idle between steps"): one cut
+    short of the suite's fixed seconds, or one that began while the drive was still hotter than its idle
+    temperature after the longest wait, and may measure the heat of the step before."""
+    cool = _get(step.get("detail"), "cool_down")
+    numbers = [_get(cool, key) for key in ("idled_s", "minimum_s")]
+    if step["state"] != "done" or not all(isinstance(n, (int, float)) for n in numbers):
+        return []  # nothing asked, or a run recorded before idles had a fixed minimum
+    out = []
+    if cool["idled_s"] < cool["minimum_s"]:
+        out.append(f"it idled {cool['idled_s']:.1f} s before it began, less than the suite's {cool['minimum_s']} s")
+    if cool.get("cooled") is False:
+        began = _get(step.get("detail"), "began_at_c")
+        out.append(
+            f"it began at {began} °C, not back within {cool['margin_c']} °C of the drive's idle {idle_c} °C after "
+            f"the longest wait ({cool['max_wait_s']} s beyond the fixed idle): it may measure the heat the step "
+            "before it left"
+        )
     return out
 
 

@@ -423,6 +423,8 @@ def compile_plan(suite, capacity, block=SECTOR):
         fit = Fit(block)
         steps.append(BUILDERS[spec["kind"]](suite, i, spec, capacity, rates, fit))
         steps[-1].adapted = fit.adapted
+        if spec["cooldown"]:  # the fixed part of its idle; the wait for the drive to cool is not foreseen
+            steps[-1].estimate_s += locked.idle_seconds(suite.data)
     return steps
 
 

@@ -125,19 +125,27 @@ def parse_cpulist(text):
     return cpus
 
 
-def cool_down(drive, idle_c, should_stop, max_wait_s=COOL_DOWN_MAX_WAIT_S):
-    """Wait until the drive is back within a margin of its idle temperature, for at most max_wait_s.
-    The record says how many seconds it idled."""
+def cool_down(drive, idle_c, should_stop, minimum_s):
+    """The idle before a step: the suite's fixed `minimum_s` on every drive, then, where the drive reports a
+    temperature, until it is back within a margin of its idle temperature, for at most COOL_DOWN_MAX_WAIT_S more.
+    The record says how many seconds it idled, the minimum, and whether the drive cooled (None: no temperature)."""
+    max_wait_s = COOL_DOWN_MAX_WAIT_S
+    started = time.monotonic()
+    while (idled := time.monotonic() - started) < minimum_s and not should_stop():
+        time.sleep(min(0.5, minimum_s - idled))
+    record = {"idled_s": idled, "minimum_s": minimum_s, "cooled": None, "margin_c": COOL_DOWN_MARGIN_C}
+    record["max_wait_s"] = max_wait_s
     source = drive.get("temperature_source")
     if not source or idle_c is None:
-        return {**_unavailable("cool-down: the drive's temperature cannot be read"), "idled_s": 0.0}
-    started = time.monotonic()
-    while time.monotonic() - started < max_wait_s and not should_stop():
+        return {**_applied(f"{idled:.0f} s; the drive's temperature cannot be read, so nothing to wait for"), **record}
+    waited = time.monotonic()
+    while time.monotonic() - waited < max_wait_s and not should_stop():
         temp = health.read_temperature(source)
         idled = time.monotonic() - started
         if temp is not None and temp <= idle_c + COOL_DOWN_MARGIN_C:
-            return {**_applied(f"{temp:.1f} C after {idled:.0f} s (idle {idle_c:.1f} C)"), "idled_s": idled}
+            done = f"{temp:.1f} C after {idled:.0f} s (idle {idle_c:.1f} C)"
+            return {**_applied(done), **record, "idled_s": idled, "cooled": True}
         time.sleep(1)
     idled = time.monotonic() - started
     gave_up = f"gave up after {idled:.0f} s above idle {idle_c:.1f} C + {COOL_DOWN_MARGIN_C} C"
-    return {**_applied(gave_up), "idled_s": idled}
+    return {**_applied(gave_up), **record, "idled_s": idled, "cooled": False}

@@ -77,12 +77,22 @@ def carry_on(db, data_dir, lock, repeat_id, suite, signals, first, on_progress=N
         run_id = store.create_run(db, drive, suite, steps, request=asked, repeat=(repeat_id, position))
         if on_run:
             on_run(position, run_id)
-        state, error = runner.run_under_lock(db, data_dir, lock, run_id, suite, drive, steps, signals, on_progress)
+        idle = set_idle(db, repeat_id) if position > 1 else None
+        state, error = runner.run_under_lock(
+            db, data_dir, lock, run_id, suite, drive, steps, signals, on_progress, idle
+        )
         if state != "done":
             error = stopped_by(run_id, position, times, state, error)
             break
     store.finish_repeat(db, repeat_id, state, error)
     return state, error
+
+
+def set_idle(db, repeat_id):
+    """The idle a later run of the set waits for before its first step: its first run's idle temperature."""
+    first = store.get_repeat(db, repeat_id)["runs"][0]["id"]
+    recorded = (store.get_run(db, first)["environment"] or {}).get("idle") or {}
+    return {"temperature_c": recorded.get("temperature_c"), "of_run": first}
 
 
 def stopped_by(run_id, position, times, state, error):

@@ -16,6 +16,7 @@ import time
 from ..drives import discovery, health, purge
 from ..errors import SsdbenchError
 from ..results import store
+from ..suites import locked
 from ..system import durable, tools
 from . import burst, derive, environment, fio, fio_output, plan, playback, quiet, space
 
@@ -97,11 +98,13 @@ class StopSignals:
 
 
 class Run:
-    def __init__(self, db, data_dir, run_id, drive, suite, steps, signals, on_progress=None, cpus=None):
+    def __init__(self, db, data_dir, run_id, drive, suite, steps, signals, on_progress=None, cpus=None, idle=None):
+        """idle: (the idle temperature each idle waits for, whether the run idles before its first step too): the
+        drive's as the run begins; for a later run of a repeat set, its set's first run's, and it idles first."""
         self.suite = suite
         self.on_progress = on_progress
         self.cpus = cpus
-        self.idle_c = health.read_temperature(drive.get("temperature_source"))
+        self.idle_c, self.idle_first = idle or (None, False)
         self.db, self.data_dir, self.run_id, self.drive, self.steps = db, data_dir, run_id, drive, steps
         self.total_estimate = plan.estimate_seconds(steps) or 1.0
         self.signals = signals
@@ -252,10 +255,14 @@ class Run:
         return outcome.state, outcome.error
 
     def settle(self, step):
-        """Before a step: the cool-down its suite asks for (none where the step measures the state the step
-        before it left), then the drive's temperature as the step begins."""
-        if step.spec["cooldown"]:
-            cool = quiet.cool_down(self.drive, self.idle_c, self.should_stop)
+        """Before a step: the idle its suite asks for (none where the step measures the state the step before it
+        left; before the first step of a repeat set's later run, the idle between runs), then the drive's
+        temperature as the step begins."""
+        minimum = locked.idle_seconds(self.suite.data)
+        if step.spec["cooldown"] or self.idle_first:
+            cool = quiet.cool_down(self.drive, self.idle_c, self.should_stop, minimum)
+            if self.idle_first:
+                cool["between_runs"], self.idle_first = True, False
         else:
             cool = {"state": "not asked", "reason": "the suite starts this step at once", "idled_s": 0.0}
         return {"cool_down": cool, "began_at_c": health.read_temperature(self.drive.get("temperature_source"))}
@@ -442,10 +449,10 @@ def run_in_foreground(data_dir, suite, device, confirm, destroy_data=False, allo
             lock.release()
 
 
-def run_under_lock(db, data_dir, lock, run_id, suite, drive, steps, signals, on_progress=None):
+def run_under_lock(db, data_dir, lock, run_id, suite, drive, steps, signals, on_progress=None, set_idle=None):
     """Execute a run that the store holds as running, under the held lock, with the caller's
-    StopSignals installed: quiet the OS, record the environment, walk the steps. Returns (final state,
-    error)."""
+    StopSignals installed: quiet the OS, record the environment, walk the steps. `set_idle`: for a later run
+    of a repeat set, its first run's recorded idle ({"temperature_c", "of_run"}). Returns (final state, error)."""
     lock.record(run_id=run_id, device=drive["path"])
     try:
         store.hold_reserve(data_dir)
@@ -458,8 +465,12 @@ def run_under_lock(db, data_dir, lock, run_id, suite, drive, steps, signals, on_
     try:
         env = environment.fingerprint(suite, drive)
         env["controls"] = controls.apply()
+        # The idle temperature every idle of the run waits for: the drive's now, or for a later run of a repeat set
+        # its first run's, so that no run of a set starts from the heat the one before it left.
+        env["idle"] = set_idle or {"temperature_c": health.read_temperature(drive.get("temperature_source"))}
         store.set_environment(db, run_id, env)
-        run = Run(db, data_dir, run_id, drive, suite, steps, signals, on_progress, controls.cpus)
+        idle = (env["idle"]["temperature_c"], set_idle is not None)
+        run = Run(db, data_dir, run_id, drive, suite, steps, signals, on_progress, controls.cpus, idle)
         run.write_json("environment.json", env)
         return run.walk_steps()
     finally:

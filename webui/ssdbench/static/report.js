@@ -575,7 +575,10 @@
     const detail = step.detail || {};
     const out = [];
     if (detail.cool_down && "idled_s" in detail.cool_down) {
-      out.push(detail.cool_down.state === "not asked" ? "no idle first" : `idled ${clock(detail.cool_down.idled_s)} first`);
+      const cool = detail.cool_down;
+      const fixed = typeof cool.minimum_s === "number" ? ` (the suite's ${cool.minimum_s} s, then the wait to cool)` : "";
+      const between = cool.between_runs ? ", after the repeat set's run before" : "";
+      out.push(cool.state === "not asked" ? "no idle first" : `idled ${clock(cool.idled_s)} first${fixed}${between}`);
     }
     if (typeof detail.began_at_c === "number") out.push(`began at ${detail.began_at_c} °C`);
     return out;

@@ -20,7 +20,13 @@ from . import trace_profiles
 FORMAT = 1
 RW_MODES = ("read", "write", "randread", "randwrite", "rw", "randrw", "trim", "randtrim")
 DATA_KINDS = ("incompressible", "compressible", "n/a")
-SUITE_KEYS = {"format", "name", "version", "title", "comparable", "fio", "estimate", "repeat", "steps", "description"}
+SUITE_KEYS = {
+    *("format", "name", "version", "title", "comparable", "fio", "estimate", "repeat", "idle", "steps"),
+    "description",
+}
+# [idle] seconds: the fixed idle before every step with cooldown = true, and between the runs of a repeat set,
+# before the temperature wait (run/quiet.cool_down; the methodology, "Idle between steps").
+MAX_IDLE_S = 3600
 # Repeatability (`ssdbench repeat`): a headline figure whose coefficient of variation across the runs of a repeat
 # set is above its threshold, in percent, is flagged. A suite states its own in [repeat]; these hold where it does
 # not (see the methodology, "Repeatability").
@@ -87,6 +93,11 @@ def summary(s):
         "steps": len(s.steps),
         "repeat": repeat_thresholds(s.data),
     }
+
+
+def idle_seconds(data):
+    """The suite's fixed idle, in seconds (its [idle] seconds)."""
+    return data["idle"]["seconds"]
 
 
 def repeat_thresholds(data):
@@ -188,7 +199,7 @@ def validate(data, origin="suite"):
 
     if data.get("format") != FORMAT:
         fail(f"format must be {FORMAT}, found {data.get('format')!r}")
-    for key in ("name", "version", "title", "steps"):
+    for key in ("name", "version", "title", "idle", "steps"):
         if key not in data:
             fail(f"missing key {key!r}")
     unknown = set(data) - SUITE_KEYS
@@ -197,6 +208,15 @@ def validate(data, origin="suite"):
     if not valid_name(data["name"]):
         fail(f"name {data['name']!r} must be lower-case letters, digits and dashes")
     _check_repeat(data.get("repeat", {}), fail)
+    idle = data["idle"]
+    if not isinstance(idle, dict) or set(idle) != {"seconds"}:
+        fail("idle takes seconds only: the fixed idle before each step that idles, and between repeated runs")
+    if (
+        isinstance(idle["seconds"], bool)
+        or not isinstance(idle["seconds"], int)
+        or not 0 <= idle["seconds"] <= MAX_IDLE_S
+    ):
+        fail(f"idle.seconds must be a whole number of seconds from 0 to {MAX_IDLE_S}")
     ids = [s.get("id") for s in data["steps"]]
     if len(set(ids)) != len(ids):
         fail("step ids must be unique")

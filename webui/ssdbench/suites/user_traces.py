@@ -134,6 +134,7 @@ def suite(data_dir, name):
         "comparable": False,
         "fio": standard.data.get("fio", {}),
         "estimate": standard.data.get("estimate", {}),
+        "idle": standard.data["idle"],
         "steps": [steps[key] for key in BEFORE]
         + [
             {
