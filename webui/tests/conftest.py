@@ -20,14 +20,12 @@ Every app that make_app makes answers its test client through contract.ContractC
 lab's API the same way: each answer of the API is held to the document the server publishes."""
 
 import contextlib
-import glob
 import hashlib
 import http.cookiejar
 import json
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -191,32 +189,11 @@ def fio_status(step_dir):
 
 
 def vanish(dev, img):
-    """Take the drive away from under a loop device that fio is using, as a drive that dies or is pulled: at
-    once, as fio sees it. Its processes are stopped meanwhile, or an IO between the truncate and the loop
-    device's new size fails with ENOSPC on a device that is still there (seen on a busy host)."""
-    users = {int(fd.split("/")[2]) for fd in glob.glob("/proc/[0-9]*/fd/*") if _points_to(fd, dev)} - {os.getpid()}
-    for pid in users:
-        _signal(pid, signal.SIGSTOP)
-    try:
-        # A busy loop device only detaches on last close, so take its medium away first.
-        subprocess.run(["truncate", "-s", "0", str(img)], check=True)
-        subprocess.run(["losetup", "-c", dev], check=True)
-        subprocess.run(["losetup", "-d", dev], check=True)
-    finally:
-        for pid in users:
-            _signal(pid, signal.SIGCONT)
-
-
-def _signal(pid, signum):
-    with contextlib.suppress(ProcessLookupError):  # it ended meanwhile
-        os.kill(pid, signum)
-
-
-def _points_to(fd, path):
-    try:
-        return os.readlink(fd) == path
-    except OSError:  # the process, or its file, is gone
-        return False
+    """Take the drive away from under a loop device that fio is using, as a drive that dies or is pulled."""
+    # A busy loop device only detaches on last close, so take its medium away first.
+    subprocess.run(["truncate", "-s", "0", str(img)], check=True)
+    subprocess.run(["losetup", "-c", dev], check=True)
+    subprocess.run(["losetup", "-d", dev], check=True)
 
 
 @pytest.fixture
