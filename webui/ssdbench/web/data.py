@@ -77,7 +77,8 @@ class LocalResults:
         return [card.of(r) for r in load_runs(self.get_run, run_ids)]
 
     def bench_rows(self):
-        return bench.latest(card.of(store.get_run(self.db, r["id"])) for r in store.list_runs(self.db))
+        done = (r["id"] for r in store.list_runs(self.db) if r["state"] == "done")
+        return bench.latest(card.of(store.get_run(self.db, run_id)) for run_id in done)
 
     def get_run(self, run_id):
         return store.get_run(self.db, run_id)
