@@ -2,6 +2,9 @@
 
 import hashlib
 import json
+import math
+import os
+import subprocess
 import tomllib
 from importlib import resources
 
@@ -55,7 +58,6 @@ def test_the_workload_hash_leaves_out_the_release_and_covers_each_job_file():
         "trace/trace.fio",
         "burst/burst.fio",
         "burst/background1.replay",
-        "burst/background2.replay",
     }
     step = next(p for p in plan.compile_plan(s, workload.REFERENCE_CAPACITY) if p.id == "seq-fill")
     assert __version__ in step.job_file and s.sha256 in step.job_file  # in the comment lines only
@@ -92,11 +94,13 @@ def test_unknown_suite_name_lists_the_suites():
     [
         (lambda d: d["steps"][1].update(rw="sideways"), "rw must be one of"),
         (lambda d: d["steps"][1].update(iodepth=0), "iodepth must be"),
-        (lambda d: d["steps"][4].update(data="incompressible"), "data must be 'n/a' exactly"),
+        (lambda d: d["steps"][5].update(data="incompressible"), "data must be 'n/a' exactly"),
         (lambda d: d["steps"][7].update(axes={"colour": ["red"]}), "axes must be non-empty lists"),
         (lambda d: d["steps"][7].update(curve="iodepth2"), "curve must be bs, one of the axes"),
         (lambda d: d["steps"][7].update(curve="iodepth"), "curve must be bs"),  # no unit to draw a curve by
         (lambda d: d["steps"][9].update(zones=1), "zones must be a whole number >= 2"),
+        (lambda d: d["steps"][9].update(passes=["read"]), "passes must be one of"),
+        (lambda d: d["steps"][9].update(passes=["write", "write"]), "passes must be one of"),
         (lambda d: d["steps"][13].update(baseline="sweep-recovered"), "baseline must name an earlier sweep"),
         (lambda d: d["steps"][14].update(profile="heavy-2099"), "profile must be one of"),
         (lambda d: d["steps"][15]["foreground"].pop("idle_s"), "foreground must have exactly the keys"),
@@ -191,6 +195,25 @@ def test_estimate_grows_with_capacity_for_size_based_steps():
     )
 
 
+@pytest.mark.parametrize("suite", ["standard", "full"])
+def test_consistency_and_torture_run_longer_on_a_larger_drive_as_their_spare_area_takes_longer(suite):
+    # 2000 s (20 min, 30 min) for every 256 GB of span, never less; the steady part begins as far in.
+    def steps(capacity):
+        return {p.id: p for p in plan.compile_plan(locked.load(suite), capacity)}
+
+    small, large = steps(128 * 10**9), steps(4 * 10**12)
+    for key, seconds in (("consistency", 2000), ("torture-write", 1200)):
+        assert small[key].runtime == seconds and f"runtime={seconds}\n" in small[key].job_file
+        factor = large[key].size / 256e9
+        assert large[key].runtime == math.ceil(seconds * factor) > 10 * seconds
+        assert f"runtime={large[key].runtime}\n" in large[key].job_file
+        assert large[key].estimate_s == large[key].runtime
+    assert small["consistency"].spec["steady"] == {"from_s": 1400, "round_s": 60}
+    c = large["consistency-spare"]
+    assert c.runtime == math.ceil(2000 * c.size / 256e9) and c.size < large["consistency"].size
+    assert c.spec["steady"]["from_s"] == math.ceil(1400 * c.size / 256e9)
+
+
 def test_suites_show_json_lists_fio_parameters():
     from conftest import ssdbench
 
@@ -264,8 +287,18 @@ def test_standard_suite_has_the_methodologys_numbers():
     ids = list(st)
     assert ids.index("purge-spare") < ids.index("fill-spare") < ids.index("consistency-spare")
     # 6: three sweeps of 200 zones of 64 MiB at 128 KiB; 20 minutes of 4K QD32 random writes; timed TRIM
-    for key in ("sweep-clean", "sweep-dirty", "sweep-recovered"):
-        assert (st[key]["zones"], st[key]["zone_size"], st[key]["bs"]) == (200, "64MiB", "128k")
+    # each a write pass and a read pass over all of its zones; the degraded one reads what the torture left first
+    for key, passes in (
+        ("sweep-clean", ["write", "read"]),
+        ("sweep-dirty", ["read", "write"]),
+        ("sweep-recovered", ["write", "read"]),
+    ):
+        assert (st[key]["zones"], st[key]["zone_size"], st[key]["bs"], st[key]["passes"]) == (
+            200,
+            "64MiB",
+            "128k",
+            passes,
+        )
     t = st["torture-write"]
     assert (t["rw"], t["bs"], t["iodepth"], t["runtime"], t["span"]["size"]) == ("randwrite", "4k", 32, 1200, "100%")
     order = [
@@ -284,24 +317,59 @@ def test_standard_suite_has_the_methodologys_numbers():
     # 8: Mixed Burst
     b = st["burst"]
     assert b["span"]["size"] == "8GiB"
-    assert b["background"] == {"bs": "4k", "iodepth": 2, "burst": "40000000", "every_s": 2, "seed": 2011}
+    # the workload's QD 2 of 004's revision: one write and one read outstanding
+    assert b["background"] == {"bs": "4k", "iodepth": 1, "burst": "40000000", "every_s": 2, "seed": 2011}
     assert {k: b["foreground"][k] for k in ("bs", "iodepth", "burst", "bursts")} == {
         "bs": "64k",
-        "iodepth": 2,
+        "iodepth": 1,
         "burst": "400000000",
         "bursts": 10,
     }
     pre = st["precondition-burst"]
-    assert (pre["rw"], pre["bs"], pre["iodepth"], pre["span"]["size"], "runtime" in pre) == (
+    assert (pre["rw"], pre["bs"], pre["iodepth"], pre["span"]["size"], "runtime" in pre, pre["randommap"]) == (
         "randwrite",
         "4k",
         32,
         "8GiB",
         False,
+        True,
     )
+    # from a purged drive: purge, fill, precondition, burst
+    assert ids[ids.index("burst") - 3 : ids.index("burst")] == ["purge-burst", "fill-burst", "precondition-burst"]
+    assert st["purge-burst"]["kind"] == "purge"
     # 7: both synthetic profiles, played whole (no step can shorten a trace)
     assert st["trace-heavy"]["profile"] == "heavy-2011" and st["trace-light"]["profile"] == "light-2011"
     assert set(st["trace-heavy"]) <= locked.COMMON_KEYS | {"profile", "seed"}
+
+
+@pytest.mark.parametrize("name", ["smoke", "quick", "standard", "full"])
+def test_the_sequential_read_reads_the_sequential_fill_before_any_random_write(name):
+    ids = list(steps_by_id(name))
+    assert ids.index("seq-fill") + 1 == ids.index("seq-read-128k")
+    assert ids.index("seq-read-128k") < min(i for i, key in enumerate(ids) if key.startswith("rand-write"))
+
+
+def test_mixed_burst_preconditioning_writes_every_block_of_its_span(tmp_path):
+    # The standard plan's job file, run by fio on a 16 MiB file in place of the 8 GiB span: every 4 KiB block
+    # written once. Without the random map (the suites' norandommap) about 63% of them are.
+    pre = next(p for p in plan.compile_plan(locked.load("standard"), 2 * 10**12) if p.id == "precondition-burst")
+    assert "norandommap=0\n" in pre.job_file.split("[precondition-burst]")[1]
+    ratios = {}
+    for name, text in (("map", pre.job_file), ("nomap", pre.job_file.replace("norandommap=0\n", ""))):
+        target = tmp_path / f"{name}.bin"
+        subprocess.run(["truncate", "-s", "16M", str(target)], check=True)
+        job = tmp_path / f"{name}.fio"
+        job.write_text(text.replace("direct=1", "direct=0").replace("size=8589934592", "size=16777216"))
+        subprocess.run(
+            ["fio", "--output=/dev/null", str(job)],
+            check=True,
+            cwd=tmp_path,
+            env=dict(os.environ, SSDBENCH_DUT=str(target)),
+        )
+        data = target.read_bytes()
+        blocks = [data[i : i + 4096] for i in range(0, len(data), 4096)]
+        ratios[name] = sum(1 for b in blocks if b.strip(b"\0")) / len(blocks)
+    assert ratios["map"] == 1.0 and ratios["nomap"] < 0.7, ratios
 
 
 def test_the_standard_plan_plays_the_heavy_trace_at_its_published_length():

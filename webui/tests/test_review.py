@@ -2,7 +2,7 @@
 (results/ranking) and the drive bench (results/bench), on runs made by the real engine: every value shown is
 the stored metric fio's output gave."""
 
-from ssdbench.results import bench, card, headline, ranking, repeatability, store, summary
+from ssdbench.results import bench, card, headline, ranking, repeatability, report_html, store, summary
 
 SMOKE_REVIEW = {
     "rand-write-4k-qd3",
@@ -36,7 +36,11 @@ def test_the_summary_holds_one_figure_per_methodology_test_each_the_stored_metri
     _, data_dir = smoke_run
     run = runs_of(data_dir)[0]
     s = summary.of(run)
-    assert {f["id"] for f in s["figures"]} == SMOKE_REVIEW
+    # steady state stands as a figure only where it was reached; else the summary says "not reached"
+    reached = stored(data_dir, run["id"], "consistency", "steady.reached") == 1
+    steady = {"consistency"} if reached else set()
+    assert {f["id"] for f in s["figures"]} == SMOKE_REVIEW - {"consistency"} | steady
+    assert {f["id"] for f in s["not_reached"]} == {"consistency"} - steady
     for f in s["figures"]:
         assert f["value"] == stored(data_dir, run["id"], f["step"], f["name"])
         assert f["better"] == (headline.LOWER if f["id"].startswith(("trace-busy", "burst")) else headline.HIGHER)
@@ -44,6 +48,27 @@ def test_the_summary_holds_one_figure_per_methodology_test_each_the_stored_metri
     assert not s["comparable"] and any("smoke suite" in r for r in s["incomparable"])
     assert not set(s["flags"]) & set(s["incomparable"])
     assert s["fio"].startswith("fio-")
+
+
+def test_a_steady_state_not_reached_is_no_figure_and_is_said_so_in_the_summary_card_and_bench(smoke_run):
+    run = runs_of(smoke_run[1])[0]
+    consistency = next(s for s in run["steps"] if s["key"] == "consistency")
+    for reached in (1.0, 0.0):
+        held = next(m for m in consistency["metrics"] if m["name"] == "steady.reached")
+        held["value"] = reached
+        figures = {f["id"] for f in headline.review(run)}
+        gone = headline.not_reached(run)
+        assert ("consistency" in figures) == bool(reached)
+        assert [f["id"] for f in gone] == ([] if reached else ["consistency"])
+    assert gone[0]["why"] == held["source"] and "SNIA PTS rule" in gone[0]["why"]
+    s = summary.of(run)
+    assert "consistency" not in {f["id"] for f in s["figures"]}
+    html = report_html.summary(s)
+    assert '<tr data-figure="consistency">' in html and ">not reached</td>" in html
+    c = card.of(run)
+    assert c["not_reached"] == ["consistency"]
+    row = bench.table([(c, 1)])["rows"][0]
+    assert "consistency" not in row["values"] and row["not_reached"] == ["consistency"]
 
 
 def test_a_step_that_did_not_end_done_gives_no_review_figure(smoke_run):

@@ -248,16 +248,20 @@ def test_a_matrix_names_its_jobs_and_a_job_that_did_not_read_is_not_flagged(tmp_
     assert suspect(record(tmp_path, suite, figures))["pts"] == [never_written("805.3 MB", "1.1 GB", job=" in mix100")]
 
 
-def test_mixed_burst_reads_outside_its_background_span_so_it_needs_the_fill(tmp_path):
-    mixed = {
+def burst_step():
+    return {
         "id": "burst",
         "kind": "burst",
         "cooldown": False,
         "title": "burst",
         "span": {"offset": "0", "size": "256MiB"},
-        "background": {"bs": "4k", "iodepth": 2, "burst": "4000000", "every_s": 0.5, "seed": 2011},
-        "foreground": {"bs": "64k", "iodepth": 2, "burst": "4000000", "bursts": 3, "idle_s": 0.5},
+        "background": {"bs": "4k", "iodepth": 1, "burst": "4000000", "every_s": 0.5, "seed": 2011},
+        "foreground": {"bs": "64k", "iodepth": 1, "burst": "4000000", "bursts": 3, "idle_s": 0.5},
     }
+
+
+def test_mixed_burst_reads_outside_its_background_span_so_it_needs_the_fill(tmp_path):
+    mixed = burst_step()
     reads = {"burst": {"foreground.read.io_bytes": 12 * MB, "background.write.io_bytes": 8 * MB}}
     bare = load_suite(tmp_path, device_step("purge"), mixed)
     assert suspect(record(tmp_path / "bare", bare, reads))["burst"] == [
@@ -274,19 +278,24 @@ def test_mixed_burst_reads_outside_its_background_span_so_it_needs_the_fill(tmp_
     assert suspect(record(tmp_path / "unknown", after, figures))["read-back"] == [never_written("268.4 MB", "268.4 MB")]
 
 
+def sweep_step(key, **more):
+    return {
+        "id": key,
+        "kind": "sweep",
+        "title": key,
+        "cooldown": False,
+        "zones": 4,
+        "zone_size": "4MiB",
+        "bs": "128k",
+        **more,
+    }
+
+
 def test_a_sweep_reads_what_it_wrote_and_a_trace_is_never_flagged(tmp_path):
     suite = load_suite(
         tmp_path,
         device_step("purge"),
-        {
-            "id": "sweep",
-            "kind": "sweep",
-            "title": "sweep",
-            "cooldown": False,
-            "zones": 4,
-            "zone_size": "4MiB",
-            "bs": "128k",
-        },
+        sweep_step("sweep"),
         {
             "id": "trace",
             "kind": "trace",
@@ -311,7 +320,55 @@ def test_a_sweep_reads_what_it_wrote_and_a_trace_is_never_flagged(tmp_path):
     }
 
 
+def test_a_sweep_s_read_pass_counts_before_or_after_its_write_pass_as_its_passes_say(tmp_path):
+    # Methodology 6: a read pass first reads what the steps before it left; a write pass first, what it wrote.
+    figures = {key: {"write.avg_mb_s": 300, "read.avg_mb_s": 500} for key in ("read-first", "write-first")}
+    suite = load_suite(
+        tmp_path,
+        device_step("purge"),
+        sweep_step("read-first", passes=["read", "write"]),
+        device_step("trim"),
+        sweep_step("write-first", passes=["write", "read"]),
+    )
+    zone = 4 * 2**20
+    reason = never_written(f"{4 * zone / MB:.1f} MB", f"{4 * zone / MB:.1f} MB", job=" in its read pass (4 of 4 zones)")
+    assert suspect(record(tmp_path / "purged", suite, figures)) == {
+        "purge": [],
+        "read-first": [reason],
+        "trim": [],
+        "write-first": [],
+    }
+    # After a fill of half the drive, the read pass reads written LBAs in the zones in that half only.
+    filled = load_suite(
+        tmp_path,
+        device_step("purge"),
+        fio_step("fill", "write", "50%"),
+        sweep_step("read-first", passes=["read", "write"]),
+    )
+    half = never_written(f"{2 * zone / MB:.1f} MB", f"{4 * zone / MB:.1f} MB", job=" in its read pass (2 of 4 zones)")
+    assert suspect(record(tmp_path / "half", filled, figures))["read-first"] == [half]
+    # A sweep without its read figures did not read every zone whole: what it read is not known, so no flag.
+    unfinished = {"read-first": {"write.avg_mb_s": 300}}
+    assert suspect(record(tmp_path / "unfinished", suite, unfinished))["read-first"] == []
+
+
 # Rule 4: a trace's busy time against the kernel's
+
+
+# Rule 6: Mixed Burst's background kept its clock
+
+
+def test_a_mixed_burst_whose_background_overran_a_period_flags_its_step(tmp_path):
+    suite = load_suite(tmp_path, fio_step("fill", "write", "100%"), burst_step())
+    kept = {"burst": {"background_periods": 12, "overrun_periods": 0}}
+    assert suspect(record(tmp_path / "kept", suite, kept))["burst"] == []
+    late = {"burst": {"background_periods": 12, "overrun_periods": 3}}
+    doc = record(tmp_path / "late", suite, late)
+    reason = (
+        "3 of its 12 background periods overran (their writes were not done when the next was due): the drive fell "
+        "behind the background it was asked for, so the reads' figures are of another load"
+    )
+    assert suspect(doc)["burst"] == [reason] and f"step burst is suspect: {reason}" in doc["warnings"]
 
 
 def busy_off(rebuilt, kernel, off):
@@ -348,6 +405,10 @@ def reads_everywhere(steps):
     """Every job that can read, read as far as fio could: a write-only job has no read figures."""
     figures = {}
     for step in steps:
+        if step.kind == "sweep":
+            # a sweep keeps no count for each zone: its read figure says that it read every zone whole
+            figures[step.id] = {"read.avg_mb_s": 1}
+            continue
         for job, options in step.jobs:
             if "read_iolog" not in options and options["rw"] not in ("write", "randwrite"):
                 prefix = f"{job}." if len(step.jobs) > 1 else ""

@@ -38,6 +38,8 @@ def table(rows):
     for chosen, count in rows:
         for fig in chosen["review"]:
             columns.setdefault(fig["id"], {k: fig[k] for k in ("id", "label", "unit", "better")})
+        for fid in chosen.get("not_reached", []):
+            columns.setdefault(fid, headline.column(fid))
         out.append(
             {
                 "model": model(chosen),
@@ -50,6 +52,8 @@ def table(rows):
                 "origin": chosen.get("origin", "local"),
                 "appliance": chosen.get("appliance"),
                 "values": {fig["id"]: fig["value"] for fig in chosen["review"]},
+                # a steady state not reached is said so, not left as "not measured" (headline.not_reached)
+                "not_reached": chosen.get("not_reached", []),
             }
         )
     return {"columns": sorted(columns.values(), key=lambda c: headline.review_order(c["id"])), "rows": out}

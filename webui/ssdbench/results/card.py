@@ -23,6 +23,7 @@ def of(run):
             "tools": {"fio": document.recorded(run, "tools", "fio")},
         },
         "review": headline.review(run),
+        "not_reached": [f["id"] for f in headline.not_reached(run)],
         "warnings": document.run_warnings(run),
         "comparable": not document.incomparable(run),
         **{k: run[k] for k in ("origin", "appliance", "received_at") if k in run},

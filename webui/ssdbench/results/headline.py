@@ -98,6 +98,9 @@ class Review:
     unit: str
     better: str  # "higher" or "lower"
     kind: str = None  # every step of this kind instead of `steps`
+    # A yes/no metric of the step that must be yes for the figure to stand: a steady-state average is the drive's
+    # steady state only where steady state was reached; otherwise the figure is "not reached" (not_reached()).
+    requires: str = None
 
 
 HIGHER, LOWER = "higher", "lower"
@@ -140,6 +143,7 @@ REVIEW = (
         "steady.avg_iops",
         "IOPS",
         HIGHER,
+        requires="steady.reached",
     ),
     Review(
         "consistency-spare",
@@ -149,6 +153,7 @@ REVIEW = (
         "steady.avg_iops",
         "IOPS",
         HIGHER,
+        requires="steady.reached",
     ),
     Review("trace-mb-s", "Storage Bench data rate", "Storage Bench", (), "all.mb_s", "MB/s", HIGHER, kind="trace"),
     Review("trace-busy", "Storage Bench disk busy time", "Storage Bench", (), "all.busy_s", "s", LOWER, kind="trace"),
@@ -165,12 +170,9 @@ REVIEW = (
 )
 
 
-def review(run):
-    """The review figures a run has (store.get_run's shape, or a run document), in REVIEW's order: dicts with
-    id, label, test, step, name, value, unit, better and source. Only steps that ended done count, as for
-    figures(). A figure measured per step of a kind gets the step's key in its id and label."""
+def _chosen(run):
+    """(Review, step, id, label) for every review figure a run's done steps measure."""
     done = {s["key"]: s for s in run["steps"] if s["state"] == "done"}
-    out = []
     for r in REVIEW:
         if r.kind:
             keyed = [s for s in done.values() if s["kind"] == r.kind]
@@ -181,23 +183,58 @@ def review(run):
             first = next((done[k] for k in r.steps if k in done), None)
             chosen = [(first, r.id, r.label)] if first else []
         for step, fid, label in chosen:
-            metric = next((m for m in step["metrics"] if m["name"] == r.name), None)
-            if metric is None or not isinstance(metric["value"], (int, float)):
-                continue
-            out.append(
-                {
-                    "id": fid,
-                    "label": label,
-                    "test": r.test,
-                    "step": step["key"],
-                    "name": r.name,
-                    "value": metric["value"],
-                    "unit": metric["unit"],
-                    "better": r.better,
-                    "source": metric["source"],
-                }
-            )
+            yield r, step, fid, label
+
+
+def _value(step, name):
+    metric = next((m for m in step["metrics"] if m["name"] == name), None)
+    return metric if metric is not None and isinstance(metric["value"], (int, float)) else None
+
+
+def review(run):
+    """The review figures a run has (store.get_run's shape, or a run document), in REVIEW's order: dicts with
+    id, label, test, step, name, value, unit, better and source. Only steps that ended done count, as for
+    figures(), and only where the figure's condition holds (not_reached()). A figure measured per step of a
+    kind gets the step's key in its id and label."""
+    out = []
+    for r, step, fid, label in _chosen(run):
+        metric = _value(step, r.name)
+        if metric is None or r.requires and (_value(step, r.requires) or {}).get("value") != 1:
+            continue
+        out.append(
+            {
+                "id": fid,
+                "label": label,
+                "test": r.test,
+                "step": step["key"],
+                "name": r.name,
+                "value": metric["value"],
+                "unit": metric["unit"],
+                "better": r.better,
+                "source": metric["source"],
+            }
+        )
     return out
+
+
+def not_reached(run):
+    """The review figures whose step ended done but whose condition does not hold (steady state not reached):
+    dicts with id, label, test, step and why (the condition metric's source), shown as "not reached" where the
+    figure would be, never ranked or tabulated as a number."""
+    out = []
+    for r, step, fid, label in _chosen(run):
+        held = _value(step, r.requires) if r.requires else None
+        if r.requires and _value(step, r.name) is not None and (held is None or held["value"] != 1):
+            why = held["source"] if held else f"{r.requires} not recorded"
+            out.append({"id": fid, "label": label, "test": r.test, "step": step["key"], "why": why})
+    return out
+
+
+def column(figure_id):
+    """A review figure's column of a table ({id, label, unit, better}) from its id alone: for a figure a run has
+    no value of (not_reached())."""
+    r = REVIEW[review_order(figure_id)]
+    return {"id": figure_id, "label": r.label, "unit": r.unit, "better": r.better}
 
 
 def review_order(figure_id):

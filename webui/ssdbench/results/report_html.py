@@ -34,7 +34,7 @@ def summary(s):
     else:
         why = "\n".join(s["incomparable"])
         out.append(f' <span class="badge incomparable" title="{_e(why)}">not comparable</span></div>')
-    if s["figures"]:
+    if s["figures"] or s["not_reached"]:
         out.append(
             '<table class="headline"><thead><tr><th>Test</th><th>Figure</th><th class="num">Value</th><th></th>'
             "</tr></thead><tbody>"
@@ -45,6 +45,11 @@ def summary(s):
                 f'<tr data-figure="{_e(f["id"])}"><td class="test">{_e(f["test"])}</td><th>{_e(f["label"])}</th>'
                 f'<td class="num" title="{_e(hover)}">{_e(figure(f["value"]))} {_e(f["unit"])}</td>'
                 f'<td class="better">{_e(f["better"])} is better</td></tr>'
+            )
+        for f in s["not_reached"]:
+            out.append(
+                f'<tr data-figure="{_e(f["id"])}"><td class="test">{_e(f["test"])}</td><th>{_e(f["label"])}</th>'
+                f'<td class="num" title="{_e(f["why"])}">not reached</td><td class="better"></td></tr>'
             )
         out.append("</tbody></table>")
     else:

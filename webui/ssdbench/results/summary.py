@@ -21,6 +21,7 @@ def of(run):
         "comparable": not reasons,
         "incomparable": reasons,
         "figures": headline.review(run),
+        "not_reached": headline.not_reached(run),
         "flags": [w for w in document.run_warnings(run) if w not in reasons],
         "origin": run.get("origin", "local"),
     }

@@ -28,6 +28,7 @@ def suspects(run):
     for step, never_written in zip(run["steps"], unwritten):
         metrics = _metrics(step)
         found = cpu_bound(metrics) + over_link(metrics, limit, link) + never_written + busy_mismatch(metrics)
+        found += overran(metrics)
         out.append(found + unsettled(step, idle_c))
     return out
 
@@ -124,14 +125,28 @@ def busy_mismatch(metrics):
     ]
 
 
+def overran(metrics):
+    """Rule 6: Mixed Burst's background fell behind its clock. A period whose writes were not all done when the
+    next was due made the reads share the drive with late writes, not with the 20 MB/s download the suite asks:
+    the reads' service time was measured under another load than another drive's was."""
+    late, whole = metrics.get("overrun_periods"), metrics.get("background_periods")
+    if not late:
+        return []
+    return [
+        f"{late:.0f} of its {whole:.0f} background periods overran (their writes were not done when the next was "
+        "due): the drive fell behind the background it was asked for, so the reads' figures are of another load"
+    ]
+
+
 def unwritten_reads(run):
     """Rule 3, for each step in order: reads of LBAs that hold nothing, never written since the last purge or
     TRIM. A purged drive answers them from its map, with zeros, without reading its flash.
 
     What is written is followed through the steps as byte ranges, and kept as the most that can have been
     written: a write job counts over its whole span (a random one may miss some LBAs), a trace over its
-    whole footprint. Before the run's first purge anything may hold data, so nothing is flagged. A sweep
-    reads each zone right after writing it, and a trace's reads are not known here: neither is flagged.
+    whole footprint. Before the run's first purge anything may hold data, so nothing is flagged. A sweep's
+    passes run in its job file's order: a read pass before its write pass reads what the steps before it left.
+    A trace's reads are not known here: it is never flagged.
     """
     out = [[] for _ in run["steps"]]
     capacity = run["drive"].get("capacity_bytes")
@@ -164,21 +179,41 @@ def _fio_step(step, written, capacity):
     count before the foreground's reads."""
     metrics = _metrics(step)
     jobs = fio_jobs(step["job_file"] or "")
-    short = []
+    seen = []  # (bytes never written, bytes read, job name) of each job that read
     for name, options in jobs:
         prefix = f"{name}." if len(jobs) > 1 else ""
         try:
-            reads, writes = _job_io(options, metrics.get(f"{prefix}read.io_bytes"), capacity)
+            reads, writes = _job_io(options, _read_bytes(step, metrics, prefix, options), capacity)
         except ValueError:
-            return None, short  # a span this guard cannot read: what is written is unknown from here
+            # a span this guard cannot read: what is written is unknown from here
+            return None, _unwritten(step, len(jobs) > 1, seen)
         if reads:
-            never = reads[1] - reads[0] - _covered(written, reads)
-            if never > 0:
-                total = human.size(reads[1] - reads[0])
-                short.append(f"{human.size(never)} of {total}" + (f" in {name}" if prefix else ""))
+            seen.append((reads[1] - reads[0] - _covered(written, reads), reads[1] - reads[0], name))
         if writes:
             written = _union(written, writes)
-    return written, short
+    return written, _unwritten(step, len(jobs) > 1, seen)
+
+
+def _unwritten(step, named, seen):
+    """What the jobs in `seen` read that was never written, as reasons: a sweep's read pass as one, not one
+    reason for each of its zones."""
+    if step["kind"] == "sweep" and seen:
+        zones = sum(1 for never, _, _ in seen if never > 0)
+        label = f"its read pass ({zones} of {len(seen)} zones)"
+        seen = [(sum(never for never, _, _ in seen), sum(read for _, read, _ in seen), label)]
+    return [
+        f"{human.size(never)} of {human.size(read)}" + (f" in {name}" if named else "")
+        for never, read, name in seen
+        if never > 0
+    ]
+
+
+def _read_bytes(step, metrics, prefix, options):
+    """What one job of a step read, by fio's count. A sweep keeps no count for each zone, but it has its read
+    figures only when every zone's job ended (run/derive.py), and each read job reads its whole zone once."""
+    if step["kind"] != "sweep":
+        return metrics.get(f"{prefix}read.io_bytes")
+    return int(options["size"]) if options.get("rw") == "read" and "read.avg_mb_s" in metrics else None
 
 
 def _replayed(step, written):

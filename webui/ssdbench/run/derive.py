@@ -61,14 +61,36 @@ def latency_histograms(out_dir):
     return series
 
 
-def steady_state(points, from_s, round_s, name):
-    """Consistency figures from a once-a-second IOPS series: the part from `from_s`, and the SNIA rule."""
+def written_once_s(bw_points, span_bytes):
+    """The time, in whole seconds from the start, at which a step's bandwidth log adds up to `span_bytes`: each
+    sample is fio's average KiB/s over the interval since the one before. None when it never does."""
+    total, before = 0.0, 0
+    for t_ms, kib_s in bw_points:
+        total += kib_s * 1024 * (t_ms - before) / 1000
+        before = t_ms
+        if total >= span_bytes:
+            return math.ceil(t_ms / 1000)
+    return None
+
+
+def steady_state(points, from_s, round_s, name, bw_points, span_bytes):
+    """Consistency figures from a once-a-second IOPS series: the part from `from_s`, and the SNIA rule, judged only
+    over rounds that begin once the step has written its span over once (`bw_points`, fio's bandwidth log):
+    with the sequential fill before it, the drive has then taken twice its span, SNIA PTS's preconditioning."""
     source = f"fio's {name} log (one value a second)"
     tail = [v for t, v in points if t >= from_s * 1000]
     if not tail:
         raise SsdbenchError(f"the {name} log has no samples from {from_s} s on; the step ended early")
-    found = steady.detect([v for _, v in points], round_s)
+    once = written_once_s(bw_points, span_bytes)
+    first_round = math.inf if once is None else math.ceil(once / round_s)
+    found = steady.detect([v for _, v in points], round_s, first_round=first_round)
+    written = (
+        f"never wrote its span ({span_bytes} B) over once"
+        if once is None
+        else f"wrote its span ({span_bytes} B) over once by {once} s, so only windows from round {first_round + 1} on"
+    )
     metrics = [
+        Metric("steady.from_s", float(from_s), "s", "where the steady-state part begins: the suite's from_s, scaled"),
         Metric("steady.avg_iops", statistics.fmean(tail), "IOPS", f"mean of {source} for t >= {from_s} s"),
         Metric("steady.min_iops", min(tail), "IOPS", f"minimum of {source} for t >= {from_s} s"),
         Metric(
@@ -83,9 +105,15 @@ def steady_state(points, from_s, round_s, name):
             "yes/no",
             f"SNIA PTS rule on the final window, the last {steady.WINDOW} whole {round_s} s rounds of {source}: "
             f"range <= {steady.MAX_RANGE:.0%} and least-squares slope excursion "
-            f"<= {steady.MAX_SLOPE_EXCURSION:.0%} of the window's average",
+            f"<= {steady.MAX_SLOPE_EXCURSION:.0%} of the window's average; the step {written}",
         ),
     ]
+    if once is not None:
+        metrics.append(
+            Metric(
+                "steady.span_written_s", float(once), "s", f"fio's write.bw log summed until it reaches {span_bytes} B"
+            )
+        )
     if found.reached:
         metrics.append(
             Metric(
@@ -125,7 +153,8 @@ def matrix_curves(doc, step_spec, jobs):
 
 
 def sweep(doc, jobs, baseline_avg=None):
-    """Per-zone MB/s of a zone sweep (series against the zone's offset), their average and minimum."""
+    """Per-zone MB/s of each pass of a zone sweep, its write pass and its read pass (series against the zone's
+    offset), their average and minimum. The order of the passes is the job file's (plan._sweep)."""
     metrics, series = [], []
     for direction in ("write", "read"):
         points, pointers = [], []
@@ -446,9 +475,11 @@ def io_totals(doc):
 def _fio(step, out_dir, doc, complete, baseline):
     metrics, series = fio_output.fio_metrics(doc), per_second_series(out_dir) + latency_histograms(out_dir)
     if complete and "steady" in step.spec:
-        name = "read.iops" if reads_only(step.spec["rw"]) else "write.iops"
-        points = next(p for n, _, _, p in series if n == name)
-        metrics += steady_state(points, step.spec["steady"]["from_s"], step.spec["steady"]["round_s"], name)
+        direction = "read" if reads_only(step.spec["rw"]) else "write"
+        points = next(p for n, _, _, p in series if n == f"{direction}.iops")
+        bw = next(p for n, _, _, p in series if n == f"{direction}.bw")
+        held = step.spec["steady"]
+        metrics += steady_state(points, held["from_s"], held["round_s"], f"{direction}.iops", bw, step.size)
     return metrics, series
 
 

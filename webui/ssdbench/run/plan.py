@@ -99,6 +99,9 @@ def fio_options(job, offset, size, logs=None):
         opts["rwmixread"] = job["rwmixread"]
     if "runtime" in job:
         opts.update(runtime=job["runtime"], time_based=1)
+    if job.get("randommap"):
+        # fio's random map, against the suites' norandommap: every block of the span once, in random order
+        opts["norandommap"] = 0
     if job["numjobs"] > 1:
         opts["group_reporting"] = 1
     opts.update(DATA_OPTIONS[job["data"]])
@@ -165,8 +168,23 @@ class Rates:
         return size * job["numjobs"] / (self.read if locked.reads_only(job["rw"]) else self.write)
 
 
+def scaled(step, size):
+    """A step that states `runtime_per` runs its `runtime` for every `runtime_per` bytes of its span, never less
+    (the consistency and torture tests, methodology 5 and 6): its runtime was sized for the articles' 256 GB
+    drives, and a larger drive takes longer to fill its spare area. Where it measures steady state, the part
+    measured begins as far into the longer run."""
+    if "runtime_per" not in step:
+        return step
+    factor = max(1.0, size / parse_size(step["runtime_per"]))
+    out = {**step, "runtime": math.ceil(step["runtime"] * factor)}
+    if "steady" in step:
+        out["steady"] = {**step["steady"], "from_s": math.ceil(step["steady"]["from_s"] * factor)}
+    return out
+
+
 def _fio(suite, i, step, capacity, rates, fit):
     offset, size = span(step["span"], capacity)
+    step = scaled(step, size)
     jobs = [(step["id"], fio_options(fit.job(step["id"], step), offset, size, logs=step["id"]))]
     return PlanStep(
         i,
@@ -198,13 +216,18 @@ def zone_offsets(zones, zone_size, capacity):
     return [round(k * last / (zones - 1)) // ALIGN * ALIGN for k in range(zones)]
 
 
+SWEEP_DATA = {"write": "incompressible", "read": "n/a"}
+
+
 def _sweep(suite, i, step, capacity, rates, fit):
+    """A pass over every zone for each of the step's passes, in its order (methodology 6): the first pass is done
+    over the whole surface before the second begins, as HDTach's read and write passes are."""
     zone = min(parse_size(step["zone_size"]), capacity // ALIGN * ALIGN)
     jobs = []
-    for k, offset in enumerate(zone_offsets(step["zones"], zone, capacity)):
-        for rw, data in (("write", "incompressible"), ("read", "n/a")):
+    for rw in locked.sweep_passes(step):
+        for k, offset in enumerate(zone_offsets(step["zones"], zone, capacity)):
             name = f"zone{k:03d}-{rw}"
-            job = fit.job(name, {"rw": rw, "bs": step["bs"], "iodepth": 1, "numjobs": 1, "data": data})
+            job = fit.job(name, {"rw": rw, "bs": step["bs"], "iodepth": 1, "numjobs": 1, "data": SWEEP_DATA[rw]})
             jobs.append((name, {**fio_options(job, offset, zone), "stonewall": 1}))
     estimate = step["zones"] * zone * (1 / rates.write + 1 / rates.read)
     text = job_file(suite, step, jobs, adapted=fit.adapted)
@@ -353,15 +376,16 @@ def declared_jobs(step):
         return [
             {
                 "name": f"zone-{rw}",
+                "pass": f"{n} of 2, over every zone",
                 "rw": rw,
                 "bs": step["bs"],
                 "iodepth": 1,
                 "numjobs": 1,
                 "span": zone,
                 "runtime": None,
-                "data": data,
+                "data": SWEEP_DATA[rw],
             }
-            for rw, data in (("write", "incompressible"), ("read", "n/a"))
+            for n, rw in enumerate(locked.sweep_passes(step), 1)
         ]
     if kind == "burst":
         bg, fg = step["background"], step["foreground"]

@@ -45,6 +45,24 @@ def governor():
     return failed[0] if failed else _applied("performance on all CPUs")
 
 
+def swap():
+    """No swap during a run: the appliance's image has none. Swap found active is recorded, not turned off: on a
+    host that relies on it, turning it off could starve the host's other work."""
+    active = [line.split()[0] for line in sysfs.read("/proc/swaps", "").splitlines()[1:] if line.strip()]
+    if active:
+        return _unavailable(f"swap is active on {', '.join(active)}: a page swapped in during a step adds to it")
+    return _applied("none active (/proc/swaps)")
+
+
+def background():
+    """No background jobs: the appliance's image starts no cron, syslog or other timed work (its init scripts are
+    a fixed list). What else the host was running shows in its load averages as the run began."""
+    loads = sysfs.read("/proc/loadavg", "").split()[:3]
+    if len(loads) < 3:
+        return _unavailable("/proc/loadavg could not be read")
+    return _applied(f"load averages {' '.join(loads)} (1, 5 and 15 min) as the run began")
+
+
 class Quiet:
     """Holds the controls for the length of a run."""
 
@@ -63,6 +81,8 @@ class Quiet:
             "nomerges": _set_sysfs(f"{queue}/nomerges", "2", "merges"),
             "power_management": self.link_power(),
             "cpu_affinity": self.numa_cpus(name),
+            "swap": swap(),
+            "background": background(),
         }
 
     def hold_dma_latency(self):

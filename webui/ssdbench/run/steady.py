@@ -8,7 +8,9 @@ A round is ROUND_S seconds of the series, averaged. A window of WINDOW rounds pa
 The window judged is the last one, the final WINDOW whole rounds: a fresh drive's early
 plateau passes the rule too, so the first passing window can come before the write cliff.
 Steady state is reached from the end of the earliest round at which a passing window
-ends and every later window passes as well.
+ends and every later window passes as well. A caller may also hold the judgement off until a given
+round (the consistency test: until the drive has been written over once): no window that begins
+before it counts, the final one included.
 """
 
 from dataclasses import dataclass
@@ -47,11 +49,12 @@ def window_is_steady(window):
     ) <= MAX_SLOPE_EXCURSION * avg
 
 
-def detect(values, round_s=ROUND_S):
+def detect(values, round_s=ROUND_S, first_round=0):
+    """The rule on `values`, judging only windows that begin at round index `first_round` or later."""
     avgs = rounds(values, round_s)
-    if len(avgs) < WINDOW or not window_is_steady(avgs[-WINDOW:]):
+    if len(avgs) - WINDOW < first_round or not window_is_steady(avgs[-WINDOW:]):
         return SteadyState(False, None, None, None)
     end = len(avgs)
-    while end > WINDOW and window_is_steady(avgs[end - 1 - WINDOW : end - 1]):
+    while end - 1 - WINDOW >= first_round and window_is_steady(avgs[end - 1 - WINDOW : end - 1]):
         end -= 1
     return SteadyState(True, end, end * round_s, sum(avgs[-WINDOW:]) / WINDOW)

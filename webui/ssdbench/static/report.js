@@ -162,7 +162,8 @@
     const lines = [];
     const bands = [];
     for (const step of steps) {
-      const from = step.spec?.steady?.from_s ?? STEADY_FROM_S;
+      // The step's own start of its steady part (scaled to the drive's span, methodology 5), else the suite's.
+      const from = metricMap(step)["steady.from_s"]?.value ?? step.spec?.steady?.from_s ?? STEADY_FROM_S;
       for (const s of stepSeries(doc, step).filter((s) => s.name.endsWith(".iops"))) {
         const l = line(`${step.key}: ${s.name}`, s);
         lines.push(l);

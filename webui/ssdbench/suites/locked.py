@@ -38,9 +38,10 @@ JOB_KEYS = {"rw", "bs", "iodepth", "numjobs", "span", "runtime", "data", "rwmixr
 STEP_KEYS = {
     "purge": set(),  # 1: strongest method the drive supports
     "trim": set(),  # 6.4: timed whole-drive TRIM
-    "fio": JOB_KEYS | {"steady"},  # 2, 3, 5, 9: one fio job
+    # 2, 3, 5, 9: one fio job; runtime_per scales it to the span; randommap writes each block of it once
+    "fio": JOB_KEYS | {"steady", "runtime_per", "randommap"},
     "matrix": JOB_KEYS | {"jobs", "axes", "curve"},  # 4, 9: several fio jobs, one after another
-    "sweep": {"zones", "zone_size", "bs", "baseline"},  # 6.1: HDTach-style zone sweep
+    "sweep": {"zones", "zone_size", "bs", "baseline", "passes"},  # 6.1: HDTach-style zone sweep
     "trace": {"profile", "seed", "user_trace"},  # 7: Storage Bench playback, always the whole trace
     "burst": {"span", "background", "foreground"},  # 8: Mixed Burst
 }
@@ -325,6 +326,10 @@ def job_label(values, axes):
 
 def _check_fio(step, ids):
     check_job(step)
+    if "randommap" in step and (step["randommap"] is not True or "runtime" in step or "rand" not in step["rw"]):
+        raise ValueError("randommap = true is for a size-based random step: each block of its span once")
+    if "runtime_per" in step and ("runtime" not in step or _size(step["runtime_per"]) <= 0):
+        raise ValueError("runtime_per needs a runtime, and a size above 0 to scale it by")
     steady = step.get("steady")
     if steady is not None:
         if not isinstance(steady, dict) or set(steady) != {"from_s", "round_s"}:
@@ -358,8 +363,19 @@ def _check_matrix(step, ids):
         raise ValueError("curve must be bs, one of the axes: a curve is MB/s against block size")
 
 
+# A zone sweep's passes over the surface, in order: a write pass and a read pass (methodology 6).
+SWEEP_PASSES = (["write", "read"], ["read", "write"])
+
+
+def sweep_passes(step):
+    """The order of a sweep's passes; a suite that does not state it writes first, so it reads what it wrote."""
+    return step.get("passes", SWEEP_PASSES[0])
+
+
 def _check_sweep(step, ids):
     _whole(step, "zones", 2)
+    if sweep_passes(step) not in SWEEP_PASSES:
+        raise ValueError(f"passes must be one of {' or '.join(map(str, SWEEP_PASSES))}")
     _size(step.get("zone_size", ""))
     _size(step.get("bs", ""))
     if "baseline" in step and step["baseline"] not in ids[: ids.index(step["id"])]:
