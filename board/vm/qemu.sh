@@ -44,7 +44,7 @@ SATA_MODEL="SSDB-SATA-SSD 1TB MODEL NAME OF 40 CHARS"
 exec qemu-system-x86_64 -accel tcg -m 1024 -smp 2 \
 	-nodefaults -no-user-config -display none \
 	-kernel "$IMAGE_DIR/vmlinuz" -initrd "$IMAGE_DIR/initrd.img" \
-	-append "console=ttyS0,115200 net.ifnames=0 ssdbench.stick=$STICK_UUID usb-storage.delay_use=0 ${SSDBENCH_PIN:+ssdbench.pin=$SSDBENCH_PIN} ${SSDBENCH_APPEND:-}" \
+	-append "console=ttyS0,115200 net.ifnames=0 ssdbench.stick=$STICK_UUID iommu=pt usb-storage.delay_use=0 ${SSDBENCH_PIN:+ssdbench.pin=$SSDBENCH_PIN} ${SSDBENCH_APPEND:-}" \
 	-device qemu-xhci,id=xhci \
 	-drive if=none,id=stick,file="$DISK_DIR/stick.img",format=raw \
 	-device usb-storage,bus=xhci.0,drive=stick,serial=SSDBENCH-STICK \

@@ -26,6 +26,11 @@ BOOT_DISK_FILE = "/run/ssdbench/boot-disk"
 CMDLINE = "/proc/cmdline"
 PCIE_GEN = {"2.5": 1, "5.0": 2, "8.0": 3, "16.0": 4, "32.0": 5, "64.0": 6}
 SATA_GEN = {"1.5": 1, "3.0": 2, "6.0": 3}
+# A PCI function's folder in sysfs: domain (four hex digits, five behind an Intel VMD), bus, device, function.
+PCI_ADDRESS = re.compile(r"[0-9a-f]{4,5}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]")
+# The mode a drive's PCI function says it runs in, by its class code (class, subclass, programming interface).
+PCI_MODES = {"0x010802": "NVMe", "0x010601": "AHCI"}
+PCI_RAID = "0x0104"
 
 
 def _lsblk(paths=()):
@@ -126,14 +131,63 @@ def _pcie_link(name):
 
 
 def _sata_link(name):
+    """The SATA link as the kernel negotiated it, and the most the host's port can (hw_sata_spd_limit); the
+    most the drive can comes from its IDENTIFY (smartctl, _enrich_ata)."""
     m = re.search(r"/(ata\d+)/", os.path.realpath(f"{SYS}/class/block/{name}"))
     if not m:
         return None
-    spd = sysfs.read(f"{SYS}/class/ata_link/link{m.group(1)[3:]}/sata_spd")
+    link = f"{SYS}/class/ata_link/link{m.group(1)[3:]}"
+    port_max = sysfs.read(f"{link}/hw_sata_spd_limit")
+    found = {"kind": "sata", "port": m.group(1), "port_max": None if port_max in (None, "<unknown>") else port_max}
+    spd = sysfs.read(f"{link}/sata_spd")
     if not spd or spd == "<unknown>":
-        return {"kind": "sata", "port": m.group(1), "speed": None, "generation": None}
+        return {**found, "speed": None, "generation": None}
     g = SATA_GEN.get(spd.split()[0])
-    return {"kind": "sata", "port": m.group(1), "speed": spd, "generation": f"SATA Gen{g}" if g else None}
+    return {**found, "speed": spd, "generation": f"SATA Gen{g}" if g else None}
+
+
+def pci_functions(name):
+    """The sysfs folders of the PCI functions above a block device, nearest first: an NVMe drive's own
+    controller, a SATA drive's host adapter, then the bridges and root ports above them. Empty for a device with
+    no PCI function above it (a loop device)."""
+    path, found = os.path.realpath(f"{SYS}/class/block/{name}"), []
+    while path not in ("/", ""):
+        path = os.path.dirname(path)
+        if PCI_ADDRESS.fullmatch(os.path.basename(path)):
+            found.append(path)
+    return found
+
+
+def _driver(pci):
+    link = f"{pci}/driver"
+    return os.path.basename(os.path.realpath(link)) if os.path.exists(link) else None
+
+
+def host_controller(name):
+    """The PCI function a drive is reached through (the nearest above it), as the run records it: its address,
+    vendor:device id, class code, driver and the mode that says (NVMe, AHCI, or RAID: a RAID class code, or an
+    Intel VMD domain above it), its MSI or legacy interrupts, NUMA node and IOMMU domain type. None without one."""
+    functions = pci_functions(name)
+    if not functions:
+        return None
+    pci = functions[0]
+    cls = sysfs.read(f"{pci}/class") or ""
+    vmd = any(_driver(above) == "vmd" for above in functions[1:])
+    mode = "RAID (Intel VMD)" if vmd else "RAID" if cls.startswith(PCI_RAID) else PCI_MODES.get(cls, f"class {cls}")
+    irqs = sorted(int(n) for n in os.listdir(f"{pci}/msi_irqs")) if os.path.isdir(f"{pci}/msi_irqs") else []
+    legacy = sysfs.read(f"{pci}/irq")
+    ids = [(sysfs.read(f"{pci}/{key}") or "?").removeprefix("0x") for key in ("vendor", "device")]
+    return {
+        "pci": os.path.basename(pci),
+        "id": ":".join(ids),
+        "class": cls,
+        "driver": _driver(pci),
+        "mode": mode,
+        "irqs": irqs or ([int(legacy)] if legacy and legacy.isdigit() and int(legacy) > 0 else []),
+        "numa_node": int(sysfs.read(f"{pci}/numa_node") or -1),
+        # identity: the IOMMU passes the device through (iommu=pt); DMA or DMA-FQ: it translates every DMA
+        "iommu": sysfs.read(f"{pci}/iommu_group/type"),
+    }
 
 
 def _partitions(name):
@@ -175,6 +229,7 @@ def _enrich_nvme(drive, notes):
         "ata_security": None,
     }
     drive["apst_supported"] = ids["apst_supported"]
+    drive["volatile_write_cache"] = ids["volatile_write_cache"]
     drive["warning_temp_c"] = ids["warning_temp_k"] - 273 if ids["warning_temp_k"] else None
     drive["trim_supported"] = ids["dataset_management"]
     drive["controller"] = f"/dev/{ctrl}"
@@ -246,6 +301,8 @@ def _enrich_ata(drive, notes):
                 "generation": f"SATA Gen{g}" if g else None,
                 "max": smart["link_max"],
             }
+        if drive["link"] is not None and smart["link_max"]:
+            drive["link"]["max"] = smart["link_max"]  # the most the drive can, from its IDENTIFY
         if smart["trim_supported"] is not None:
             drive["trim_supported"] = smart["trim_supported"]
     if not ident:
@@ -287,6 +344,7 @@ def describe(node, named=False, allow_usb=False, root_disks=(), boot=NO_BOOT):
         "physical_block_size": node["phy-sec"],
         "rotational": node["rota"],
         "link": _pcie_link(name) if transport == "nvme" else _sata_link(name) if transport == "sata" else None,
+        "host_controller": host_controller(name),
         "trim_supported": bool(node.get("disc-max")),
         "erase": {"format": False, "sanitize": False, "ata_security": None},
         "temperature_source": None,

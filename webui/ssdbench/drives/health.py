@@ -50,6 +50,7 @@ def from_log(tool, parsed):
         "log": parsed["raw"],
         "host_bytes_written": parsed["host_bytes_written"],
         "host_writes": parsed["host_writes"],
+        "thermal": parsed["thermal"],
     }
 
 
@@ -58,3 +59,19 @@ def written_between(before, after):
     unit is unknown."""
     a, b = before.get("host_bytes_written"), after.get("host_bytes_written")
     return b - a if a is not None and b is not None else None
+
+
+def thermal_between(before, after):
+    """How the drive's counters of time spent hot (tool_output.NVME_THERMAL, ATA's Time in Over-Temperature)
+    moved over a run: {"counters": {name: [before, after]}, "rose": [the names that rose]}, or
+    {"unavailable": why} when one of the snapshots has none to compare."""
+    if not before or not after:
+        return {"unavailable": "the run failed, so no health log was read after it"}
+    why = after.get("unavailable") or before.get("unavailable")
+    if why:
+        return {"unavailable": f"no health log: {why}"}
+    a, b = before.get("thermal") or {}, after.get("thermal") or {}
+    shared = [name for name in a if name in b]
+    if not shared:
+        return {"unavailable": f"the drive's {after.get('tool')} log holds no counter of time spent hot"}
+    return {"counters": {name: [a[name], b[name]] for name in shared}, "rose": [n for n in shared if b[n] > a[n]]}

@@ -95,6 +95,10 @@ METHODS = {
     "sata": [("ATA Security Erase", _ata_security_erase), ("ATA TRIM (whole device)", _discard)],
 }
 OTHER = [("discard (whole device)", _discard), ("zero-fill (the device cannot discard)", _zero_fill)]
+# The methods that erase the drive as the articles' secure erase did, which every suite's purge asks for (the
+# methodology, section 1). The others only tell the drive that every block is free (deallocate, TRIM, discard) or
+# write over every block (zero-fill), and leave its flash as they found it: a run purged by one is flagged.
+ERASES = ("NVMe Format NVM, user data erase", "NVMe Sanitize, block erase", "ATA Security Erase")
 
 
 def purge(drive, busy=None):

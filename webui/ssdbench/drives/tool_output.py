@@ -53,7 +53,24 @@ def nvme_id_ctrl(text):
         "warning_temp_k": int(doc.get("wctemp", 0)) or None,
         "critical_temp_k": int(doc.get("cctemp", 0)) or None,
         "dataset_management": bool(int(doc.get("oncs", 0)) & 0x4),
+        # VWC bit 0: the controller has a volatile write cache, which Set Features 06h turns on and off.
+        "volatile_write_cache": bool(int(doc.get("vwc", 0)) & 0x1),
     }
+
+
+# The health log's counters that rise while an NVMe drive is hot: minutes above its warning and critical
+# temperatures, and how often and for how many seconds it throttled (thermal management temperatures 1 and 2,
+# NVMe 1.3+), as nvme-cli names them.
+NVME_THERMAL = (
+    "warning_temp_time",
+    "critical_comp_time",
+    "thm_temp1_trans_count",
+    "thm_temp2_trans_count",
+    "thm_temp1_total_time",
+    "thm_temp2_total_time",
+)
+# ATA Device Statistics, page 5 (ACS-3): the minutes the drive ran above its specified operating temperature.
+ATA_OVER_TEMPERATURE = "Time in Over-Temperature"
 
 
 def nvme_smart_log(text):
@@ -65,6 +82,7 @@ def nvme_smart_log(text):
         "host_bytes_written": writes["bytes"],
         "host_writes": writes,
         "percent_used": doc.get("percent_used"),
+        "thermal": {key: int(doc[key]) for key in NVME_THERMAL if key in doc},
         "raw": doc,
     }
 
@@ -95,8 +113,21 @@ def smartctl(text):
         "host_bytes_written": writes["bytes"] if writes else None,
         "host_writes": writes,
         "messages": messages,
+        "thermal": _smartctl_thermal(doc),
         "raw": doc,
     }
+
+
+def _smartctl_thermal(doc):
+    """The counters of time spent hot that smartctl printed: an NVMe drive's health log's, or an ATA drive's
+    Device Statistics entry (only where the drive marks it valid)."""
+    nvme = doc.get("nvme_smart_health_information_log") or {}
+    found = {key: int(nvme[key]) for key in NVME_THERMAL if key in nvme}
+    for page in (doc.get("ata_device_statistics") or {}).get("pages", []):
+        for entry in page.get("table", []):
+            if entry.get("name") == ATA_OVER_TEMPERATURE and (entry.get("flags") or {}).get("valid"):
+                found[ATA_OVER_TEMPERATURE] = int(entry["value"])
+    return found
 
 
 # Bytes per unit of the host-writes attributes named in smartctl's drive database (drivedb.h 7.3/5319).
@@ -156,6 +187,23 @@ def _ata_host_writes(attr, block):
     else:
         return None
     return _host_writes(attr["id"], name, attr["raw"]["value"], unit, unit_bytes)
+
+
+def nvme_feature_value(text):
+    """The current value of a feature from `nvme get-feature DEV -f ID`: nvme-cli 2.3 prints "Current
+    value:0x00000001", and a value of 0 as "00000000" (C's %#x leaves out the 0x of a zero)."""
+    m = re.search(r"Current value:\s*(?:0x)?([0-9a-fA-F]+)", text)
+    if not m:
+        raise SsdbenchError(f"nvme get-feature printed no current value: {text.strip()[:200]!r}")
+    return int(m.group(1), 16)
+
+
+def hdparm_write_cache(text):
+    """Whether the drive's write cache is on, from `hdparm -W DEV` (" write-caching =  1 (on)")."""
+    m = re.search(r"write-caching\s*=\s*([01])\b", text)
+    if not m:
+        raise SsdbenchError(f"hdparm -W printed no write-caching state: {text.strip()[:200]!r}")
+    return m.group(1) == "1"
 
 
 _HDPARM_FIELDS = {

@@ -87,8 +87,9 @@ def _bench_pick(conn, run_id):
 
 
 def fill_cards(conn, store_dir):
-    """Give every run indexed before cards were (schema version 2) its card, from its bundle, and pick the bench
-    again from all runs: once, when a lab server starts on such a database. Returns how many runs it filled."""
+    """Give every run that has no card its card, from its bundle, and pick the bench again from all runs: once,
+    when a lab server starts on a database whose runs were indexed before cards were (schema version 2), or before
+    cards carried the testbed (version 3, which empties every card). Returns how many runs it filled."""
     missing = list(conn.execute("SELECT id, bundle_sha256, member FROM runs WHERE card IS NULL ORDER BY id"))
     if not missing:
         return 0

@@ -108,6 +108,14 @@ MIGRATIONS = [
         CREATE INDEX login_failures_at ON login_failures (at);
         """,
     ),
+    (
+        3,
+        "each run's card carries its testbed (CPU, host controller, link and its class in each part of the rule "
+        "that sets runs apart): every card is made again from its bundle when a server next starts",
+        """
+        UPDATE runs SET card = NULL;
+        """,
+    ),
 ]
 
 

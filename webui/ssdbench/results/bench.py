@@ -4,10 +4,13 @@ run that ended done, or its latest done run when none compares (then marked). La
 received it: on a lab, its bundle's arrival (the lab's clock, received_at), never the date the document gives
 itself, which an appliance's clock, or its sender, sets to anything; on an appliance, its creation.
 
+Each row shows its run's testbed (CPU, host controller, link) and is marked where that testbed differs from the
+reference testbed, the one that is all the suite asks (results/testbed.py's rule), naming how.
+
 Plain functions over run cards (results/card.py). An appliance picks each model's run here (`latest`); a lab
 keeps the pick in its index as bundles arrive (lab/index.py), by the same rule, and only tabulates."""
 
-from . import headline
+from . import headline, testbed
 
 
 def model(run):
@@ -33,7 +36,8 @@ def table(rows):
     """{columns, rows} of `latest`'s rows: columns in headline.REVIEW's order, each {id, label, unit, better},
     only those some row has; rows in the given order, each {model, run, suite, suite_hash, comparable, runs (how
     many done runs the model has), created_at, origin, appliance (on a lab, the one that sent it), values
-    (column id to value)}."""
+    (column id to value), not_reached, testbed (its CPU, controller and link, in words), testbed_differs (how it
+    differs from the reference testbed; empty: it does not)}."""
     out, columns = [], {}
     for chosen, count in rows:
         for fig in chosen["review"]:
@@ -54,6 +58,10 @@ def table(rows):
                 "values": {fig["id"]: fig["value"] for fig in chosen["review"]},
                 # a steady state not reached is said so, not left as "not measured" (headline.not_reached)
                 "not_reached": chosen.get("not_reached", []),
+                "testbed": testbed.summary(chosen.get("testbed")),
+                "testbed_differs": testbed.differences(
+                    testbed.REFERENCE, chosen.get("testbed"), "the reference testbed's"
+                ),
             }
         )
     return {"columns": sorted(columns.values(), key=lambda c: headline.review_order(c["id"])), "rows": out}

@@ -4,12 +4,13 @@ from its own documents when asked. The keys it shares with a run document (id, s
 suite and tools, state) have the same shape, so a card goes wherever those keys are all that is read.
 """
 
-from . import document, headline
+from . import document, headline, testbed, validity
 
 
 def of(run):
     """The card of a run document (or store.get_run's shape)."""
     drive = run["drive"]
+    suspects = validity.suspects(run)
     return {
         "id": run["id"],
         "suite": run["suite"],
@@ -24,7 +25,8 @@ def of(run):
         },
         "review": headline.review(run),
         "not_reached": [f["id"] for f in headline.not_reached(run)],
-        "warnings": document.run_warnings(run),
+        "warnings": document.run_warnings(run, suspects),
+        "testbed": testbed.of(run, suspects),
         "comparable": not document.incomparable(run),
         **{k: run[k] for k in ("origin", "appliance", "received_at") if k in run},
     }

@@ -5,7 +5,7 @@ import functools
 
 from ..errors import SsdbenchError
 from ..suites import locked
-from . import store, validity
+from . import store, testbed, validity
 
 
 def shipped_suite(run):
@@ -52,8 +52,9 @@ def incomparable(run):
     return out
 
 
-def run_warnings(run):
-    """Why a result should not be set against others, in words for the report."""
+def run_warnings(run, suspects=None):
+    """Why a result should not be set against others, in words for the report. `suspects`: validity.suspects(run)
+    when the caller has it already."""
     out = []
     if run["state"] in ("failed", "cancelled", "interrupted"):
         out.append(f"the run is {run['state']}: only its completed steps have results")
@@ -67,7 +68,8 @@ def run_warnings(run):
             f"{', '.join(adapted)}, the block sizes and trace IOs that are not whole logical blocks ran rounded up to "
             "them (each step says how)"
         )
-    for step, reasons in zip(run["steps"], validity.suspects(run)):
+    out += testbed.flags(run)
+    for step, reasons in zip(run["steps"], validity.suspects(run) if suspects is None else suspects):
         if reasons:
             out.append(f"step {step['key']} is suspect: {'; '.join(reasons)}")
     return out

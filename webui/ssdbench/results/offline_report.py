@@ -8,7 +8,7 @@ import os
 
 from ..errors import SsdbenchError
 from ..human import when
-from . import card, ranking, report_html, summary
+from . import card, ranking, report_html, summary, testbed
 
 STATIC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "static")
 ASSETS = {"css": ("vendor/uPlot.min.css", "style.css"), "js": ("vendor/uPlot.iife.min.js", "export.js", "report.js")}
@@ -71,6 +71,7 @@ def render(doc):
         ("Device", f"{drive.get('path')} ({drive.get('transport')}, {drive.get('capacity_bytes')} bytes)"),
         ("Suite", f"{doc['suite']}, sha256 {doc['suite_hash']}" + ("" if doc["standard"] else " (non-standard)")),
         ("Workload", f"sha256 {summary.workload(doc)}"),
+        ("Testbed", testbed.summary(testbed.of(doc, []))),
         ("Times (UTC)", f"started {when(doc['started_at'])}, ended {when(doc['finished_at'])}"),
         ("Origin", doc["origin"]),
     ]
@@ -103,10 +104,11 @@ def render_compare(docs, sets=None):
     heading = (
         f"Compare: {first.get('model') or first.get('path')} against {others} other run{'s' if others > 1 else ''}"
     )
+    cards, set_cards = _cards(docs, sets)
     body = f"""<h1>{html.escape(heading)}</h1>
-{report_html.compare_runs(docs)}
+{report_html.compare_runs(cards)}
 <section id="ranked" class="ranked">
-{report_html.bar_charts(ranking.charts(*_cards(docs, sets)), summary.fineprint(docs))}
+{report_html.bar_charts(ranking.charts(cards, set_cards), summary.fineprint(docs))}
 </section>
 <div id="compare"><p class="note">Drawing the overlaid charts (needs JavaScript)…</p></div>
 <p class="note">Every figure comes from the bundles' result.json, which names fio's field for each.</p>"""

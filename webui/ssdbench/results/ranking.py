@@ -1,11 +1,12 @@
 """Compare as a review publishes it: one horizontal bar chart per review figure (results/headline.py), the runs
-ranked best to worst, the current run (the first asked for) marked, and the runs whose workload differs from
-its set apart below the ranking. A run of a repeat set carries its set's spread of that figure.
+ranked best to worst, the current run (the first asked for) marked, and the runs whose workload or testbed
+(results/testbed.py's rule) differs from its set apart below the ranking, each saying how. A run of a repeat set
+carries its set's spread of that figure.
 
 Plain functions over run cards (results/card.py): the web UI, the offline compare and a lab server rank the
 same way."""
 
-from . import headline, repeatability, summary
+from . import headline, repeatability, summary, testbed
 
 
 def label(run):
@@ -17,12 +18,13 @@ def charts(runs, sets=None):
     """One chart per review figure any run has, in headline.REVIEW's order: {id, label, unit, better, bars,
     scale}. runs (cards) [0] is the current run. `sets`, beside `runs`, holds for each run the done runs of its
     repeat set (cards), whose spread of the figure (n, mean, stdev, min, max) its bar carries, or None. Each bar:
-    run, label, step, value, current, apart (its workload differs from the current run's), spread."""
+    run, label, step, value, current, apart (its workload or testbed differs from the current run's), why (how,
+    in words; empty when it is not apart), testbed (its CPU, controller and link), spread."""
     sets = sets or [None] * len(runs)
-    own = summary.workload(runs[0])
+    why = [set_apart(runs[0], run) for run in runs]
     found = {}
-    for run, held in zip(runs, sets):
-        apart = summary.workload(run) != own
+    for run, held, reasons in zip(runs, sets, why):
+        apart = bool(reasons)
         for fig in run["review"]:
             chart = found.setdefault(fig["id"], {k: fig[k] for k in ("id", "label", "unit", "better", "test", "name")})
             chart.setdefault("bars", []).append(
@@ -34,6 +36,8 @@ def charts(runs, sets=None):
                     "source": fig["source"],
                     "current": run is runs[0],
                     "apart": apart,
+                    "why": reasons,
+                    "testbed": testbed.summary(run.get("testbed")),
                     "spread": _spread(held, fig["id"]),
                 }
             )
@@ -42,6 +46,14 @@ def charts(runs, sets=None):
         chart["bars"] = ranked(chart["bars"], chart["better"])
         chart["scale"] = max([0.0] + [max(b["value"], (b["spread"] or {}).get("max", 0)) for b in chart["bars"]])
     return out
+
+
+def set_apart(current, run):
+    """Why `run` (a card) is not ranked with `current`: its workload differs, or its testbed differs in a part of
+    results/testbed's rule. None of either: an empty list."""
+    out = [] if summary.workload(run) == summary.workload(current) else ["another workload"]
+    theirs = (current.get("testbed") or {}).get("classes") or {}
+    return out + [f"testbed {d}" for d in testbed.differences(theirs, run.get("testbed"), f"run {current['id']}'s")]
 
 
 def ranked(bars, better):

@@ -5,6 +5,7 @@ extras. Every value from a run (a drive's model, a step's source) is escaped."""
 from html import escape
 
 from ..human import figure, size
+from . import testbed
 
 
 def _e(value):
@@ -93,11 +94,13 @@ def bar_chart(c, fineprint):
         y = TOP + i * ROW_H + (APART_GAP if b["apart"] else 0)
         if b["apart"] and i == rows - apart_at:
             out.append(
-                f'<text x="4" y="{y - 6}" fill="#8a1c1c" font-style="italic">Other workload hash: not ranked with '
-                "the runs above</text>"
+                f'<text x="4" y="{y - 6}" fill="#8a1c1c" font-style="italic">Another workload or testbed: not ranked '
+                "with the runs above</text>"
             )
         spread = b["spread"]
-        hover = f"{b['label']}: {b['value']} {c['unit']} ({b['source']})"
+        hover = f"{b['label']}: {b['value']} {c['unit']} ({b['source']})\ntestbed: {b['testbed']}"
+        if b["why"]:
+            hover += "\nset apart: " + "; ".join(b["why"])
         if spread:
             hover += f"; repeat set of {spread['n']}: min {spread['min']}, max {spread['max']}, stdev {spread['stdev']}"
         classes = "bar" + (" current" if b["current"] else "") + (" apart" if b["apart"] else "")
@@ -118,7 +121,9 @@ def bar_chart(c, fineprint):
                 f'M{x1:.1f} {y + 6}V{y + 18}" stroke="#000" stroke-width="1.5" fill="none"/>'
             )
             end = max(end, x(spread["max"]))
-        note = (f" (min–max of {spread['n']})" if spread else "") + (" · other workload" if b["apart"] else "")
+        # each reason by its name alone ("another workload", "testbed link"); the hover holds them whole
+        apart = ", ".join(dict.fromkeys(w.split(":")[0] for w in b["why"]))
+        note = (f" (min–max of {spread['n']})" if spread else "") + (f" · {apart}" if apart else "")
         out.append(
             f'<text x="{LABEL_W + end + 6:.1f}" y="{y + 16}" class="value">'
             f"{_e(figure(b['value']))}{_e(note)}</text></g>"
@@ -135,19 +140,28 @@ def bar_charts(charts, fineprint):
 
 
 def compare_runs(runs, run_url=None):
-    """The runs of a compare, the current one first, each with its warnings."""
+    """The runs of a compare (cards), the current one first, each with its testbed, how that differs from the
+    current run's (results/testbed.py's rule), and its warnings."""
     out = ['<ul class="runs">']
+    reference = (runs[0].get("testbed") or {}).get("classes") or {}
     current = ' class="current"'
     for i, r in enumerate(runs):
         name = f"Run {r['id']}"
         head = f'<a href="{_e(run_url(r["id"]))}">{name}</a>' if run_url else name
         d = r["drive"]
         origin = f", {_e(r['origin'])}" if r.get("origin") and r["origin"] != "local" else ""
+        differs = testbed.differences(reference, r.get("testbed"), f"run {runs[0]['id']}'s")
         warnings = "".join(f"<li>{_e(w)}</li>" for w in r.get("warnings") or [])
         out.append(
             f"<li{current if i == 0 else ''}>{head}{' (current)' if i == 0 else ''}: "
             f"{_e(d.get('model') or d.get('path'))} (serial {_e(d.get('serial') or 'not reported')}), "
             f"{_e(r['suite'])} <code>{_e(r['suite_hash'][:12])}</code>, {_e(r['state'])}{origin}"
+            f'<div class="testbed">Testbed: {_e(testbed.summary(r.get("testbed")))}</div>'
+            + (
+                f'<p class="testbed-differs">Another testbed, set apart: {_e("; ".join(differs))}</p>'
+                if differs
+                else ""
+            )
             + (f'<ul class="warnings">{warnings}</ul>' if warnings else "")
             + "</li>"
         )

@@ -2,20 +2,24 @@
 
 Each control ends up in the environment as applied (with the value set) or as
 unavailable (with the reason): nothing is skipped silently. Controls that must be
-held for the run's length (cpu_dma_latency) stay held until release().
+held for the run's length (cpu_dma_latency) stay held until release(). What the
+run changes of the testbed (the ASPM policy, the drive's write cache, its
+interrupts' CPUs) records the state it found, and restore() puts that back.
 """
 
 import glob
 import os
+import re
 import struct
 import time
 
-from ..drives import health
+from ..drives import health, tool_output
 from ..errors import SsdbenchError
 from ..system import sysfs, tools
 
 COOL_DOWN_MAX_WAIT_S = 300
 COOL_DOWN_MARGIN_C = 3.0
+ASPM_POLICY = "/sys/module/pcie_aspm/parameters/policy"
 
 
 def _applied(value):
@@ -35,6 +39,36 @@ def _set_sysfs(path, value, what):
     except OSError as exc:
         return _unavailable(f"{what}: writing {value!r} to {path} failed: {exc.strerror}")
     return _applied(sysfs.read(path))
+
+
+def _selected(text):
+    """The value a sysfs choice file holds: the word in brackets of "[default] performance", else the text."""
+    found = re.search(r"\[([^\]]+)\]", text or "")
+    return found.group(1) if found else text
+
+
+def _set_choice(path, value, what):
+    """_set_sysfs for a file that shows its choices ("[none] mq-deadline"): the record holds the one chosen."""
+    result = _set_sysfs(path, value, what)
+    return {**result, "value": _selected(result["value"])} if result["state"] == "applied" else result
+
+
+def _cache_commands(drive):
+    """How to read and set the drive's own volatile write cache: (argv that reads it, its parser, a function
+    from on or off to the argv that sets it), or why there is no way."""
+    transport, path = drive["transport"], drive["path"]
+    if transport == "nvme":
+        if not drive.get("volatile_write_cache"):
+            return "the controller has none (VWC bit 0 is 0): a write it acknowledges is already safe"
+        ctrl = drive.get("controller", path)
+        return (
+            ["nvme", "get-feature", ctrl, "-f", "6"],
+            lambda text: tool_output.nvme_feature_value(text) & 1 == 1,
+            lambda on: ["nvme", "set-feature", ctrl, "-f", "6", "-v", str(int(on))],
+        )
+    if transport == "sata":
+        return (["hdparm", "-W", path], tool_output.hdparm_write_cache, lambda on: ["hdparm", f"-W{int(on)}", path])
+    return f"a {transport} device has no drive cache of its own that ssdbench can reach"
 
 
 def governor():
@@ -70,6 +104,9 @@ class Quiet:
         self.drive = drive
         self.dma_fd = None
         self.cpus = None
+        self.cpulist = None
+        # (control, a function that puts back the state the run found and says what it became), in the order set
+        self.undo = []
 
     def apply(self):
         name = os.path.basename(os.path.realpath(self.drive["path"]))
@@ -83,7 +120,102 @@ class Quiet:
             "cpu_affinity": self.numa_cpus(name),
             "swap": swap(),
             "background": background(),
+            "aspm": self.switch("aspm", ASPM_POLICY, "performance", "PCIe ASPM policy"),
+            "write_cache": self.drive_cache(),
+            "kernel_write_cache": self.switch(
+                "kernel_write_cache", f"{queue}/write_cache", "write back", "the kernel's write cache setting"
+            ),
+            "irq_affinity": self.irq_affinity(),
         }
+
+    def switch(self, control, path, value, what):
+        """Set a sysfs control to `value` for the run, and put back what it held after (restore): the record
+        says the state found (`before`) and the state tested."""
+        before = _selected(sysfs.read(path))
+        if before is None:
+            return _unavailable(f"{what}: {path} does not exist on this kernel/device")
+        if before == value:
+            return {**_applied(value), "before": before}
+        result = _set_choice(path, value, what)
+        if result["state"] == "applied":
+            self.undo.append((control, lambda: _set_choice(path, before, what)))
+        return {**result, "before": before}
+
+    def drive_cache(self):
+        """The drive's volatile write cache on for the run, as drives ship and as a user's system runs them; one
+        found off is turned on, and off again after (restore)."""
+        found = _cache_commands(self.drive)
+        if isinstance(found, str):
+            return _unavailable(f"the drive's write cache: {found}")
+        read_argv, parse, set_argv = found
+
+        def read():
+            return "on" if parse(tools.run(read_argv, timeout=30)) else "off"
+
+        def turn(state):
+            tools.run(set_argv(state == "on"), timeout=30)
+            now = read()
+            return (
+                _applied(now) if now == state else _unavailable(f"the drive's write cache: set {state}, it reads {now}")
+            )
+
+        try:
+            before = read()
+            result = _applied("on") if before == "on" else turn("on")
+        except SsdbenchError as exc:
+            return _unavailable(f"the drive's write cache: {exc}")
+        if before != "on":
+            self.undo.append(("write_cache", lambda: turn(before)))
+        return {**result, "before": before}
+
+    def irq_affinity(self):
+        """The drive's interrupts on the CPUs fio is pinned to (the DUT's NUMA node): an IO completed on another
+        node's CPU crosses between the nodes. The kernel refuses a change to interrupts it manages itself (NVMe's
+        queues, each already on the CPUs that submit to it); those, and any it refuses, stay as found. The record
+        holds each interrupt's CPUs as found (`before`) and as tested."""
+        host = self.drive.get("host_controller")
+        if not host:
+            return _unavailable("IRQ affinity: the drive has no PCI function, so no interrupt of its own")
+        found = {str(n): sysfs.read(f"/proc/irq/{n}/smp_affinity_list") for n in host["irqs"]}
+        if not found:
+            return _unavailable(f"IRQ affinity: {host['pci']} lists no interrupt")
+        if self.cpus is None:
+            why = "the drive reports no NUMA node to pin them to (nor fio): left as found"
+            return {**_unavailable(f"IRQ affinity: {why}"), "before": found, "tested": found}
+        tested, refused, changed = dict(found), [], {}
+        for irq, before in found.items():
+            if before is not None and parse_cpulist(before) <= self.cpus:
+                continue  # already on the node
+            result = _set_sysfs(f"/proc/irq/{irq}/smp_affinity_list", self.cpulist, f"IRQ {irq}")
+            if result["state"] != "applied":
+                refused.append(result["reason"])
+                continue
+            tested[irq], changed[irq] = result["value"], before
+        if changed:
+            self.undo.append(("irq_affinity", lambda: self.put_irqs_back(changed)))
+        record = {"before": found, "tested": tested}
+        if refused:
+            return {**_unavailable(f"IRQ affinity: {'; '.join(refused)}"), **record}
+        return {**_applied(f"on node CPUs {self.cpulist}"), **record}
+
+    def put_irqs_back(self, changed):
+        back = {
+            irq: _set_sysfs(f"/proc/irq/{irq}/smp_affinity_list", cpus, f"IRQ {irq}") for irq, cpus in changed.items()
+        }
+        failed = [r["reason"] for r in back.values() if r["state"] != "applied"]
+        return _unavailable("; ".join(failed)) if failed else _applied({irq: r["value"] for irq, r in back.items()})
+
+    def restore(self):
+        """Put back every state the run changed, the last set first. Returns what each control became: none when
+        the run changed nothing. Called once the steps end, and again (finding nothing left) by release()."""
+        out = {}
+        while self.undo:
+            control, put_back = self.undo.pop()
+            try:
+                out[control] = put_back()
+            except (SsdbenchError, OSError) as exc:
+                out[control] = _unavailable(f"putting it back failed: {exc}")
+        return out
 
     def hold_dma_latency(self):
         # The kernel honours the request only while the file stays open.
@@ -128,13 +260,14 @@ class Quiet:
         cpulist = sysfs.read(f"/sys/devices/system/node/node{node}/cpulist")
         if not cpulist:
             return _unavailable(f"NUMA node {node} lists no CPUs: fio may use every CPU")
-        self.cpus = parse_cpulist(cpulist)
+        self.cpus, self.cpulist = parse_cpulist(cpulist), cpulist
         return _applied(f"node {node}: CPUs {cpulist}")
 
     def release(self):
         if self.dma_fd is not None:
             os.close(self.dma_fd)
             self.dma_fd = None
+        return self.restore()
 
 
 def parse_cpulist(text):

@@ -292,7 +292,10 @@ class Run:
         key = step.spec.get("baseline") if step.kind == "sweep" else None
         return store.step_metric(self.db, self.run_id, key, "write.avg_mb_s") if key else None
 
-    def walk_steps(self):
+    def walk_steps(self, ending=None):
+        """The steps, the health snapshot after them, then `ending(before, after)` (the two snapshots; after is
+        None when the run failed) before the run is recorded as ended."""
+        before = after = None
         with TemperatureLog(self.data_dir, self.run_id, self.drive):
             state, error = self.each_step()
             if state != "failed":
@@ -300,6 +303,8 @@ class Run:
                 after = health.snapshot(self.drive)
                 after["host_bytes_written_during_run"] = health.written_between(before, after)
                 self.write_json("health-after.json", after)
+        if ending:
+            ending(before, after)
         if state == "done":
             self.progress(len(self.steps), 0.0)
         store.finish_run(self.db, self.run_id, state, error)
@@ -472,7 +477,16 @@ def run_under_lock(db, data_dir, lock, run_id, suite, drive, steps, signals, on_
         idle = (env["idle"]["temperature_c"], set_idle is not None)
         run = Run(db, data_dir, run_id, drive, suite, steps, signals, on_progress, controls.cpus, idle)
         run.write_json("environment.json", env)
-        return run.walk_steps()
+
+        def ending(before, after):
+            # What the run changed is put back before it is recorded as ended, and the record says how: the
+            # environment holds both ends of the run, with how the drive's counters of time spent hot moved.
+            env["restored"] = controls.restore()
+            env["thermal"] = health.thermal_between(before, after)
+            store.set_environment(db, run_id, env)
+            run.write_json("environment.json", env)
+
+        return run.walk_steps(ending)
     finally:
         controls.release()
         store.release_reserve(data_dir)

@@ -210,4 +210,4 @@ def compare():
     except LookupError as exc:
         return error(str(exc), 404)
     warning = data.comparability(runs)
-    return jsonify(comparable=warning is None, warning=warning, runs=runs)
+    return jsonify(comparable=warning is None, warning=warning, runs=runs, testbeds=data.testbeds(runs))

@@ -148,6 +148,13 @@ def comparability(runs):
     return f"not comparable: these runs used {'; '.join(differ)}" if differ else None
 
 
+def testbeds(runs):
+    """Each run's testbed (results/testbed.py) and why compare sets it apart from the first run (its workload,
+    or a part of its testbed), for GET /api/compare: the runs are run documents."""
+    cards = [card.of(r) for r in runs]
+    return [{"run": c["id"], **c["testbed"], "apart": ranking.set_apart(cards[0], c)} for c in cards]
+
+
 def start_run(db, body, config, trace=None):
     """Queue a run from a request body: (JSON document, HTTP status). Shared by the API and the Start forms:
     a locked suite (the body's suite), or the suite that plays an imported `trace`."""

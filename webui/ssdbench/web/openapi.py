@@ -90,7 +90,17 @@ DRIVE = _object(
         "logical_block_size": {"type": "integer"},
         "physical_block_size": {"type": "integer"},
         "rotational": {"type": "boolean"},
-        "link": _record("the link it sits on (PCIe speed and width, or SATA generation), as found", nullable=True),
+        "link": _record(
+            "the link it sits on (PCIe speed and width and their maxima, or SATA speed, the drive's maximum and its "
+            "port's), as found",
+            nullable=True,
+        ),
+        "host_controller": _record(
+            "the PCI function it is reached through (address, vendor:device id, class, driver, mode, interrupts, "
+            "NUMA node, IOMMU domain type); null: none (a loop device)",
+            nullable=True,
+        ),
+        "volatile_write_cache": {"type": "boolean", "description": "NVMe: the controller has a volatile write cache"},
         "trim_supported": {"type": "boolean"},
         "erase": _record("the erase methods it supports (NVMe Format and Sanitize, ATA security), as found"),
         "temperature_source": {
@@ -117,7 +127,7 @@ DRIVE = _object(
         },
     },
     ["path", "name", "transport", "model", "serial", "firmware", "identity_source", "capacity_bytes"]
-    + ["logical_block_size", "physical_block_size", "rotational", "link", "trim_supported", "erase"]
+    + ["logical_block_size", "physical_block_size", "rotational", "link", "host_controller", "trim_supported", "erase"]
     + ["temperature_source", "partitions", "mounts", "signatures", "confirm_id", "development_target", "notes"]
     + ["eligible", "needs_wipe_confirmation", "reason", "temperature_c", "estimates"],
 )
@@ -260,6 +270,27 @@ RUN = _object(
         "series": {"type": "array", "items": SERIES},
     },
     [*RUN_FIELDS, "drive", "request", "environment", "warnings", "repeat", "steps", "series"],
+)
+# A run's testbed in a compare (results/testbed.py), beside the runs in their order.
+TESTBED = _object(
+    {
+        "run": {"type": "integer"},
+        "cpu": {"type": "string"},
+        "controller": {"type": "string", "description": "the PCI function the drive is reached through"},
+        "link": {"type": "string"},
+        "purge": {"type": "string", "description": "the methods its purges used"},
+        "fio": {"type": "string"},
+        "classes": _record(
+            "its class in each part of the rule that decides whether two testbeds compare (docs/methodology.md, "
+            "The summary, compare and the bench): link, controller, purge, fio, flagged"
+        ),
+        "apart": {
+            **STRINGS,
+            "description": "why compare sets it apart from the first run (another workload, or a part of its "
+            "testbed); empty: ranked with it",
+        },
+    },
+    ["run", "cpu", "controller", "link", "purge", "fio", "classes", "apart"],
 )
 # A lab's runs are its appliances' (lab/index): the same, and where each came from.
 LAB_RUN_SUMMARY = _object(
@@ -826,14 +857,16 @@ DOCUMENT = {
                 f"2 to {MAX_COMPARE} runs side by side",
                 {
                     "200": _json(
-                        "the runs, and whether they are comparable (one suite hash)",
+                        "the runs, whether they are comparable (one suite hash, workload hash and fio version), "
+                        "and each run's testbed",
                         _object(
                             {
                                 "comparable": {"type": "boolean"},
                                 "warning": NULLABLE_STRING,
                                 "runs": {"type": "array", "items": _ref("Run")},
+                                "testbeds": {"type": "array", "items": TESTBED},
                             },
-                            ["comparable", "warning", "runs"],
+                            ["comparable", "warning", "runs", "testbeds"],
                         ),
                     ),
                     "404": NO_RUN,

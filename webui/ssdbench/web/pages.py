@@ -21,7 +21,7 @@ from markupsafe import Markup
 
 from ..errors import SsdbenchError
 from ..human import clock, figure, when
-from ..results import repeatability, report_html, store, summary
+from ..results import repeatability, report_html, store, summary, testbed
 from ..run.repeat import MAX_TIMES
 from ..suites import user_traces
 from . import data
@@ -163,6 +163,7 @@ def run(run_id):
         "run.html",
         run=doc,
         summary_html=Markup(report_html.summary(summary.of(doc))),
+        testbed=testbed.summary(testbed.of(doc, [])),
         files=files,
         sticks=sticks,
         live=doc["state"] in store.ACTIVE,

@@ -91,7 +91,9 @@ def test_a_run_opens_on_its_summary_and_folds_to_under_three_screens(site):
     box = page.locator("#summary").bounding_box()
     assert box["y"] + box["height"] <= SCREEN["height"]  # the whole summary in the first screen
     assert page.locator("#summary table.headline tbody tr").count() == 8
-    assert page.locator("#summary").inner_text().count("is better") == 8
+    # smoke's consistency on a busy loop device may not reach steady state: then its row says so, with no value
+    summary = page.locator("#summary").inner_text()
+    assert summary.count("is better") + summary.count("not reached") == 8
     folded = height(page)
     assert folded < 3 * SCREEN["height"], folded
     os.makedirs(SCREENSHOTS, exist_ok=True)
@@ -156,9 +158,12 @@ def test_every_chart_saves_as_a_valid_png_and_svg(site):
 
 def test_compare_ranks_the_bars_and_marks_the_current_run_and_the_other_workload(site):
     page, base, errors = site
+    page.goto(f"{base}/runs/1")
+    steady = "not reached" not in page.locator("#summary").inner_text()
     page.goto(f"{base}/compare?runs=3,2,4,1")
     charts = page.locator("figure.bars")
-    assert charts.count() == 8  # smoke's eight review figures; the engine runs share three of them
+    # smoke's eight review figures (its steady state only where reached); the engine runs share three of them
+    assert charts.count() == 7 + steady
     for i in range(charts.count()):
         chart = charts.nth(i)
         caption = chart.locator("figcaption").inner_text()

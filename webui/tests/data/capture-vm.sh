@@ -155,6 +155,22 @@ sysfs_dump() {
     for h in /sys/class/hwmon/hwmon*; do link $h; show $h/name; done
     for h in /sys/class/scsi_host/host*; do show $h/link_power_management_policy; done
 }
+testbed_dump() {  # what the run records of the testbed: the PCI devices above the drives, their
+                  # interrupts and where those go, the kernel's view of each write cache, ASPM
+    show /proc/cmdline
+    show /sys/module/pcie_aspm/parameters/policy
+    for d in nvme0n1 sda sdb; do link /sys/class/block/$d; show /sys/class/block/$d/queue/write_cache; done
+    for s in /sys/class/scsi_disk/*; do show $s/cache_type; done
+    for p in /sys/bus/pci/devices/*; do
+        link $p
+        for f in class vendor device irq numa_node local_cpulist; do show $p/$f; done
+        link $p/driver
+        link $p/iommu_group
+        if [ -d $p/msi_irqs ]; then echo "$p/msi_irqs=$(ls $p/msi_irqs | sort -n | tr '\n' ' ')"
+        else echo "$p/msi_irqs=<missing>"; fi
+    done
+    for i in /proc/irq/[0-9]*; do show $i/smp_affinity_list; done
+}
 
 echo "SSDB: uptime before capture: $(cat /proc/uptime)"
 cap nvme-list.json           nvme list -o json
@@ -197,6 +213,17 @@ udevadm trigger --action=add --type=devices
 udevadm settle --timeout=120 || echo "SSDB: udevadm settle timed out"
 cap lsblk.json               lsblk -J -b -o NAME,KNAME,PATH,TYPE,SIZE,MODEL,SERIAL,REV,TRAN,LOG-SEC,PHY-SEC,ROTA,DISC-MAX,MOUNTPOINTS,FSTYPE,PTTYPE,HOTPLUG,RM,PKNAME,SUBSYSTEMS
 cap sysfs-vm.txt             sysfs_dump
+# The testbed: each drive's volatile write cache as nvme-cli (feature 6) and hdparm show it, as QEMU
+# starts it (on), then turned off and shown again, then back on; and the sysfs the run reads of it.
+cap nvme-get-feature-vwc.txt nvme get-feature /dev/nvme0 -f 6
+cap_merged nvme-set-feature-vwc-off.txt nvme set-feature /dev/nvme0 -f 6 -v 0
+cap nvme-get-feature-vwc-off.txt nvme get-feature /dev/nvme0 -f 6
+nvme set-feature /dev/nvme0 -f 6 -v 1 > /dev/null 2>&1 || echo "SSDB: nvme set-feature -f 6 -v 1 failed"
+cap hdparm-W-sata.txt        hdparm -W /dev/sda
+cap_merged hdparm-W0-sata.txt hdparm -W0 /dev/sda
+cap hdparm-W-sata-off.txt    hdparm -W /dev/sda
+hdparm -W1 /dev/sda > /dev/null 2>&1 || echo "SSDB: hdparm -W1 failed"
+cap sysfs-testbed.txt        testbed_dump
 # The NVMe counters again after the host wrote 64 MiB, so that they are
 # not 0.  Last, so that every output above shows a disk never written to.
 dd if=/dev/zero of=/dev/nvme0n1 bs=1M count=64 conv=fsync 2> /dev/null \

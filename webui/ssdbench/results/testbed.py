@@ -1,0 +1,188 @@
+"""A run's testbed, read from its stored document alone: what it was (CPU, host controller, link, purge, fio),
+what in it is flagged (a link below the drive's maximum, thermal throttling, a purge weaker than the suite asks, a
+fio outside the validated range), and the one rule that says whether two runs' testbeds compare
+(docs/methodology.md, "The summary, compare and the bench"): the same class in each of five parts, a part that a
+run did not record setting nothing apart.
+"""
+
+import re
+
+from ..drives import purge
+
+# The fio versions the suites are validated with: Mixed Burst's clock is the `wait` of fio's version 2 iolog,
+# whose meaning run/burst.py takes from fio 3.33's and 3.41's iolog.c.
+FIO_VALIDATED = ((3, 33), (3, 41))
+VALIDATED = "3.33 to 3.41"
+NOT_RECORDED = "not recorded"
+# Each part of the rule, as the pages name it, and its class in a testbed that is all the suite asks: the bench's
+# reference.
+PARTS = {"link": "link", "controller": "host controller", "purge": "purge", "fio": "fio", "flagged": "flags"}
+REFERENCE = {
+    "link": "at the drive's maximum",
+    "controller": "the drive's own",
+    "purge": "an erase",
+    "fio": VALIDATED,
+    "flagged": "none",
+}
+# The driver and mode a drive's own controller runs in, by transport: anything else (a RAID mode, an Intel VMD
+# domain, a USB bridge) puts its own logic between the drive and the host.
+OWN = {"nvme": ("nvme", "NVMe"), "sata": ("ahci", "AHCI")}
+
+
+def _number(text):
+    found = re.match(r"\s*(\d+(?:\.\d+)?)", str(text or ""))
+    return float(found.group(1)) if found else None
+
+
+def link(drive):
+    """(what the link is, its class, the flag when it runs below the drive's maximum). The link is as the drive
+    was found, before the run: PCIe's current speed and width against the most the drive's function can do (its
+    max_link_speed and max_link_width); SATA's negotiated speed against the most the drive can (its IDENTIFY, by
+    smartctl), with the most its port can beside it."""
+    found = drive.get("link")
+    if not isinstance(found, dict) or _number(found.get("speed")) is None:
+        return "none known", NOT_RECORDED, None
+    speed = _number(found["speed"])
+    if found.get("kind") == "pcie":
+        width = _number(str(found.get("width") or "").lstrip("x"))
+        now = f"PCIe {speed:g} GT/s x{width:g}" if width else f"PCIe {speed:g} GT/s"
+        top_speed, top_width = _number(found.get("max_speed")), _number(found.get("max_width"))
+        if top_speed is None or top_width is None or width is None:
+            return now, NOT_RECORDED, None
+        most = f"{top_speed:g} GT/s x{top_width:g}"
+        below = speed < top_speed or width < top_width
+        where = ""
+    else:
+        now = f"SATA {speed:g} Gb/s"
+        top_speed = _number(found.get("max"))
+        if top_speed is None:
+            return now, NOT_RECORDED, None
+        most = f"{top_speed:g} Gb/s"
+        below = speed < top_speed
+        port = _number(found.get("port_max"))
+        where = f"; its port can {port:g} Gb/s" if port is not None else ""
+    if not below:
+        return f"{now} (the drive's maximum)", REFERENCE["link"], None
+    flag = (
+        f"the drive's link runs below its maximum: {now}, where the drive can {most}{where}: every figure the link "
+        "bounds (sequential MB/s, high queue depth IOPS) is the link's, not the drive's"
+    )
+    return f"{now} (the drive can {most})", f"below the drive's maximum: {now}", flag
+
+
+def controller(drive):
+    """(what the host controller is, its class): the PCI function the drive is reached through."""
+    if "host_controller" not in drive:
+        return NOT_RECORDED, NOT_RECORDED
+    host = drive["host_controller"]
+    if not host:
+        return "none (no PCI function: a loop device)", "none"
+    shown = f"{host['driver'] or 'no driver'} {host['id']} ({host['mode']}) at {host['pci']}"
+    if (host["driver"], host["mode"]) == OWN.get(drive.get("transport")):
+        return shown, REFERENCE["controller"]
+    return shown, f"{host['driver'] or 'no driver'} ({host['mode']})"
+
+
+def purge_used(run):
+    """(what the purges used, its class, the flag when a purge was weaker than the erase the suite asks)."""
+    used = [
+        (step["key"], step["detail"]["method"], step["detail"].get("attempts") or [])
+        for step in run["steps"]
+        if step["kind"] == "purge" and step["state"] == "done" and isinstance(step.get("detail"), dict)
+        if step["detail"].get("method")
+    ]
+    if not used:
+        return "none done", NOT_RECORDED, None
+    weak = [(key, method, tried) for key, method, tried in used if method not in purge.ERASES]
+    methods = ", ".join(dict.fromkeys(method for _, method, _ in used))
+    if not weak:
+        return methods, REFERENCE["purge"], None
+    key, method, tried = weak[0]
+    why = "; ".join(f"{a['method']}: {a['reason']}" for a in tried if a.get("reason"))
+    flag = (
+        f"a purge weaker than the suite asks: step {key} used {method}, not an erase"
+        + (f" ({why})" if why else "")
+        + ": the drive was not returned to its fresh state, so what follows may measure what it held before"
+    )
+    return methods, method, flag
+
+
+def fio(run):
+    """(fio's version, its class, the flag when it is outside the validated range)."""
+    version = ((run.get("environment") or {}).get("tools") or {}).get("fio")
+    found = re.fullmatch(r"fio-(\d+)\.(\d+)\S*", str(version or ""))
+    if not found:
+        return version or NOT_RECORDED, NOT_RECORDED, None
+    low, high = FIO_VALIDATED
+    if low <= (int(found.group(1)), int(found.group(2))) <= high:
+        return version, VALIDATED, None
+    flag = (
+        f"{version} is outside the fio versions the suites are validated with ({VALIDATED}): Mixed Burst's clock "
+        "is fio's iolog `wait`, whose meaning is checked on those versions only"
+    )
+    return version, f"{version}: outside {VALIDATED}", flag
+
+
+def throttled(run):
+    """The flag when the drive's counters of time spent hot rose during the run (environment `thermal`)."""
+    thermal = (run.get("environment") or {}).get("thermal") or {}
+    rose = thermal.get("rose") or []
+    if not rose:
+        return None
+    moved = ", ".join(f"{name} {thermal['counters'][name][0]} to {thermal['counters'][name][1]}" for name in rose)
+    return (
+        f"the drive ran hot or throttled during the run ({moved}): its figures may be its thermal limit's, not its own"
+    )
+
+
+def flags(run):
+    """The testbed's flags, in words for the report's warnings: none when it is as the suite asks."""
+    found = [link(run["drive"])[2], purge_used(run)[2], fio(run)[2], throttled(run)]
+    return [f for f in found if f]
+
+
+def of(run, suspects):
+    """The testbed as a card carries it: what its CPU, host controller, link, purge and fio were, and its class in
+    each part of the rule. `suspects`: validity.suspects(run), which decides its flags' class with its throttling."""
+    env = run.get("environment") or {}
+    drive = run["drive"]
+    shown_link, link_class, _ = link(drive)
+    shown_controller, controller_class = controller(drive)
+    shown_purge, purge_class, _ = purge_used(run)
+    version, fio_class, _ = fio(run)
+    flagged = any(suspects) or throttled(run) is not None
+    return {
+        "cpu": (env.get("cpu") or {}).get("model") or NOT_RECORDED,
+        "controller": shown_controller,
+        "link": shown_link,
+        "purge": shown_purge,
+        "fio": version,
+        "classes": {
+            "link": link_class,
+            "controller": controller_class,
+            "purge": purge_class,
+            "fio": fio_class,
+            "flagged": "some: a suspect step or thermal throttling" if flagged else REFERENCE["flagged"],
+        },
+    }
+
+
+def differences(reference, testbed, whose="the current run's"):
+    """The parts in which a testbed's class (testbed["classes"]) differs from `reference` (classes), in words:
+    none when the two compare. A part either did not record sets nothing apart."""
+    classes = (testbed or {}).get("classes") or {}
+    out = []
+    for part, name in PARTS.items():
+        theirs, ours = classes.get(part, NOT_RECORDED), reference.get(part, NOT_RECORDED)
+        if NOT_RECORDED not in (theirs, ours) and theirs != ours:
+            out.append(f"{name}: {theirs} ({whose}: {ours})")
+    return out
+
+
+def summary(testbed):
+    """One line of a testbed for a page: its CPU, host controller and link."""
+    testbed = testbed or {}
+    return " · ".join(
+        f"{label} {testbed.get(key, NOT_RECORDED)}"
+        for label, key in (("CPU", "cpu"), ("controller", "controller"), ("link", "link"))
+    )

@@ -1,0 +1,327 @@
+"""The testbed (issue 25, items 5 and 6): what a run sets, records and restores of it (the drive's write cache,
+ASPM, IRQ affinity, the IOMMU, the CPU's clock, the host controller), what it flags (a link below the drive's
+maximum, thermal throttling, a purge weaker than the suite asks, a fio outside the validated range), and the one
+rule by which compare, the ranked bars and the bench set apart or mark runs of another testbed. On this host's
+real sysfs and procfs, real loop devices, outputs captured from the real tools (tests/data), and runs the real
+engine made."""
+
+import copy
+import json
+import os
+import re
+
+import pytest
+from conftest import ENGINE_SUITE, data, needs_root, ssdbench
+from test_review import runs_of
+
+from ssdbench.drives import discovery, health, tool_output
+from ssdbench.results import bench, card, document, ranking, report_html, store, testbed
+from ssdbench.run import environment, quiet
+
+
+def test_the_drives_write_cache_as_nvme_cli_and_hdparm_print_it():
+    assert tool_output.nvme_feature_value(data("nvme-get-feature-vwc.txt")) == 1
+    # nvme-cli prints a value of 0 without its 0x
+    assert tool_output.nvme_feature_value(data("nvme-get-feature-vwc-off.txt")) == 0
+    assert tool_output.hdparm_write_cache(data("hdparm-W-sata.txt")) is True
+    assert tool_output.hdparm_write_cache(data("hdparm-W0-sata.txt")) is False
+    assert tool_output.hdparm_write_cache(data("hdparm-W-sata-off.txt")) is False
+    assert tool_output.nvme_id_ctrl(data("nvme-id-ctrl.json"))["volatile_write_cache"] is True  # QEMU's vwc=7
+    with pytest.raises(Exception, match="no current value"):
+        tool_output.nvme_feature_value(data("nvme-get-feature-apst.txt"))
+
+
+def snapshot(name, parse):
+    return health.from_log("captured", parse(data(name)))
+
+
+def test_the_counters_of_time_spent_hot_are_compared_before_and_after():
+    before = snapshot("nvme-smart-log.json", tool_output.nvme_smart_log)
+    after = snapshot("nvme-smart-log-64mib.json", tool_output.nvme_smart_log)
+    assert set(before["thermal"]) == set(tool_output.NVME_THERMAL)
+    moved = health.thermal_between(before, after)
+    assert moved["rose"] == [] and all(pair == [0, 0] for pair in moved["counters"].values())
+    run = {"environment": {"thermal": moved}}
+    assert testbed.throttled(run) is None
+    # QEMU never throttles: the rise is set here, on the captured log's counters, to see it flagged
+    hot = copy.deepcopy(after)
+    hot["thermal"]["thm_temp1_trans_count"] = 3
+    hot["thermal"]["thm_temp1_total_time"] = 42
+    moved = health.thermal_between(before, hot)
+    assert moved["rose"] == ["thm_temp1_trans_count", "thm_temp1_total_time"]
+    flag = testbed.throttled({"environment": {"thermal": moved}})
+    assert "thm_temp1_trans_count 0 to 3" in flag and "throttled" in flag
+    # smartctl's NVMe log names two of them; QEMU's SATA disk has no Device Statistics, so none
+    assert set(tool_output.smartctl(data("smartctl-nvme-x-64mib.json"))["thermal"]) == {
+        "warning_temp_time",
+        "critical_comp_time",
+    }
+    sata = snapshot("smartctl-sata-x.json", tool_output.smartctl)
+    assert "holds no counter" in health.thermal_between(sata, sata)["unavailable"]
+    assert "failed" in health.thermal_between(before, None)["unavailable"]
+
+
+def captured_sysfs(root):
+    """The sysfs of QEMU's NVMe and AHCI drives as sysfs-testbed.txt captured it, laid out under `root`: each block
+    device's link to its folder, and each PCI function's files, driver link and MSI interrupts in its own folder."""
+    lines = [line.split("=", 1) for line in data("sysfs-testbed.txt").splitlines() if "=" in line]
+    functions = {path: value for path, value in lines if re.fullmatch(r"/sys/bus/pci/devices/[^/]+", path)}
+
+    def real(path):  # a PCI function's file, in the function's own folder
+        device = "/".join(path.split("/")[:6])
+        return root / (functions[device] + path[len(device) :]).lstrip("/")
+
+    for path, value in lines:
+        if value == "<missing>" or path in functions:
+            continue
+        if path.startswith("/sys/class/block/") and path.count("/") == 4:
+            (root / value.lstrip("/")).mkdir(parents=True, exist_ok=True)
+            (root / path.lstrip("/")).parent.mkdir(parents=True, exist_ok=True)
+            (root / path.lstrip("/")).symlink_to(root / value.lstrip("/"))
+        elif path.startswith("/sys/bus/pci/devices/"):
+            target = real(path)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if path.endswith("/driver"):
+                (root / value.lstrip("/")).mkdir(parents=True, exist_ok=True)
+                target.symlink_to(root / value.lstrip("/"))
+            elif path.endswith("/msi_irqs"):
+                target.mkdir()
+                for irq in value.split():
+                    (target / irq).write_text("msi\n")
+            else:
+                target.write_text(value + "\n")
+
+
+def test_the_host_controller_of_qemus_nvme_and_ahci_drives(tmp_path, monkeypatch):
+    captured_sysfs(tmp_path)
+    monkeypatch.setattr(discovery, "SYS", str(tmp_path / "sys"))
+    nvme = discovery.host_controller("nvme0n1")
+    assert (nvme["pci"], nvme["id"], nvme["class"], nvme["driver"]) == ("0000:01:00.0", "1b36:0010", "0x010802", "nvme")
+    assert nvme["mode"] == "NVMe" and nvme["irqs"] == [25, 26, 27] and nvme["iommu"] is None
+    sata = discovery.host_controller("sda")
+    assert (sata["pci"], sata["id"], sata["driver"], sata["mode"], sata["irqs"]) == (
+        "0000:00:02.0",
+        "8086:2922",
+        "ahci",
+        "AHCI",
+        [28],
+    )
+    # both are the drive's own controller: the reference class of the rule
+    for transport, host in (("nvme", nvme), ("sata", sata)):
+        assert testbed.controller({"transport": transport, "host_controller": host})[1] == "the drive's own"
+    raid = {**sata, "class": "0x010400", "mode": "RAID"}
+    assert testbed.controller({"transport": "sata", "host_controller": raid})[1] == "ahci (RAID)"
+
+
+@needs_root()
+def test_the_host_controller_on_this_hosts_sysfs(loopdev):
+    dev, _ = loopdev("16M")
+    assert discovery.host_controller(os.path.basename(dev)) is None  # a loop device has no PCI function
+    disks = [n for n in os.listdir("/sys/block") if discovery.pci_functions(n)]
+    if not disks:
+        pytest.skip("this host has no disk behind a PCI function")
+    name = disks[0]
+    host = discovery.host_controller(name)
+    pci = discovery.pci_functions(name)[0]
+    assert host["pci"] == os.path.basename(pci) and os.path.realpath(f"/sys/block/{name}").startswith(pci)
+    assert host["class"] == open(f"{pci}/class").read().strip()
+    assert host["driver"] == os.path.basename(os.path.realpath(f"{pci}/driver"))
+    if os.path.isdir(f"{pci}/msi_irqs"):
+        assert host["irqs"] == sorted(int(n) for n in os.listdir(f"{pci}/msi_irqs"))
+
+
+def test_the_cpu_clock_turbo_and_iommu_are_recorded_as_this_host_has_them():
+    freq = environment.frequency()
+    listed = re.findall(r"^cpu MHz\s*:\s*([\d.]+)", open("/proc/cpuinfo").read(), re.M)
+    assert freq["mhz"] == [float(v) for v in listed] or freq["mhz"].startswith("unavailable")
+    if not os.path.exists("/sys/devices/system/cpu/cpu0/cpufreq"):
+        assert freq["max_mhz"].startswith("unavailable") and environment.turbo().startswith("unavailable")
+    cmdline = open("/proc/cmdline").read()
+    for drive in ({"host_controller": None}, {"host_controller": {"iommu": "identity"}}):
+        found = environment.iommu(drive, cmdline)
+        assert found["passthrough"] == ("iommu=pt" in cmdline.split())
+    assert environment.iommu({"host_controller": None}, cmdline)["drive_domain"].startswith("unavailable")
+    assert environment.iommu({"host_controller": {"iommu": "identity"}}, "quiet iommu=pt") == {
+        "kernel_line": "iommu=pt",
+        "passthrough": True,
+        "drive_domain": "identity",
+    }
+
+
+@needs_root()
+def test_the_kernels_write_cache_is_set_for_the_run_and_put_back(loopdev):
+    dev, _ = loopdev("16M")
+    wc = f"/sys/block/{os.path.basename(dev)}/queue/write_cache"
+    with open(wc, "w") as f:
+        f.write("write through")
+    controls = quiet.Quiet({"path": dev, "transport": "loop", "host_controller": None})
+    try:
+        applied = controls.apply()
+        assert applied["kernel_write_cache"] == {"state": "applied", "value": "write back", "before": "write through"}
+        assert open(wc).read().strip() == "write back"
+        assert "no drive cache of its own" in applied["write_cache"]["reason"]
+        assert "no PCI function" in applied["irq_affinity"]["reason"]
+        policy = open(quiet.ASPM_POLICY).read() if os.path.exists(quiet.ASPM_POLICY) else None
+        aspm = applied["aspm"]
+        if policy is None:
+            assert aspm["state"] == "unavailable" and "does not exist" in aspm["reason"]
+        else:
+            # set where the kernel lets it (firmware that keeps ASPM refuses: EPERM, as in this VM)
+            assert aspm["before"] == re.search(r"\[(\w+)\]", policy).group(1)
+            assert aspm["state"] == "applied" and aspm["value"] == "performance" or "failed" in aspm["reason"]
+    finally:
+        restored = controls.release()
+    assert restored["kernel_write_cache"] == {"state": "applied", "value": "write through"}
+    assert open(wc).read().strip() == "write through"
+    if policy is not None:
+        assert open(quiet.ASPM_POLICY).read() == policy
+    assert controls.release() == {}  # nothing left to put back
+
+
+def test_the_drives_interrupts_are_pinned_to_its_node_or_recorded_as_the_kernel_keeps_them():
+    disks = [n for n in os.listdir("/sys/block") if (discovery.host_controller(n) or {}).get("irqs")]
+    if not disks:
+        pytest.skip("this host has no disk with an interrupt of its own")
+    host = discovery.host_controller(disks[0])
+    found = {str(n): open(f"/proc/irq/{n}/smp_affinity_list").read().strip() for n in host["irqs"]}
+    controls = quiet.Quiet({"path": f"/dev/{disks[0]}", "transport": "virtio", "host_controller": host})
+    left = controls.irq_affinity()  # no NUMA node known: left as found
+    assert left["state"] == "unavailable" and left["before"] == found == left["tested"]
+    controls.cpus, controls.cpulist = {0}, "0"
+    pinned = controls.irq_affinity()
+    assert pinned["before"] == found
+    if pinned["state"] == "applied":
+        assert all(v == "0" or quiet.parse_cpulist(v) <= {0} for v in pinned["tested"].values())
+    else:  # a kernel that keeps them (managed interrupts: EIO; this VM: EPERM) leaves them as found
+        assert "failed" in pinned["reason"]
+    controls.restore()
+    assert {str(n): open(f"/proc/irq/{n}/smp_affinity_list").read().strip() for n in host["irqs"]} == found
+
+
+@needs_root()
+def test_a_run_records_the_testbed_and_puts_back_what_it_changed(loopdev, tmp_path):
+    dev, _ = loopdev("256M")
+    wc = f"/sys/block/{os.path.basename(dev)}/queue/write_cache"
+    with open(wc, "w") as f:
+        f.write("write through")
+    data_dir = tmp_path / "data"
+    ssdbench("run", *ENGINE_SUITE, "--drive", dev, "--confirm", os.path.basename(dev), data_dir=data_dir, check=True)
+    assert open(wc).read().strip() == "write through"
+    db = store.connect(data_dir)
+    run = store.get_run(db, 1)
+    db.close()
+    env = run["environment"]
+    with open(os.path.join(store.run_dir(data_dir, 1), "environment.json")) as f:
+        assert json.load(f) == env  # the file in the bundle holds the restore too
+    assert env["controls"]["kernel_write_cache"]["before"] == "write through"
+    assert env["restored"] == {"kernel_write_cache": {"state": "applied", "value": "write through"}}
+    assert env["thermal"] == {"unavailable": "no health log: a loop device has no health log"}
+    assert set(env["cpu"]) >= {"frequency", "turbo"} and "iommu" in env["kernel"]
+    assert run["drive"]["host_controller"] is None
+    made = card.of(run)["testbed"]
+    assert made["controller"].startswith("none") and made["fio"] == env["tools"]["fio"]
+    assert made["classes"]["purge"] == "discard (whole device)"  # a loop device cannot be erased: flagged
+    assert any(w.startswith("a purge weaker than the suite asks") for w in document.run_warnings(run))
+
+
+def pcie(speed, width, max_speed="16.0 GT/s PCIe", max_width="4"):
+    return {"kind": "pcie", "speed": f"{speed} GT/s PCIe", "width": f"x{width}"} | {
+        "max_speed": max_speed,
+        "max_width": max_width,
+    }
+
+
+def test_a_link_below_the_drives_maximum_is_flagged():
+    assert testbed.link({"link": pcie("16.0", 4)})[1:] == ("at the drive's maximum", None)
+    shown, cls, flag = testbed.link({"link": pcie("8.0", 4)})
+    assert cls == "below the drive's maximum: PCIe 8 GT/s x4" and "can 16 GT/s x4" in flag
+    assert testbed.link({"link": pcie("16.0", 2)})[1] == "below the drive's maximum: PCIe 16 GT/s x2"
+    sata = {"kind": "sata", "speed": "3.0 Gbps", "max": "6.0 Gb/s", "port_max": "3.0 Gbps"}
+    shown, cls, flag = testbed.link({"link": sata})
+    assert "SATA 3 Gb/s, where the drive can 6 Gb/s; its port can 3 Gb/s" in flag
+    # QEMU's SATA disk reports no interface speed: the most it can is unknown, so nothing is flagged
+    assert testbed.link({"link": {"kind": "sata", "speed": "1.5 Gbps"}})[1:] == (testbed.NOT_RECORDED, None)
+    assert testbed.link({"link": None})[1] == testbed.NOT_RECORDED
+
+
+def test_fio_outside_the_validated_range_is_flagged():
+    def version(v):
+        return testbed.fio({"environment": {"tools": {"fio": v}}})
+
+    assert version("fio-3.33")[1:] == ("3.33 to 3.41", None) and version("fio-3.41")[1] == "3.33 to 3.41"
+    assert "outside" in version("fio-3.28")[2] and version("fio-3.42")[1] == "fio-3.42: outside 3.33 to 3.41"
+    assert version("not installed")[1] == testbed.NOT_RECORDED
+
+
+def erase(run):
+    for step in run["steps"]:
+        if step["kind"] == "purge":
+            step["detail"]["method"] = "NVMe Format NVM, user data erase"
+
+
+def test_compare_sets_apart_the_runs_of_another_testbed_and_names_how(finished_repeat):
+    """Three runs the engine made on one loop device: one testbed, ranked together. Each part of the rule changed
+    on one of them (in memory) sets it apart from the current run, and says which part; a part a run did not
+    record sets nothing apart."""
+    runs = runs_of(finished_repeat[0])
+    a, b, c = runs
+    assert ranking.set_apart(card.of(a), card.of(b)) == []
+    for change, part in (
+        (lambda r: r["environment"]["tools"].update(fio="fio-3.28"), "testbed fio: fio-3.28: outside 3.33 to 3.41"),
+        (erase, "testbed purge: an erase"),
+        (
+            lambda r: r["drive"].update(
+                host_controller={"driver": "vmd", "id": "8086:9a0b", "pci": "x"} | {"mode": "RAID (Intel VMD)"}
+            ),
+            "testbed host controller: vmd (RAID (Intel VMD))",
+        ),
+    ):
+        other = copy.deepcopy(c)
+        change(other)
+        why = ranking.set_apart(card.of(a), card.of(other))
+        assert len(why) == 1 and why[0].startswith(part) and f"(run {a['id']}'s: " in why[0], why
+    for run in runs:
+        run["drive"]["link"] = pcie("16.0", 4)
+    slow = copy.deepcopy(c)
+    slow["drive"]["link"] = pcie("8.0", 4)
+    cards = [card.of(r) for r in (a, b, slow)]
+    assert any("link runs below its maximum" in w for w in cards[2]["warnings"])
+    charts = ranking.charts(cards)
+    for chart in charts:
+        apart = [bar for bar in chart["bars"] if bar["apart"]]
+        assert [bar["run"] for bar in apart] == [slow["id"]] and chart["bars"][-1] is apart[0]
+        assert apart[0]["why"] == [
+            f"testbed link: below the drive's maximum: PCIe 8 GT/s x4 (run {a['id']}'s: at the drive's maximum)"
+        ]
+    html = report_html.bar_charts(charts, "")
+    assert "Another workload or testbed: not ranked" in html and "· testbed link<" in html
+    listed = report_html.compare_runs(cards)
+    assert listed.count('<div class="testbed">Testbed: CPU ') == 3 and "Another testbed, set apart: link" in listed
+    # a run recorded before the testbed was: nothing known to differ, nothing set apart
+    old = copy.deepcopy(slow)
+    old["environment"] = {k: old["environment"][k] for k in ("suite", "tools")}
+    old["drive"].pop("host_controller")
+    old["drive"]["link"] = None
+    old_card = card.of(old)
+    assert old_card["testbed"]["classes"]["link"] == testbed.NOT_RECORDED
+    assert ranking.set_apart(cards[0], old_card) == []
+
+
+def test_the_bench_marks_a_row_whose_testbed_is_not_the_reference(finished_repeat):
+    run = runs_of(finished_repeat[0])[0]
+    row = bench.table([(card.of(run), 1)])["rows"][0]
+    # the engine's run on a loop device: no PCI function, a discard, and its suspect reads
+    assert [d.split(":")[0] for d in row["testbed_differs"]] == ["host controller", "purge", "flags"]
+    assert all(
+        d.endswith("(the reference testbed's: " + testbed.REFERENCE[p] + ")")
+        for d, p in zip(row["testbed_differs"], ("controller", "purge", "flagged"))
+    )
+    assert row["testbed"].startswith("CPU ") and "controller none" in row["testbed"]
+
+
+def test_ssdbench_compare_shows_each_runs_testbed(finished_repeat, tmp_path):
+    out = tmp_path / "compare.html"
+    ssdbench("compare", "2", "1", "-o", str(out), data_dir=finished_repeat[0], check=True)
+    page = out.read_text()
+    assert page.count('<div class="testbed">Testbed: CPU ') == 2 and "controller none (no PCI function" in page
+    assert "Another testbed, set apart" not in page  # one loop device, one testbed
