@@ -16,7 +16,7 @@ def label(run):
 
 def charts(runs, sets=None):
     """One chart per review figure any run has, in headline.REVIEW's order: {id, label, unit, better, bars,
-    scale}. runs (cards) [0] is the current run. `sets`, beside `runs`, holds for each run the done runs of its
+    scale, and not_reached: the runs whose steady state was not reached, where any}. runs (cards) [0] is the current run. `sets`, beside `runs`, holds for each run the done runs of its
     repeat set (cards), whose spread of the figure (n, mean, stdev, min, max) its bar carries, or None. Each bar:
     run, label, step, value, current, apart (its workload or testbed differs from the current run's), why (how,
     in words; empty when it is not apart), testbed (its CPU, controller and link), spread."""
@@ -41,6 +41,11 @@ def charts(runs, sets=None):
                     "spread": _spread(held, fig["id"]),
                 }
             )
+        # a steady state not reached has no bar, but the chart says whose it is (headline.not_reached)
+        for fid in run.get("not_reached", []):
+            chart = found.setdefault(fid, {**headline.column(fid), "test": None, "name": None})
+            chart.setdefault("bars", [])
+            chart.setdefault("not_reached", []).append(label(run))
     out = sorted(found.values(), key=lambda c: headline.review_order(c["id"]))
     for chart in out:
         chart["bars"] = ranked(chart["bars"], chart["better"])

@@ -85,7 +85,9 @@ def bar_chart(c, fineprint):
     what = f"{c['label']}, {c['unit']}, {c['better']} is better"
     out = [
         f'<figure class="chart bars" data-chart="{_e(c["id"])}"><figcaption>{_e(c["label"])} '
-        f'<span class="unit">({_e(c["unit"])}, {_e(c["better"])} is better)</span></figcaption>',
+        f'<span class="unit">({_e(c["unit"])}, {_e(c["better"])} is better)</span>'
+        + (f' <span class="note">not reached: {_e(", ".join(c["not_reached"]))}</span>' if c.get("not_reached") else "")
+        + "</figcaption>",
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height + 16}" '
         f'viewBox="0 0 {width} {height + 16}" font-family="sans-serif" font-size="12" role="img" '
         f'aria-label="{_e(what)}"><rect width="100%" height="100%" fill="#ffffff"/>',
