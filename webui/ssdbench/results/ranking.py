@@ -16,8 +16,9 @@ def label(run):
 
 def charts(runs, sets=None):
     """One chart per review figure any run has, in headline.REVIEW's order: {id, label, unit, better, bars,
-    scale, and not_reached: the runs whose steady state was not reached, where any}. runs (cards) [0] is the current run. `sets`, beside `runs`, holds for each run the done runs of its
-    repeat set (cards), whose spread of the figure (n, mean, stdev, min, max) its bar carries, or None. Each bar:
+    scale, and not_reached: the runs whose steady state was not reached, where any}. runs (cards) [0] is the
+    current run. `sets`, beside `runs`, holds for each run the done runs of its repeat set (cards), whose spread
+    of the figure (n, mean, stdev, min, max) its bar carries, or None. Each bar:
     run, label, step, value, current, apart (its workload or testbed differs from the current run's), why (how,
     in words; empty when it is not apart), testbed (its CPU, controller and link), spread."""
     sets = sets or [None] * len(runs)
