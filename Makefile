@@ -20,7 +20,7 @@ help:
 	@echo "make lint    ruff on webui/, shellcheck on the shell scripts of board/, overlay/ and .ci/"
 	@echo "make test    run every test (needs root: loop devices, real fio)"
 	@echo "make screenshots  make the README's screenshots (docs/screenshots) again in chromium"
-	@echo "make bench   measure the harness against plain fio, result ingestion, the web, the lab's uploads and pages"
+	@echo "make bench   measure the harness against plain fio, result ingestion, the web, the lab's uploads and pages, how far quick's figures repeat (about an hour)"
 	@echo "make lab     a local lab (results server) on its own PostgreSQL in build/lab, on port 8090"
 	@echo "make vm-image  build the VM test image from Debian packages: $(VM_DIR)/"
 	@echo "make demo    boot the appliance in QEMU, the web UI on http://localhost:8080"
@@ -61,6 +61,7 @@ bench: assets
 	cd webui && $(PYTHON) bench/bench_web.py
 	cd webui && $(PYTHON) bench/bench_lab.py
 	cd webui && $(PYTHON) bench/bench_lab_pages.py
+	cd webui && $(PYTHON) bench/bench_repeat.py
 
 # A local lab on a real PostgreSQL of its own in build/lab (Debian's postgresql package), on port 8090.
 lab:

@@ -40,3 +40,10 @@ def test_the_lab_bench_runs():
 def test_the_lab_pages_bench_runs():
     result = short_bench("bench_lab_pages.py")
     assert result["ok"] and result["runs"] == 2000 and all(p["p95_ms"] > 0 for p in result["pages"].values())
+
+
+@needs_root()
+def test_the_repeat_bench_runs():
+    result = short_bench("bench_repeat.py")
+    assert result["ok"] and result["state"] == "done" and result["times"] == 2
+    assert result["figures"] > 0 and result["with_plain"] == result["figures"]

@@ -4,9 +4,11 @@ The VM image comes from make vm-image. Each test boots it on copies in a tempora
 USB, an NVMe and a SATA drive (which holds an old ssdbench image, as a test SSD the image was once written to);
 the serial console goes to webui/tests/artifacts/. The first two tests share the
 stick and drives and run in order: the first grows the stick's SSDB-DATA and leaves two runs on them, the
-second cuts the power. A lab runs on the host for the module (a real PostgreSQL and `ssdbench lab serve`, the
-helpers of tests/conftest.py): the first and the last test's VMs upload their runs to it over QEMU's user
-network, and the first sets them beside a run of another appliance, this host, on the lab's compare page.
+second cuts the power, and then measures how far smoke's figures repeat on the NVMe drive against plain
+fio's (bench/bench_repeat.py, in the VM). A lab runs on the host for the module (a real PostgreSQL and
+`ssdbench lab serve`, the helpers of tests/conftest.py): the first and the last test's VMs upload their runs
+to it over QEMU's user network, and the first sets them beside a run of another appliance, this host, on the
+lab's compare page.
 """
 
 import concurrent.futures
@@ -47,6 +49,11 @@ INIT_SCRIPTS = sorted(
 )
 # The lab's names for the two appliances: the VM, and this host.
 VM_APPLIANCE, HOST_APPLIANCE = "vm-appliance", "host-appliance"
+# How far smoke's figures repeat on the VM's NVMe drive, against plain fio's on the same job files: the
+# repeatability bench, brought in on a stick of its own; its table goes to COV_TABLE too.
+BENCH = os.path.join(TOP, "webui", "bench", "bench_repeat.py")
+REPEAT_TIMES = 5
+COV_TABLE = os.path.join(TOP, "build", "vm-cov-smoke.txt")
 
 pytestmark = pytest.mark.skipif(
     not os.path.exists(os.path.join(VM_DIR, "stick.img")), reason="no VM image: make vm-image"
@@ -394,21 +401,65 @@ def mtools(*argv):
     ).stdout
 
 
+def fat_stick(folder, name):
+    """A 32 MiB USB stick, FAT on the whole device (no partition table, as many sticks come), its label and
+    QEMU id named after it: (its image, the QEMU options that plug it in)."""
+    img = os.path.join(folder, f"{name}.img")
+    subprocess.run(["mkfs.vfat", "-C", "-n", name.upper(), img, str(32 * 1024)], check=True, capture_output=True)
+    return img, [
+        "-drive",
+        f"if=none,id={name},file={img},format=raw",
+        "-device",
+        f"usb-storage,bus=xhci.0,drive={name},serial=SSDB-{name.upper()}-STICK",
+    ]
+
+
 def full_stick(folder, free=200_000):
-    """A second USB stick: FAT on the whole device (no partition table, as many sticks come), with a filler
-    file that leaves less room than a bundle needs."""
-    img = os.path.join(folder, "full.img")
-    subprocess.run(["mkfs.vfat", "-C", "-n", "FULL", img, str(32 * 1024)], check=True, capture_output=True)
+    """A second USB stick (fat_stick), with a filler file that leaves less room than a bundle needs."""
+    img, options = fat_stick(folder, "full")
     left = int(mtools("mdir", "-i", img, "::").strip().splitlines()[-1].split("bytes free")[0].replace(" ", ""))
     filler = os.path.join(folder, "filler")
     subprocess.run(["truncate", "-s", str(left - free), filler], check=True)
     mtools("mcopy", "-i", img, filler, "::filler")
-    return img, [
-        "-drive",
-        f"if=none,id=full,file={img},format=raw",
-        "-device",
-        "usb-storage,bus=xhci.0,drive=full,serial=SSDB-FULL-STICK",
-    ]
+    return img, options
+
+
+def bench_stick(folder):
+    """A USB stick (fat_stick) that brings bench/bench_repeat.py into the VM, whose result the VM writes back
+    on it."""
+    img, options = fat_stick(folder, "bench")
+    mtools("mcopy", "-i", img, BENCH, "::bench_repeat.py")
+    return img, options
+
+
+def repeat_bench(vm, drive):
+    """Smoke REPEAT_TIMES times on the drive as a repeat set, plain fio interleaved (bench/bench_repeat.py), run
+    in the VM from the bench stick, in the background (an answer on the console would be lost as the shell
+    exits); its table, log, result and exit status go on the stick. Returns the seconds it took."""
+    started = time.monotonic()
+    assert vm.shell("mkdir -p /mnt/bench && mount $(blkid -L BENCH) /mnt/bench && echo mounted") == "mounted"
+    bench = (
+        f"python3 /mnt/bench/bench_repeat.py --suite smoke --times {REPEAT_TIMES} --drive {drive['path']} "
+        f"--confirm {drive['confirm_id']} --json /mnt/bench/cov.json"
+    )
+    out = "> /mnt/bench/table.txt 2> /mnt/bench/log.txt; echo $? > /mnt/bench/rc"
+    vm.shell(f"setsid sh -c '{bench} {out}' < /dev/null > /dev/null 2>&1 &")
+    deadline = time.monotonic() + REPEAT_TIMES * 2 * RUN_TIMEOUT_S
+    while not (rc := vm.shell("test -e /mnt/bench/rc && cat /mnt/bench/rc")):
+        assert time.monotonic() < deadline, "the repeatability bench did not end"
+        time.sleep(15)
+    assert vm.shell("umount /mnt/bench && echo unmounted") == "unmounted"
+    return rc, time.monotonic() - started
+
+
+def bench_result(img, seconds):
+    """The bench's result from its stick, its table printed and kept in COV_TABLE."""
+    table = mtools("mtype", "-i", img, "::table.txt")
+    os.makedirs(os.path.dirname(COV_TABLE), exist_ok=True)
+    with open(COV_TABLE, "w") as f:
+        f.write(f"smoke x{REPEAT_TIMES} on the VM's NVMe (TCG), plain fio interleaved: {seconds:.0f} s\n{table}")
+    print(f"\nrepeatability, smoke x{REPEAT_TIMES} on the VM's NVMe, {seconds:.0f} s (also in {COV_TABLE}):\n{table}")
+    return json.loads(mtools("mtype", "-i", img, "::cov.json"))
 
 
 def late_network_adapter():
@@ -465,8 +516,9 @@ def test_power_cut_leaves_the_run_interrupted_with_its_steps(boot, disks):
     vm.kill()
     print(f"power cut after the steps {', '.join(done)}")
 
-    # Booted again, with a 4Kn namespace beside the interrupted run's.
-    vm = boot(*namespace_4kn(disks))
+    # Booted again, with a 4Kn namespace beside the interrupted run's, and the repeatability bench's stick.
+    bench_img, bench_extra = bench_stick(disks)
+    vm = boot(*namespace_4kn(disks), *bench_extra)
     # The runner service marks the run when it starts, which may be just after the web UI.
     deadline = time.monotonic() + 120
     while (run := vm.run(run_id))["state"] == "running" and time.monotonic() < deadline:
@@ -497,9 +549,19 @@ def test_power_cut_leaves_the_run_interrupted_with_its_steps(boot, disks):
     assert trace["detail"]["trace"]["widened"]["block_bytes"] == 4096 and trace["detail"]["trace"]["widened"]["ios"]
     assert [s["key"] for s in run["steps"] if "adapted" in (s["detail"] or {})] == ["trace"]
     assert any(w.startswith("adapted to the drive's 4096 B logical blocks: in trace,") for w in run["warnings"])
+
+    # Smoke as a repeat set on the NVMe drive, plain fio interleaved: what it measures is printed, not judged
+    # (TCG on a shared host); that it measured is checked.
+    rc, seconds = repeat_bench(vm, next(d for d in drives(vm) if d["path"] == "/dev/nvme0n1"))
     vm.poweroff()
     assert mtools("mdir", "-b", "-i", full_img, "::").split() == ["::/filler", "::/ssdbench-results/"]
     assert mtools("mdir", "-b", "-i", full_img, "::ssdbench-results").split() == []
+    assert rc == "0", mtools("mtype", "-i", bench_img, "::log.txt")[-3000:]
+    result = bench_result(bench_img, seconds)
+    assert result["repeat"]["state"] == "done" and len(result["repeat"]["counted"]) == REPEAT_TIMES, result["repeat"]
+    assert result["figures"] and all(f["ssdbench"]["cov_percent"] is not None for f in result["figures"])
+    jobs = [f for f in result["figures"] if f["kind"] != "derived"]
+    assert jobs and all((f["plain_fio"] or {}).get("n") == REPEAT_TIMES for f in jobs)
 
 
 def test_unattended_mode_runs_uploads_exports_and_powers_off(tmp_path, host_lab):
