@@ -87,10 +87,11 @@ def run_document(db, run_id):
     # Each step's declaration in the suite (e.g. where its steady state is measured from), when known.
     suite = shipped_suite(run)
     specs = {step["id"]: step for step in suite.steps} if suite else {}
-    for step, reasons in zip(run["steps"], validity.suspects(run)):
+    suspects = validity.suspects(run)
+    for step, reasons in zip(run["steps"], suspects):
         step["spec"] = specs.get(step["key"])
         step["suspect"] = reasons
     for s in run["series"]:
         s["x"], s["y"] = store.series_columns(db, s["id"])
-    run["warnings"] = run_warnings(run)
+    run["warnings"] = run_warnings(run, suspects)
     return run
