@@ -1,4 +1,4 @@
-# ssdbench: the developer entry points. See README.md.
+# ssdbench: the developer entry points. See docs/development.md.
 PYTHON ?= python3
 PYTEST ?= $(PYTHON) -m pytest
 # The release name, the one source for the image name, /etc/ssdbench-release
@@ -10,7 +10,7 @@ VERSION := $(VERSION)
 # and checks it against its hash (a wheel build does the same).
 VENDOR = webui/ssdbench/static/vendor
 
-.PHONY: help setup assets lint test test-vm test-boot bench lab vm-image demo screenshots
+.PHONY: help setup assets lint test test-vm test-boot bench bench-vm lab vm-image demo screenshots
 LAB_HOST ?= 127.0.0.1
 LAB_PORT ?= 8090
 
@@ -19,8 +19,9 @@ help:
 	@echo "make assets  fetch the pinned uPlot into $(VENDOR)"
 	@echo "make lint    ruff on webui/, shellcheck on the shell scripts of board/, overlay/ and .ci/"
 	@echo "make test    run every test (needs root: loop devices, real fio)"
-	@echo "make screenshots  make the README's screenshots (docs/screenshots) again in chromium"
-	@echo "make bench   measure the harness against plain fio, result ingestion, the web, the lab's uploads and pages, how far quick's figures repeat (about an hour)"
+	@echo "make screenshots  make the docs' screenshots (docs/screenshots) again in chromium"
+	@echo "make bench   measure the harness against plain fio, result ingestion, the web, the lab's uploads and pages, how far quick's figures repeat, then make bench-vm (about 80 minutes)"
+	@echo "make bench-vm  how far smoke's figures repeat on the VM's NVMe drive, x5 against plain fio (about 30 minutes)"
 	@echo "make lab     a local lab (results server) on its own PostgreSQL in build/lab, on port 8090"
 	@echo "make vm-image  build the VM test image from Debian packages: $(VM_DIR)/"
 	@echo "make demo    boot the appliance in QEMU, the web UI on http://localhost:8080"
@@ -45,14 +46,16 @@ lint:
 	cd webui && $(PYTHON) -m ruff check . && $(PYTHON) -m ruff format --check .
 	shellcheck $(SHELL_SCRIPTS)
 
+# Each phase's time goes to build/phases.txt (.ci/timed), which .ci/run prints at the end.
 test: assets
-	@$(MAKE) --no-print-directory lint
-	@$(MAKE) --no-print-directory br-check
-	cd webui && $(PYTEST) -q
-	@$(MAKE) --no-print-directory test-vm
-	@$(MAKE) --no-print-directory test-boot
+	@rm -f build/phases.txt
+	@.ci/timed lint $(MAKE) --no-print-directory lint
+	@.ci/timed br-check $(MAKE) --no-print-directory br-check
+	@.ci/timed pytest sh -c 'cd webui && $(PYTEST) -q'
+	@.ci/timed test-vm $(MAKE) --no-print-directory test-vm
+	@.ci/timed test-boot $(MAKE) --no-print-directory test-boot
 
-# The README's screenshots, made again from the report pages' browser test.
+# The docs' screenshots, made again from the report pages' browser test.
 screenshots: assets
 	cd webui && SSDBENCH_SCREENSHOTS=$(CURDIR)/docs/screenshots $(PYTEST) -q tests/browser/test_report_pages.py
 
@@ -62,6 +65,7 @@ bench: assets
 	cd webui && $(PYTHON) bench/bench_lab.py
 	cd webui && $(PYTHON) bench/bench_lab_pages.py
 	cd webui && $(PYTHON) bench/bench_repeat.py
+	@$(MAKE) --no-print-directory bench-vm
 
 # A local lab on a real PostgreSQL of its own in build/lab (Debian's postgresql package), on port 8090.
 lab:
@@ -101,6 +105,11 @@ $(VM_DIR)/demo/stick.img: $(VM_DIR)/stick.img
 
 test-vm: $(VM_DIR)/stick.img
 	cd webui && $(PYTEST) -q -s vmtests/test_vm.py
+
+# The power-cut test of make test-vm, with smoke x5 as its repeatability bench instead of the short mode
+# that make test-vm runs: how far smoke's figures repeat on the VM's NVMe, its table in build/vm-cov-smoke.txt.
+bench-vm: $(VM_DIR)/stick.img
+	cd webui && SSDBENCH_VM_REPEAT=5 $(PYTEST) -q -s vmtests/test_vm.py -k power_cut
 
 # The boot test: the release stick, assembled by board/ssdbench/post-image.sh
 # from its genimage.cfg and grub.cfg, out of Debian stand-ins for what

@@ -1,5 +1,5 @@
 # buildroot.mk: the release USB stick image (make image) and the checks of
-# the Buildroot tree (make br-check). Included by the Makefile; the README
+# the Buildroot tree (make br-check). Included by the Makefile; docs/development.md
 # says how to use them ("Build the image").
 
 # Buildroot, pinned to the newest 2026.05.x release.

@@ -594,14 +594,14 @@ def test_killed_runner_leaves_an_interrupted_run_with_its_steps(loopdev, tmp_pat
 
 
 def test_drive_that_vanishes_fails_its_step_with_fios_message(loopdev, tmp_path):
-    dev, img = loopdev()
+    dev, _ = loopdev()
     data_dir = tmp_path / "data"
     proc = start_run(dev, data_dir, suite=long_suite(tmp_path, "rand-write-4k"))
     wait_for_step(data_dir, "rand-write-4k")
     # fio is writing once it has printed a status with I/O done.
     step_dir = data_dir / "runs" / "1" / "03-rand-write-4k"
     wait_until(lambda: any(d["jobs"][0]["write"]["io_bytes"] for d in fio_status(step_dir)), "fio to write")
-    vanish(dev, img)
+    vanish(dev)
     proc.wait(timeout=60)
     assert proc.returncode == 1
     run = show(1, data_dir)

@@ -1,5 +1,5 @@
 """The room a run's results take in the data folder, estimated from its plan, and the check that refuses a
-run that would not fit (README, "Room for the results").
+run that would not fit (docs/user-guide.md, "Room for the results").
 
 What a run leaves grows with fio's output: its JSON, one document a second that lists every job of the
 step, its per-second logs, and for trace and Mixed Burst steps a line for every IO. The model counts each
