@@ -19,7 +19,7 @@ from .lab import index as lab_index
 from .lab import receive as lab_receive
 from .lab import schema as lab_schema
 from .results import bundle, document, offline_report, repeatability, store, upload, usbexport
-from .run import plan, queue, quiet, repeat, runner, space, workload
+from .run import plan, queue, repeat, runner, space, workload
 from .suites import locked, user_traces
 
 DEFAULT_DATA_DIR = "/var/lib/ssdbench"
@@ -96,8 +96,8 @@ def cmd_suites(args):
         f"({t['qd1_latency_cov_percent']}% for a latency at QD1)"
     )
     print(
-        f"a step that idles first idles {locked.idle_seconds(s.data)} s, then until the drive is back near its idle "
-        f"temperature (at most {quiet.COOL_DOWN_MAX_WAIT_S} s more), as does each run of a repeat set after the first"
+        f"a step that idles first idles {locked.idle_seconds(s.data)} s, whatever the drive's temperature, as does "
+        "each run of a repeat set after the first"
     )
     for step in data["steps"]:
         idle = "idles first" if step["cooldown"] else "no idle"

@@ -16,6 +16,8 @@ BUSY_TOLERANCE = 0.05
 BANDWIDTH = re.compile(r"(?:(.+)\.)?(read|write)\.bw")
 WRITES = ("write", "randwrite", "rw", "readwrite", "randrw")
 NOT_RUN = ("pending", "skipped")
+# Rule 5: a step that idled first begins hot above the run's idle temperature plus this.
+HOT_MARGIN_C = 3.0
 
 
 def suspects(run):
@@ -34,9 +36,10 @@ def suspects(run):
 
 
 def unsettled(step, idle_c):
-    """A step that did not get the idle its suite gives it (docs/methodology.md, "Idle between steps"): one cut
-    short of the suite's fixed seconds, or one that began while the drive was still hotter than its idle
-    temperature after the longest wait, and may measure the heat of the step before."""
+    """Rule 5: a step that did not begin as its suite's idle leaves the drive (docs/methodology.md, "Idle between
+    steps"): one cut short of the suite's fixed seconds, or one that began hot, more than HOT_MARGIN_C above the
+    run's idle temperature, and may measure the heat of the step before. A temperature that could not be read
+    is unknown, never hot."""
     cool = _get(step.get("detail"), "cool_down")
     numbers = [_get(cool, key) for key in ("idled_s", "minimum_s")]
     if step["state"] != "done" or not all(isinstance(n, (int, float)) for n in numbers):
@@ -44,12 +47,11 @@ def unsettled(step, idle_c):
     out = []
     if cool["idled_s"] < cool["minimum_s"]:
         out.append(f"it idled {cool['idled_s']:.1f} s before it began, less than the suite's {cool['minimum_s']} s")
-    if cool.get("cooled") is False:
-        began = _get(step.get("detail"), "began_at_c")
+    began = _get(step.get("detail"), "began_at_c")
+    if isinstance(began, (int, float)) and isinstance(idle_c, (int, float)) and began > idle_c + HOT_MARGIN_C:
         out.append(
-            f"it began at {began} °C, not back within {cool['margin_c']} °C of the drive's idle {idle_c} °C after "
-            f"the longest wait ({cool['max_wait_s']} s beyond the fixed idle): it may measure the heat the step "
-            "before it left"
+            f"it began hot, at {began} °C, more than {HOT_MARGIN_C} °C above the drive's idle {idle_c} °C after the "
+            f"suite's {cool['minimum_s']} s idle: it may measure the heat the step before it left"
         )
     return out
 

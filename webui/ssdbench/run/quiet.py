@@ -13,12 +13,10 @@ import re
 import struct
 import time
 
-from ..drives import health, tool_output
+from ..drives import tool_output
 from ..errors import SsdbenchError
 from ..system import sysfs, tools
 
-COOL_DOWN_MAX_WAIT_S = 300
-COOL_DOWN_MARGIN_C = 3.0
 ASPM_POLICY = "/sys/module/pcie_aspm/parameters/policy"
 
 
@@ -278,27 +276,11 @@ def parse_cpulist(text):
     return cpus
 
 
-def cool_down(drive, idle_c, should_stop, minimum_s):
-    """The idle before a step: the suite's fixed `minimum_s` on every drive, then, where the drive reports a
-    temperature, until it is back within a margin of its idle temperature, for at most COOL_DOWN_MAX_WAIT_S more.
-    The record says how many seconds it idled, the minimum, and whether the drive cooled (None: no temperature)."""
-    max_wait_s = COOL_DOWN_MAX_WAIT_S
+def idle(minimum_s, should_stop):
+    """The idle before a step: the suite's fixed `minimum_s`, on every drive and testbed, whatever the drive's
+    temperature (a wait to cool would give a drive on a poorly cooled testbed more time for its garbage
+    collection than one on a cool testbed). The record says how many seconds it idled, and the minimum."""
     started = time.monotonic()
     while (idled := time.monotonic() - started) < minimum_s and not should_stop():
         time.sleep(min(0.5, minimum_s - idled))
-    record = {"idled_s": idled, "minimum_s": minimum_s, "cooled": None, "margin_c": COOL_DOWN_MARGIN_C}
-    record["max_wait_s"] = max_wait_s
-    source = drive.get("temperature_source")
-    if not source or idle_c is None:
-        return {**_applied(f"{idled:.0f} s; the drive's temperature cannot be read, so nothing to wait for"), **record}
-    waited = time.monotonic()
-    while time.monotonic() - waited < max_wait_s and not should_stop():
-        temp = health.read_temperature(source)
-        idled = time.monotonic() - started
-        if temp is not None and temp <= idle_c + COOL_DOWN_MARGIN_C:
-            done = f"{temp:.1f} C after {idled:.0f} s (idle {idle_c:.1f} C)"
-            return {**_applied(done), **record, "idled_s": idled, "cooled": True}
-        time.sleep(1)
-    idled = time.monotonic() - started
-    gave_up = f"gave up after {idled:.0f} s above idle {idle_c:.1f} C + {COOL_DOWN_MARGIN_C} C"
-    return {**_applied(gave_up), **record, "idled_s": idled, "cooled": False}
+    return {**_applied(f"{idled:.0f} s"), "idled_s": idled, "minimum_s": minimum_s}

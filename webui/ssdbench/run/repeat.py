@@ -89,7 +89,7 @@ def carry_on(db, data_dir, lock, repeat_id, suite, signals, first, on_progress=N
 
 
 def set_idle(db, repeat_id):
-    """The idle a later run of the set waits for before its first step: its first run's idle temperature."""
+    """The idle temperature a later run of the set is judged against (a step begun hot): its first run's."""
     first = store.get_repeat(db, repeat_id)["runs"][0]["id"]
     recorded = (store.get_run(db, first)["environment"] or {}).get("idle") or {}
     return {"temperature_c": recorded.get("temperature_c"), "of_run": first}

@@ -98,13 +98,14 @@ class StopSignals:
 
 
 class Run:
-    def __init__(self, db, data_dir, run_id, drive, suite, steps, signals, on_progress=None, cpus=None, idle=None):
-        """idle: (the idle temperature each idle waits for, whether the run idles before its first step too): the
-        drive's as the run begins; for a later run of a repeat set, its set's first run's, and it idles first."""
+    def __init__(
+        self, db, data_dir, run_id, drive, suite, steps, signals, on_progress=None, cpus=None, idle_first=False
+    ):
+        """idle_first: the run idles before its first step too, as a later run of a repeat set does."""
         self.suite = suite
         self.on_progress = on_progress
         self.cpus = cpus
-        self.idle_c, self.idle_first = idle or (None, False)
+        self.idle_first = idle_first
         self.db, self.data_dir, self.run_id, self.drive, self.steps = db, data_dir, run_id, drive, steps
         self.total_estimate = plan.estimate_seconds(steps) or 1.0
         self.signals = signals
@@ -255,12 +256,13 @@ class Run:
         return outcome.state, outcome.error
 
     def settle(self, step):
-        """Before a step: the idle its suite asks for (none where the step measures the state the step before it
-        left; before the first step of a repeat set's later run, the idle between runs), then the drive's
-        temperature as the step begins."""
+        """Before a step: the suite's fixed idle where it asks for one (none where the step measures the state the
+        step before it left; before the first step of a repeat set's later run, the idle between runs), whatever
+        the drive's temperature; then that temperature as the step begins (None where it cannot be read), which
+        results/validity judges against the run's idle temperature."""
         minimum = locked.idle_seconds(self.suite.data)
         if step.spec["cooldown"] or self.idle_first:
-            cool = quiet.cool_down(self.drive, self.idle_c, self.should_stop, minimum)
+            cool = quiet.idle(minimum, self.should_stop)
             if self.idle_first:
                 cool["between_runs"], self.idle_first = True, False
         else:
@@ -470,12 +472,12 @@ def run_under_lock(db, data_dir, lock, run_id, suite, drive, steps, signals, on_
     try:
         env = environment.fingerprint(suite, drive)
         env["controls"] = controls.apply()
-        # The idle temperature every idle of the run waits for: the drive's now, or for a later run of a repeat set
-        # its first run's, so that no run of a set starts from the heat the one before it left.
+        # The idle temperature that a step after an idle is judged against (begun hot, results/validity): the
+        # drive's now, or for a later run of a repeat set its first run's, so that a run of a set that starts in
+        # the heat the one before it left is flagged.
         env["idle"] = set_idle or {"temperature_c": health.read_temperature(drive.get("temperature_source"))}
         store.set_environment(db, run_id, env)
-        idle = (env["idle"]["temperature_c"], set_idle is not None)
-        run = Run(db, data_dir, run_id, drive, suite, steps, signals, on_progress, controls.cpus, idle)
+        run = Run(db, data_dir, run_id, drive, suite, steps, signals, on_progress, controls.cpus, set_idle is not None)
         run.write_json("environment.json", env)
 
         def ending(before, after):

@@ -577,7 +577,9 @@
     const out = [];
     if (detail.cool_down && "idled_s" in detail.cool_down) {
       const cool = detail.cool_down;
-      const fixed = typeof cool.minimum_s === "number" ? ` (the suite's ${cool.minimum_s} s, then the wait to cool)` : "";
+      // Runs recorded before the idle was the fixed seconds alone also waited to cool ("cooled").
+      const wait = "cooled" in cool ? ", then the wait to cool" : "";
+      const fixed = typeof cool.minimum_s === "number" ? ` (the suite's ${cool.minimum_s} s${wait})` : "";
       const between = cool.between_runs ? ", after the repeat set's run before" : "";
       out.push(cool.state === "not asked" ? "no idle first" : `idled ${clock(cool.idled_s)} first${fixed}${between}`);
     }

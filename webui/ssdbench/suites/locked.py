@@ -24,14 +24,14 @@ SUITE_KEYS = {
     *("format", "name", "version", "title", "comparable", "fio", "estimate", "repeat", "idle", "steps"),
     "description",
 }
-# [idle] seconds: the fixed idle before every step with cooldown = true, and between the runs of a repeat set,
-# before the temperature wait (run/quiet.cool_down; the methodology, "Idle between steps").
+# [idle] seconds: the fixed idle before every step with cooldown = true, and between the runs of a repeat set
+# (run/quiet.idle; the methodology, "Idle between steps").
 MAX_IDLE_S = 3600
 # Repeatability (`ssdbench repeat`): a headline figure whose coefficient of variation across the runs of a repeat
 # set is above its threshold, in percent, is flagged. A suite states its own in [repeat]; these hold where it does
 # not (see the methodology, "Repeatability").
 REPEAT_DEFAULTS = {"cov_percent": 2.5, "qd1_latency_cov_percent": 3.0}
-# cooldown: whether the drive idles back to its idle temperature before the step (see the methodology).
+# cooldown: whether the drive idles the suite's [idle] seconds before the step (see the methodology).
 COMMON_KEYS = {"id", "kind", "title", "note", "cooldown"}
 JOB_KEYS = {"rw", "bs", "iodepth", "numjobs", "span", "runtime", "data", "rwmixread"}
 # The keys each kind of step takes besides COMMON_KEYS; see the methodology section in each comment.
