@@ -4,9 +4,10 @@ file is refused with its line, and nothing of it is kept."""
 
 import json
 import os
+import subprocess
 
 import pytest
-from conftest import DATA, needs_root, show, ssdbench
+from conftest import DATA, attach, needs_root, show, ssdbench, start_run
 
 from ssdbench.suites import trace_file, trace_import, user_traces
 
@@ -24,30 +25,52 @@ MALFORMED = {
 }
 
 
+# A trace run idles the standard suite's 60 s before its trace, the same for every format: the module starts
+# them all at once, each on its own drive and data folder, and each test reads its own.
+CHANGED = "changed-after-import"
+
+
+@pytest.fixture(scope="module")
+def played(tmp_path_factory):
+    """Each format's capture imported and played with `ssdbench run --trace` on a 128 MiB loop device, and the
+    CSV capture imported then changed (CHANGED) before its run: by case, (the import's entry, the run's
+    process, its data folder), the runs played side by side."""
+    top = tmp_path_factory.mktemp("traces")
+    cases, devices = {}, []
+    try:
+        for case in [*sorted(CAPTURES), CHANGED]:
+            fmt = "csv" if case == CHANGED else case
+            data_dir = top / case / "data"
+            path = os.path.join(TRACES, CAPTURES[fmt])
+            imported = ssdbench("trace", "import", path, "--format", fmt, "--json", data_dir=data_dir)
+            entry = json.loads(imported.stdout) if imported.returncode == 0 else imported.stderr
+            if case == CHANGED:
+                trace = data_dir / "traces" / f"{user_traces.name_from(CAPTURES[fmt])}.trace"
+                trace.write_text(trace.read_text().replace(" R ", " W ", 1))
+            devices.append(attach(top / case / "disk.img", "128M"))
+            name = user_traces.name_from(CAPTURES[fmt])
+            proc = start_run(devices[-1], data_dir, suite=("--trace", name))
+            cases[case] = (entry, proc, data_dir)
+        yield cases
+    finally:
+        for _, proc, _ in cases.values():
+            if proc.poll() is None:
+                proc.kill()
+            proc.communicate()
+        for dev in devices:
+            subprocess.run(["losetup", "-d", dev], capture_output=True)
+
+
 @needs_root()
 @pytest.mark.parametrize("fmt", sorted(CAPTURES))
-def test_an_imported_trace_plays_on_a_drive_as_a_non_standard_run(fmt, loopdev, tmp_path):
-    data_dir = tmp_path / "data"
-    entry = json.loads(
-        ssdbench(
-            "trace",
-            "import",
-            os.path.join(TRACES, CAPTURES[fmt]),
-            "--format",
-            fmt,
-            "--json",
-            data_dir=data_dir,
-            check=True,
-        ).stdout
-    )
+def test_an_imported_trace_plays_on_a_drive_as_a_non_standard_run(fmt, played):
+    entry, proc, data_dir = played[fmt]
+    assert isinstance(entry, dict), entry
     assert entry["source"] == CAPTURES[fmt] and entry["stats"]["reads"] + entry["stats"]["writes"] > 0
     listed = json.loads(ssdbench("trace", "list", "--json", data_dir=data_dir, check=True).stdout)
     assert [e["name"] for e in listed] == [entry["name"]]
-    dev, _ = loopdev("128M")
-    proc = ssdbench(
-        "run", "--trace", entry["name"], "--drive", dev, "--confirm", os.path.basename(dev), data_dir=data_dir
-    )
-    assert proc.returncode == 0, proc.stderr
+    _, err = proc.communicate(timeout=900)
+    assert proc.returncode == 0, err
     run = show(1, data_dir)
     assert (run["state"], run["suite"], run["standard"]) == ("done", user_traces.SUITE_NAME, 0)
     assert [s["key"] for s in run["steps"]] == [*user_traces.BEFORE, "trace"]
@@ -125,15 +148,9 @@ def test_names_are_checked_and_taken_once(tmp_path):
 
 
 @needs_root()
-def test_a_trace_changed_after_import_is_not_played(loopdev, tmp_path):
-    data_dir = tmp_path / "data"
-    ssdbench("trace", "import", os.path.join(TRACES, CAPTURES["csv"]), "--format", "csv", data_dir=data_dir, check=True)
-    trace = data_dir / "traces" / "msr-handmade.trace"
-    trace.write_text(trace.read_text().replace(" R ", " W ", 1))
-    dev, _ = loopdev("128M")
-    proc = ssdbench(
-        "run", "--trace", "msr-handmade", "--drive", dev, "--confirm", os.path.basename(dev), data_dir=data_dir
-    )
+def test_a_trace_changed_after_import_is_not_played(played):
+    _, proc, data_dir = played[CHANGED]
+    proc.communicate(timeout=900)
     assert proc.returncode == 1
     run = show(1, data_dir)
     assert run["state"] == "failed" and "msr-handmade is gone or changed" in run["error"]
