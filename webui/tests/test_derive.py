@@ -6,7 +6,6 @@ figures from the raw files fio wrote, the way the methodology says, and compares
 
 import glob
 import gzip
-import math
 import os
 import statistics
 import subprocess
@@ -124,28 +123,49 @@ def test_consistency_figures_come_from_fios_iops_log(smoke_run):
     with open(log) as f:
         samples = [x for x in fio_output.fio_log(f.read()) if x.direction == 1]
     m = metrics(s)
-    # smoke states 6 s for every 128 MiB of a 256 MiB span, steady from 3 s: scaled to 12 s and from 6 s
-    assert m["steady.from_s"]["value"] == 6 and "runtime=12" in s["job_file"]
-    tail = [x.value for x in samples if x.t_ms >= 6000]
-    assert m["steady.avg_iops"]["value"] == pytest.approx(statistics.fmean(tail), rel=1e-12)
-    assert m["steady.min_iops"]["value"] == min(tail)
-    assert m["steady.stddev_iops"]["value"] == pytest.approx(statistics.pstdev(tail), rel=1e-9)
-    # The rule judges only windows that begin once the step has written its 256 MiB over once, by fio's bw log.
-    with open(glob.glob(os.path.join(folder(data_dir, s), "consistency_bw.*.log"))[0]) as f:
-        bw = [x for x in fio_output.fio_log(f.read()) if x.direction == 1]
-    written, before, once = 0.0, 0, None
-    for x in bw:
-        written, before = written + x.value * 1024 * (x.t_ms - before) / 1000, x.t_ms
-        if once is None and written >= 256 * 2**20:
-            once = math.ceil(x.t_ms / 1000)
-    assert m.get("steady.span_written_s", {}).get("value") == once
-    first = math.inf if once is None else math.ceil(once / 2)
-    found = steady.detect([x.value for x in samples], 2, first_round=first)
+    # smoke states 6 s for every 128 MiB of a 256 MiB span on 2 s rounds: scaled to 12 s, at most 6 rounds (fio
+    # can log a second less than the step's time, its last partial sample dropped: then 5)
+    values = [x.value for x in samples]
+    rounds = len(values) // 2
+    assert "runtime=12" in s["job_file"] and m["steady.rounds"]["value"] == rounds and rounds in (5, 6)
+    # The rule judges windows from the step's start; its figures are those of the final window of 5 rounds.
+    lo, hi = 2 * (rounds - 5), 2 * rounds
+    assert (m["steady.window_from_s"]["value"], m["steady.window_to_s"]["value"]) == (lo, hi)
+    window = values[lo:hi]
+    assert m["steady.avg_iops"]["value"] == pytest.approx(statistics.fmean(window), rel=1e-12)
+    assert m["steady.min_iops"]["value"] == min(window)
+    assert m["steady.stddev_iops"]["value"] == pytest.approx(statistics.pstdev(window), rel=1e-9)
+    found = steady.detect(values, 2)
     assert m["steady.reached"]["value"] == float(found.reached)
+    assert f"rounds {rounds - 4} to {rounds} (t = {lo} to {hi} s)" in m["steady.reached"]["source"]
     assert ("steady.reached_s" in m) == found.reached
     if found.reached:
-        assert m["steady.reached_s"]["value"] >= (first + steady.WINDOW) * 2
+        assert m["steady.reached_s"]["value"] == found.t_s >= steady.WINDOW * 2
     assert points(data_dir, series(run, data_dir, s, "write.iops")["id"]) == [(x.t_ms, x.value) for x in samples]
+
+
+def test_steady_state_figures_are_those_of_the_final_window_and_too_few_rounds_say_why():
+    # 13 s of a once-a-second IOPS log, rounds of 2 s: 6 whole rounds, the final window rounds 2 to 6.
+    points = [(1000 * (t + 1), 700.0 if t < 2 else 1000.0 + (t % 2)) for t in range(13)]
+    m = {x.name: x for x in derive.steady_state(points, 2, 13, "write.iops")}
+    assert m["steady.rounds"].value == 6 and (m["steady.window_from_s"].value, m["steady.window_to_s"].value) == (2, 12)
+    assert m["steady.avg_iops"].value == 1000.5 and m["steady.min_iops"].value == 1000.0
+    assert m["steady.stddev_iops"].value == 0.5 and m["steady.reached"].value == 1.0
+    assert m["steady.reached_s"].value == 12  # the window of rounds 1 to 5 holds the 700s: a 32% range
+    # A drive still falling 10% a round never settles: the final window fails, with its numbers; its figures stay.
+    falling = [(1000 * (t + 1), 1000.0 * 0.9 ** (t // 2)) for t in range(12)]
+    m = {x.name: x for x in derive.steady_state(falling, 2, 12, "write.iops")}
+    assert m["steady.reached"].value == 0 and "steady.reached_s" not in m and "steady.avg_iops" in m
+    assert m["steady.reached"].source.endswith(
+        "rounds 2 to 6 (t = 2 to 12 s): range 42.0% (at most 20%) and slope excursion 41.9% (at most 10%) of its "
+        "average 737 IOPS: not reached"
+    )
+    # 9 s hold 4 whole rounds: no window, so no figures, and the reason says why.
+    m = {x.name: x for x in derive.steady_state(points[:9], 2, 9, "write.iops")}
+    assert set(m) == {"steady.rounds", "steady.reached"} and m["steady.reached"].value == 0
+    assert m["steady.reached"].source.endswith(
+        "not reached: the step's 9 s held 4 whole rounds of 2 s, and a window is 5"
+    )
 
 
 def test_transfer_size_curves_are_fios_bandwidth_per_job(smoke_run):

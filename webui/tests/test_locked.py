@@ -109,7 +109,9 @@ def test_unknown_suite_name_lists_the_suites():
         (lambda d: d["steps"][15]["background"].update(every_s=0.0005), "in whole milliseconds"),
         (lambda d: d["steps"][15]["background"].update(every_s=float("nan")), "in whole milliseconds"),
         (lambda d: d["steps"][15]["background"].update(iodepth=33), "background.iodepth must be at most 32"),
-        (lambda d: d["steps"][8].update(steady={"from_s": 6}), "steady must be"),
+        (lambda d: d["steps"][8].update(steady={"from_s": 6, "round_s": 2}), "steady must be"),
+        (lambda d: d["steps"][1].update(loops=0), "loops must be a whole number >= 1"),
+        (lambda d: d["steps"][8].update(loops=2), "loops is for a size-based step"),
         (lambda d: d["steps"][1].update(bogus=1), "unknown keys"),
         (lambda d: d["steps"][1].pop("cooldown"), "cooldown must be true or false"),
         (lambda d: d["steps"][1].update(cooldown="yes"), "cooldown must be true or false"),
@@ -197,7 +199,7 @@ def test_estimate_grows_with_capacity_for_size_based_steps():
 
 @pytest.mark.parametrize("suite", ["standard", "full"])
 def test_consistency_and_torture_run_longer_on_a_larger_drive_as_their_spare_area_takes_longer(suite):
-    # 2000 s (20 min, 30 min) for every 256 GB of span, never less; the steady part begins as far in.
+    # 2000 s (20 min, 30 min) for every 256 GB of span, never less; rounds of 60 s, as many as the runtime holds.
     def steps(capacity):
         return {p.id: p for p in plan.compile_plan(locked.load(suite), capacity)}
 
@@ -208,10 +210,12 @@ def test_consistency_and_torture_run_longer_on_a_larger_drive_as_their_spare_are
         assert large[key].runtime == math.ceil(seconds * factor) > 10 * seconds
         assert f"runtime={large[key].runtime}\n" in large[key].job_file
         assert large[key].estimate_s == large[key].runtime
-    assert small["consistency"].spec["steady"] == {"from_s": 1400, "round_s": 60}
+    assert small["consistency"].spec["steady"] == large["consistency"].spec["steady"] == {"round_s": 60}
     c = large["consistency-spare"]
     assert c.runtime == math.ceil(2000 * c.size / 256e9) and c.size < large["consistency"].size
-    assert c.spec["steady"]["from_s"] == math.ceil(1400 * c.size / 256e9)
+    # the preconditioning writes the span twice: its estimate is two passes
+    fill = large["fill-consistency"]
+    assert "loops=2\n" in fill.job_file and fill.estimate_s == 2 * fill.size / plan.Rates(locked.load(suite)).write
 
 
 def test_suites_show_json_lists_fio_parameters():
@@ -278,12 +282,22 @@ def test_standard_suite_has_the_methodologys_numbers():
     x = st["xfer"]
     assert [locked.parse_size(b) for b in x["axes"]["bs"]] == [512 * 2**i for i in range(15)]
     assert x["axes"]["iodepth"] == [1, 32] and x["span"]["size"] == "8GiB" and x["runtime"] == 10
-    # 5: 2000 s at QD32 4K, steady from 1400 s on 60 s rounds; 25% spare area is a 75% span for fill and test
+    # 5: the span twice in 128 KiB sequential writes (PTS's preconditioning), then 2000 s at QD32 4K, judged on
+    # 60 s rounds; 25% spare area is a 75% span for preconditioning and test
     for key, span in (("consistency", "100%"), ("consistency-spare", "75%")):
         c = st[key]
         assert (c["rw"], c["bs"], c["iodepth"], c["runtime"], c["span"]["size"]) == ("randwrite", "4k", 32, 2000, span)
-        assert c["steady"] == {"from_s": 1400, "round_s": 60}
-    assert st["fill-spare"]["span"]["size"] == "75%"
+        assert c["steady"] == {"round_s": 60}
+    for key, span in (("fill-consistency", "100%"), ("fill-spare", "75%")):
+        f = st[key]
+        assert (f["rw"], f["bs"], f["iodepth"], f["loops"], f["data"], f["span"]["size"]) == (
+            "write",
+            "128k",
+            32,
+            2,
+            "incompressible",
+            span,
+        )
     ids = list(st)
     assert ids.index("purge-spare") < ids.index("fill-spare") < ids.index("consistency-spare")
     # 6: three sweeps of 200 zones of 64 MiB at 128 KiB; 20 minutes of 4K QD32 random writes; timed TRIM

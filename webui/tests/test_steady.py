@@ -81,3 +81,24 @@ def test_range_alone_can_refuse_a_window():
 
 def test_partial_last_round_is_left_out():
     assert steady.rounds([1.0] * 150) == [1.0, 1.0]
+
+
+def test_windows_are_judged_from_the_first_round():
+    # Flat from the start: the first window, rounds 1-5, already passes, and so does every later one.
+    found = steady.detect(per_second([10_000] * 8))
+    assert found.reached and found.round == 5 and found.t_s == 300
+    assert found.rounds == 8 and found.window == (4, 8)
+
+
+def test_fewer_rounds_than_a_window_is_not_reached_and_has_no_window():
+    found = steady.detect(per_second([10_000] * 4) + [10_000.0] * 59)  # 4 whole rounds and a partial one
+    assert not found.reached and found.rounds == 4 and found.window is None and found.window_average is None
+
+
+def test_the_final_windows_range_and_slope_are_kept_for_the_reason():
+    # The final window, rounds 3-7, holds a 30% spike: its range fails; its line is flat.
+    averages = [10_000, 10_000, 10_000, 10_000, 13_000, 10_000, 10_000]
+    found = steady.detect(per_second(averages, jitter=0))
+    assert not found.reached and found.window == (3, 7)
+    assert abs(found.range_ratio - 3_000 / 10_600) < 1e-9 and found.excursion_ratio < 1e-9
+    assert abs(found.window_average - 10_600) < 1e-6

@@ -220,11 +220,13 @@ def review(run):
 def not_reached(run):
     """The review figures whose step ended done but whose condition does not hold (steady state not reached):
     dicts with id, label, test, step and why (the condition metric's source), shown as "not reached" where the
-    figure would be, never ranked or tabulated as a number."""
+    figure would be, never ranked or tabulated as a number. A step that recorded the condition but no figure (too
+    few rounds for a steady-state window) is not reached too."""
     out = []
     for r, step, fid, label in _chosen(run):
         held = _value(step, r.requires) if r.requires else None
-        if r.requires and _value(step, r.name) is not None and (held is None or held["value"] != 1):
+        measured = _value(step, r.name) is not None or held is not None
+        if r.requires and measured and (held is None or held["value"] != 1):
             why = held["source"] if held else f"{r.requires} not recorded"
             out.append({"id": fid, "label": label, "test": r.test, "step": step["key"], "why": why})
     return out

@@ -61,59 +61,63 @@ def latency_histograms(out_dir):
     return series
 
 
-def written_once_s(bw_points, span_bytes):
-    """The time, in whole seconds from the start, at which a step's bandwidth log adds up to `span_bytes`: each
-    sample is fio's average KiB/s over the interval since the one before. None when it never does."""
-    total, before = 0.0, 0
-    for t_ms, kib_s in bw_points:
-        total += kib_s * 1024 * (t_ms - before) / 1000
-        before = t_ms
-        if total >= span_bytes:
-            return math.ceil(t_ms / 1000)
-    return None
-
-
-def steady_state(points, from_s, round_s, name, bw_points, span_bytes):
-    """Consistency figures from a once-a-second IOPS series: the part from `from_s`, and the SNIA rule, judged only
-    over rounds that begin once the step has written its span over once (`bw_points`, fio's bandwidth log):
-    with the sequential fill before it, the drive has then taken twice its span, SNIA PTS's preconditioning."""
+def steady_state(points, round_s, runtime, name):
+    """Consistency figures from a once-a-second IOPS series (methodology 5): the SNIA PTS rule, judged from the
+    step's start on rounds of `round_s` seconds, as many as the step's `runtime` holds (its maximum), and the
+    mean, minimum and standard deviation of exactly the window the rule judged: the final one. With fewer whole
+    rounds than a window, there is no window: steady state is not reached, and the reason says so."""
     source = f"fio's {name} log (one value a second)"
-    tail = [v for t, v in points if t >= from_s * 1000]
-    if not tail:
-        raise SsdbenchError(f"the {name} log has no samples from {from_s} s on; the step ended early")
-    once = written_once_s(bw_points, span_bytes)
-    first_round = math.inf if once is None else math.ceil(once / round_s)
-    found = steady.detect([v for _, v in points], round_s, first_round=first_round)
-    written = (
-        f"never wrote its span ({span_bytes} B) over once"
-        if once is None
-        else f"wrote its span ({span_bytes} B) over once by {once} s, so only windows from round {first_round + 1} on"
+    values = [v for _, v in points]
+    found = steady.detect(values, round_s)
+    rule = (
+        f"SNIA PTS rule on {round_s} s rounds of {source}, judged from the step's start: the final window of "
+        f"{steady.WINDOW} whole rounds passes when its range is at most {steady.MAX_RANGE:.0%} and its "
+        f"least-squares slope excursion at most {steady.MAX_SLOPE_EXCURSION:.0%} of its average"
     )
+    held = Metric(
+        "steady.rounds",
+        float(found.rounds),
+        "rounds",
+        f"whole {round_s} s rounds of {source} (at most {runtime // round_s}, the step's {runtime} s); "
+        "a partial last round is left out",
+    )
+    if found.window is None:
+        why = (
+            f"not reached: the step's {runtime} s held {found.rounds} whole rounds of {round_s} s, "
+            f"and a window is {steady.WINDOW}"
+        )
+        return [held, Metric("steady.reached", 0.0, "yes/no", f"{rule}; {why}")]
+    first, last = found.window
+    lo, hi = (first - 1) * round_s, last * round_s
+    window = values[lo:hi]
+    where = f"samples {lo + 1} to {hi} (t = {lo} to {hi} s), the final window of {steady.WINDOW} rounds"
+    if found.range_ratio is None:
+        verdict = f"not reached: its average is {found.window_average:g} IOPS"
+    else:
+        verdict = (
+            f"range {found.range_ratio:.1%} (at most {steady.MAX_RANGE:.0%}) and slope excursion "
+            f"{found.excursion_ratio:.1%} (at most {steady.MAX_SLOPE_EXCURSION:.0%}) of its average "
+            f"{found.window_average:.0f} IOPS: " + ("reached" if found.reached else "not reached")
+        )
     metrics = [
-        Metric("steady.from_s", float(from_s), "s", "where the steady-state part begins: the suite's from_s, scaled"),
-        Metric("steady.avg_iops", statistics.fmean(tail), "IOPS", f"mean of {source} for t >= {from_s} s"),
-        Metric("steady.min_iops", min(tail), "IOPS", f"minimum of {source} for t >= {from_s} s"),
+        held,
+        Metric("steady.window_from_s", float(lo), "s", f"start of the window the rule judged: {where}"),
+        Metric("steady.window_to_s", float(hi), "s", f"end of the window the rule judged: {where}"),
+        Metric("steady.avg_iops", statistics.fmean(window), "IOPS", f"mean of {source}, {where}"),
+        Metric("steady.min_iops", min(window), "IOPS", f"minimum of {source}, {where}"),
         Metric(
             "steady.stddev_iops",
-            statistics.pstdev(tail),
+            statistics.pstdev(window),
             "IOPS",
-            f"population standard deviation of {source} for t >= {from_s} s",
+            f"population standard deviation of {source}, {where}",
         ),
         Metric(
             "steady.reached",
             float(found.reached),
             "yes/no",
-            f"SNIA PTS rule on the final window, the last {steady.WINDOW} whole {round_s} s rounds of {source}: "
-            f"range <= {steady.MAX_RANGE:.0%} and least-squares slope excursion "
-            f"<= {steady.MAX_SLOPE_EXCURSION:.0%} of the window's average; the step {written}",
+            f"{rule}; rounds {first} to {last} (t = {lo} to {hi} s): {verdict}",
         ),
     ]
-    if once is not None:
-        metrics.append(
-            Metric(
-                "steady.span_written_s", float(once), "s", f"fio's write.bw log summed until it reaches {span_bytes} B"
-            )
-        )
     if found.reached:
         metrics.append(
             Metric(
@@ -477,9 +481,7 @@ def _fio(step, out_dir, doc, complete, baseline):
     if complete and "steady" in step.spec:
         direction = "read" if reads_only(step.spec["rw"]) else "write"
         points = next(p for n, _, _, p in series if n == f"{direction}.iops")
-        bw = next(p for n, _, _, p in series if n == f"{direction}.bw")
-        held = step.spec["steady"]
-        metrics += steady_state(points, held["from_s"], held["round_s"], f"{direction}.iops", bw, step.size)
+        metrics += steady_state(points, step.spec["steady"]["round_s"], step.runtime, f"{direction}.iops")
     return metrics, series
 
 

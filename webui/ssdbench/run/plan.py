@@ -102,6 +102,9 @@ def fio_options(job, offset, size, logs=None):
     if job.get("randommap"):
         # fio's random map, against the suites' norandommap: every block of the span once, in random order
         opts["norandommap"] = 0
+    if "loops" in job:
+        # the span written over that many times in a row (the consistency test's preconditioning: twice)
+        opts["loops"] = job["loops"]
     if job["numjobs"] > 1:
         opts["group_reporting"] = 1
     opts.update(DATA_OPTIONS[job["data"]])
@@ -165,21 +168,19 @@ class Rates:
     def job_seconds(self, job, size):
         if "runtime" in job:
             return float(job["runtime"])
-        return size * job["numjobs"] / (self.read if locked.reads_only(job["rw"]) else self.write)
+        passes = job["numjobs"] * job.get("loops", 1)
+        return size * passes / (self.read if locked.reads_only(job["rw"]) else self.write)
 
 
 def scaled(step, size):
     """A step that states `runtime_per` runs its `runtime` for every `runtime_per` bytes of its span, never less
     (the consistency and torture tests, methodology 5 and 6): its runtime was sized for the articles' 256 GB
-    drives, and a larger drive takes longer to fill its spare area. Where it measures steady state, the part
-    measured begins as far into the longer run."""
+    drives, and a larger drive takes longer to fill its spare area. Where it measures steady state, the longer
+    run holds as many more rounds: the most the rule can judge."""
     if "runtime_per" not in step:
         return step
     factor = max(1.0, size / parse_size(step["runtime_per"]))
-    out = {**step, "runtime": math.ceil(step["runtime"] * factor)}
-    if "steady" in step:
-        out["steady"] = {**step["steady"], "from_s": math.ceil(step["steady"]["from_s"] * factor)}
-    return out
+    return {**step, "runtime": math.ceil(step["runtime"] * factor)}
 
 
 def _fio(suite, i, step, capacity, rates, fit):
@@ -365,7 +366,8 @@ def declared_jobs(step):
     """Every fio job a step runs, with its parameters as the suite declares them (spans unresolved)."""
     kind = step["kind"]
     if kind == "fio":
-        return [{"name": step["id"], **{k: step.get(k) for k in PARAMS}, "rwmixread": step.get("rwmixread")}]
+        loops = {"loops": step["loops"]} if "loops" in step else {}
+        return [{"name": step["id"], **{k: step.get(k) for k in PARAMS}, "rwmixread": step.get("rwmixread"), **loops}]
     if kind == "matrix":
         return [
             {"name": name, **{k: job.get(k) for k in PARAMS}, "rwmixread": job.get("rwmixread")}

@@ -166,7 +166,7 @@ class Run:
             if step.runtime:
                 return min(1.0, job["elapsed"] / step.runtime)
             done = sum(job[d]["io_bytes"] for d in fio_output.DIRECTIONS)
-            return min(1.0, done / max(1, step.size * step.spec["numjobs"]))
+            return min(1.0, done / max(1, step.size * step.spec["numjobs"] * step.spec.get("loops", 1)))
         return min(0.99, (time.monotonic() - started) / max(1.0, step.estimate_s))
 
     def run_step(self, step):

@@ -16,7 +16,7 @@
   "use strict";
 
   const PERCENTILES = ["50", "90", "99", "99.9", "99.99"];
-  const STEADY_FROM_S = 1400; // methodology 5, unless the step declares its own (a short suite's)
+  const STEADY_FROM_S = 1400; // runs before the judged window was recorded: methodology 5's t >= 1400 s
   const COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
                   "#7f7f7f", "#bcbd22"];
   const charts = [];
@@ -154,26 +154,36 @@
       ...PERCENTILE_AXES, id: `latency-${dir}`, title: `${dir} ${basisWords(lines)} percentiles`, lines}));
   }
 
-  // Consistency (methodology 5): every second's IOPS as a dot, the steady-state window marked, and the spare-area
-  // variant overlaid on the whole-drive test; log scale first (the drops are orders of magnitude), linear a
-  // click away.
+  // Consistency (methodology 5): every second's IOPS as a dot, the window the steady-state rule judged shaded
+  // (the step's figures are its mean, minimum and deviation), a line where steady state was reached, and the
+  // spare-area variant overlaid on the whole-drive test; log scale first (the drops are orders of magnitude),
+  // linear a click away.
   function consistencyCharts(doc) {
     const steps = doc.steps.filter((s) => s.key.startsWith("consistency"));
     const lines = [];
     const bands = [];
+    const markers = [];
     for (const step of steps) {
-      // The step's own start of its steady part (scaled to the drive's span, methodology 5), else the suite's.
-      const from = metricMap(step)["steady.from_s"]?.value ?? step.spec?.steady?.from_s ?? STEADY_FROM_S;
+      const m = metricMap(step);
       for (const s of stepSeries(doc, step).filter((s) => s.name.endsWith(".iops"))) {
         const l = line(`${step.key}: ${s.name}`, s);
         lines.push(l);
-        const last = Math.max(from, ...l.x);
-        if (!bands.some((b) => b.from === from)) bands.push({label: `steady state from ${from} s`, from, to: last});
+        if (m["steady.window_from_s"] && m["steady.window_to_s"]) {
+          const verdict = m["steady.reached"]?.value === 1 ? "steady" : "not steady";
+          bands.push({label: `${step.key}: judged window, ${verdict}`, from: m["steady.window_from_s"].value,
+                      to: m["steady.window_to_s"].value});
+        } else if (!m["steady.rounds"]) {
+          // A run before the judged window was recorded: its steady part from the suite's from_s (scaled).
+          const from = m["steady.from_s"]?.value ?? step.spec?.steady?.from_s ?? STEADY_FROM_S;
+          const last = Math.max(from, ...l.x);
+          if (!bands.some((b) => b.from === from)) bands.push({label: `steady state from ${from} s`, from, to: last});
+        }
+        if (m["steady.reached_s"]) markers.push({at: m["steady.reached_s"].value, label: `${step.key}: steady`});
       }
     }
-    return lines.length ? [{id: "consistency", title: "Consistency: IOPS every second, the steady-state window shaded",
+    return lines.length ? [{id: "consistency", title: "Consistency: IOPS every second, the judged window shaded",
                             xAxis: {kind: "time", label: "time (s)"}, yAxis: {label: "IOPS", log: true}, dots: true,
-                            toggle: true, lines, bands}] : [];
+                            toggle: true, lines, bands: bands.length ? bands : null, markers}] : [];
   }
 
   // A step's completion-latency histogram from fio's clat_hist log (the IOs of every logged interval, per bin),
@@ -593,18 +603,27 @@
     perRun.forEach(({doc, specs}) => {
       for (const spec of specs) {
         const lines = spec.lines.map((l) => ({...l, label: `run ${doc.id} ${l.label}`}));
-        // Each run's steps ran at times of its own, so overlaid runs get no step bands.
-        // The steady-state window is the suite's, the same in every run; a step's percentiles are its own run's.
+        // Each run's steps ran at times of its own, so overlaid runs get no step bands; a step's percentiles
+        // are its own run's. Each run's judged steady-state window is its own too, named with its run.
         if (!merged.has(spec.id)) {
           merged.set(spec.id, {...spec, lines: [], note: null, categories: [], markers: null,
-                               bands: spec.id === "consistency" ? spec.bands : null});
+                               bands: spec.id === "consistency" ? [] : null});
         }
         const into = merged.get(spec.id);
         into.lines.push(...lines);
+        if (into.bands) {
+          // one band for a window that runs share, naming each run whose window it is
+          for (const b of spec.bands || []) {
+            const same = into.bands.find((o) => o.from === b.from && o.to === b.to && o.own === b.label);
+            if (same) same.runs.push(doc.id);
+            else into.bands.push({...b, own: b.label, runs: [doc.id]});
+          }
+          for (const o of into.bands) o.label = `run${o.runs.length > 1 ? "s" : ""} ${o.runs.join(", ")} ${o.own}`;
+        }
         into.categories = [...new Set([...into.categories, ...(spec.categories || [])])];
       }
     });
-    return [...merged.values()];
+    return [...merged.values()].map((spec) => (spec.bands && !spec.bands.length ? {...spec, bands: null} : spec));
   }
 
   function compare(container, docs) {

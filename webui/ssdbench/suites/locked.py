@@ -38,8 +38,9 @@ JOB_KEYS = {"rw", "bs", "iodepth", "numjobs", "span", "runtime", "data", "rwmixr
 STEP_KEYS = {
     "purge": set(),  # 1: strongest method the drive supports
     "trim": set(),  # 6.4: timed whole-drive TRIM
-    # 2, 3, 5, 9: one fio job; runtime_per scales it to the span; randommap writes each block of it once
-    "fio": JOB_KEYS | {"steady", "runtime_per", "randommap"},
+    # 2, 3, 5, 9: one fio job; runtime_per scales it to the span; randommap writes each block of it once; loops
+    # writes the span over that many times (5: the preconditioning, twice)
+    "fio": JOB_KEYS | {"steady", "runtime_per", "randommap", "loops"},
     "matrix": JOB_KEYS | {"jobs", "axes", "curve"},  # 4, 9: several fio jobs, one after another
     "sweep": {"zones", "zone_size", "bs", "baseline", "passes"},  # 6.1: HDTach-style zone sweep
     "trace": {"profile", "seed", "user_trace"},  # 7: Storage Bench playback, always the whole trace
@@ -330,11 +331,15 @@ def _check_fio(step, ids):
         raise ValueError("randommap = true is for a size-based random step: each block of its span once")
     if "runtime_per" in step and ("runtime" not in step or _size(step["runtime_per"]) <= 0):
         raise ValueError("runtime_per needs a runtime, and a size above 0 to scale it by")
+    if "loops" in step:
+        _whole(step, "loops")
+        if "runtime" in step:
+            raise ValueError("loops is for a size-based step: its span written over that many times")
     steady = step.get("steady")
     if steady is not None:
-        if not isinstance(steady, dict) or set(steady) != {"from_s", "round_s"}:
-            raise ValueError("steady must be {from_s = ..., round_s = ...}")
-        _whole(steady, "from_s", 0)
+        # judged from the step's start on rounds of round_s, as many as its runtime holds (methodology 5)
+        if not isinstance(steady, dict) or set(steady) != {"round_s"}:
+            raise ValueError("steady must be {round_s = ...}")
         _whole(steady, "round_s")
         if "runtime" not in step:
             raise ValueError("a steady-state step must be time-based (runtime)")
