@@ -356,6 +356,18 @@ def test_standard_suite_has_the_methodologys_numbers():
     assert set(st["trace-heavy"]) <= locked.COMMON_KEYS | {"profile", "seed"}
 
 
+@pytest.mark.parametrize("name", ["standard", "full"])
+def test_the_storage_bench_plays_on_a_purged_then_filled_drive(name):
+    """Issue 33, item 4: the traces start as the articles' tests do, from a secure erase, then the sequential fill
+    that a user's drive holds data as; not from the state the torture's TRIM and the recovered sweep left."""
+    st = steps_by_id(name)
+    ids = list(st)
+    first = min(i for i, key in enumerate(ids) if st[key]["kind"] == "trace")
+    assert ids[first - 2 : first] == ["purge-trace", "fill-trace"]
+    assert st["purge-trace"]["kind"] == "purge" and st["fill-trace"]["span"] == {"offset": "0", "size": "100%"}
+    assert all(st[key]["kind"] == "trace" for key in ids[first : first + 2])
+
+
 @pytest.mark.parametrize("name", ["smoke", "quick", "standard", "full"])
 def test_the_sequential_read_reads_the_sequential_fill_before_any_random_write(name):
     ids = list(steps_by_id(name))

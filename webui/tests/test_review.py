@@ -2,7 +2,10 @@
 (results/ranking) and the drive bench (results/bench), on runs made by the real engine: every value shown is
 the stored metric fio's output gave."""
 
+import os
+
 from ssdbench.results import bench, card, headline, ranking, repeatability, report_html, store, summary
+from ssdbench.run import fio_output
 
 SMOKE_REVIEW = {
     "rand-write-4k-qd3",
@@ -126,3 +129,18 @@ def test_the_bench_has_a_row_per_drive_model_with_its_latest_done_runs_figures(f
     assert order == sorted(order) and {c["id"] for c in table["columns"]} == SMOKE_REVIEW
     for row, run in zip(table["rows"], [runs[1], runs[2], smoke]):
         assert row["values"] == {f["id"]: f["value"] for f in headline.review(run)}
+
+
+def test_the_tortured_drives_random_write_latency_is_a_figure_of_the_torture_step(smoke_run):
+    """Issue 33, item 4: seed 002 saw the tortured drive's random writes take up to 1.4 s. The torture step keeps
+    its average, maximum and percentile write latency, each fio's own number from its JSON, beside its IOPS."""
+    run, data_dir = smoke_run
+    step = next(s for s in run["steps"] if s["key"] == "torture-write")
+    with open(os.path.join(data_dir, step["out_dir"], "fio.json")) as f:
+        latency = fio_output.fio_result(f.read())["jobs"][0]["write"]["lat_ns"]
+    metrics = {m["name"]: m for m in step["metrics"]}
+    for stat in ("mean", "max"):
+        m = metrics[f"write.lat_{stat}"]
+        assert (m["value"], m["unit"], m["source"]) == (latency[stat], "ns", f"/jobs/0/write/lat_ns/{stat}")
+    assert metrics["write.lat_p99.9"]["value"] == latency["percentile"]["99.900000"]
+    assert 0 < metrics["write.lat_mean"]["value"] <= metrics["write.lat_max"]["value"]
