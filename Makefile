@@ -61,6 +61,7 @@ screenshots: assets
 
 bench: assets
 	cd webui && $(PYTHON) bench/bench_engine.py
+	cd webui && $(PYTHON) bench/bench_host_cost.py
 	cd webui && $(PYTHON) bench/bench_web.py
 	cd webui && $(PYTHON) bench/bench_lab.py
 	cd webui && $(PYTHON) bench/bench_lab_pages.py

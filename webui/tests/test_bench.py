@@ -25,6 +25,13 @@ def test_the_engine_bench_runs():
     assert result["ok"] and result["iops_ratio"] > 0 and result["ingest_s"] > 0
 
 
+def test_the_host_cost_bench_runs():
+    result = short_bench("bench_host_cost.py")
+    rows = {r["row"]: r for r in result["rows"]}
+    assert result["ok"] and {"now: incompressible", "now: compressible", "before: compressible"} <= set(rows)
+    assert all(us > 0 for r in rows.values() for us in r["us_per_io"].values())
+
+
 def test_the_web_bench_runs():
     result = short_bench("bench_web.py")
     assert result["ok"] and all(result[k] > 0 for k in ("report_json_ms", "report_page_ms", "bundle_ms"))

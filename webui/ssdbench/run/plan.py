@@ -12,6 +12,7 @@ blocks, and its step records the change. Spans and zones start on 1 MiB, a multi
 logical block, so block sizes are all that can need it.
 """
 
+import hashlib
 import math
 from dataclasses import dataclass, field
 
@@ -22,10 +23,28 @@ from ..suites.trace_file import SECTOR  # the logical block that suites and trac
 
 ALIGN = 1024 * 1024
 DUT_VAR = "SSDBENCH_DUT"
+# What a job writes (methodology, "incompressible data" and "compressible data"); tests/test_data_pattern.py
+# reads it back from a loop device, bench/bench_host_cost.py measures what it costs the host per IO.
+# Compressible: every buffer is made once, before the clock starts: this 512 B pattern (fio 3.33 takes no
+# longer one) over and over, 300 fixed random bytes and 212 zero bytes, which zstd and xz take to 10% of each
+# 4 KiB block, as fio's buffer_compress_percentage=90 did, with the stamps below counted. Then, for every
+# write, fio's scramble (scramble_buffers): the IO's offset and time stamped into each 512 B sector, so that
+# no two 4 KiB blocks are alike. The order matters: buffer_pattern turns scrambling off, the options after it
+# turn it back on and keep the buffers from being refilled.
+COMPRESSIBLE_PATTERN = hashlib.shake_256(b"ssdbench compressible data").digest(300) + bytes(212)
+# Incompressible: fresh random bytes for every write. fio has no cheaper way to make data that no compressor
+# shrinks: a buffer made once and scrambled keeps each old stamp where it fell, 80 bytes of every 512 after a few
+# writes, and zstd and xz then take 11% off each 4 KiB block.
 DATA_OPTIONS = {
     "incompressible": {"refill_buffers": 1, "buffer_compress_percentage": 0},
-    "compressible": {"refill_buffers": 1, "buffer_compress_percentage": 90, "buffer_compress_chunk": "4k"},
+    "compressible": {"buffer_pattern": "0x" + COMPRESSIBLE_PATTERN.hex(), "refill_buffers": 0, "scramble_buffers": 1},
     "n/a": {},
+}
+# A job that reads as well as writes has one set of buffers for both: a buffer made once would carry what a
+# read brought in back to the drive. Its compressible data is made afresh for every write, as fio's own.
+MIXED_DATA_OPTIONS = {
+    **DATA_OPTIONS,
+    "compressible": {"refill_buffers": 1, "buffer_compress_percentage": 90, "buffer_compress_chunk": "4k"},
 }
 # Per-IO logs: the issue time of every IO (write_iolog, in microseconds) and its latency
 # (a lat log with log_avg_msec=0). Busy time and burst windows are computed from them.
@@ -85,6 +104,18 @@ def span(spec, capacity):
     return offset, size
 
 
+def mixes(job):
+    """Whether a job both reads and writes: a mixed rw mode with reads in its mix (fio's rwmixread, 50 unless
+    given)."""
+    rwmixread = job.get("rwmixread")
+    return job["rw"] in ("rw", "randrw") and (50 if rwmixread is None else rwmixread) > 0
+
+
+def data_options(job):
+    """The fio options of what the job writes."""
+    return (MIXED_DATA_OPTIONS if mixes(job) else DATA_OPTIONS)[job["data"]]
+
+
 def fio_options(job, offset, size, logs=None):
     """The fio options of one job, in job-file order; `logs` names its per-second logs."""
     opts = {
@@ -107,7 +138,7 @@ def fio_options(job, offset, size, logs=None):
         opts["loops"] = job["loops"]
     if job["numjobs"] > 1:
         opts["group_reporting"] = 1
-    opts.update(DATA_OPTIONS[job["data"]])
+    opts.update(data_options(job))
     if logs:
         for log in ("bw", "iops", "lat", "hist"):
             opts[f"write_{log}_log"] = logs
