@@ -20,6 +20,7 @@ again. The playback hashes the bytes it generates too, and stops if they are not
 import dataclasses
 import hashlib
 import json
+import os
 
 from ..errors import SsdbenchError
 from ..suites import locked, trace_file, trace_generator
@@ -98,8 +99,8 @@ def workload_sha256(suite):
 
 def manifest():
     """What MANIFEST.json must hold for the shipped suites as they are now, every trace generated and hashed.
-    After a suite, a trace or a job option changes on purpose (and the suite's version with it):
-    python -m ssdbench.run.workload > webui/ssdbench/suites/MANIFEST.json"""
+    After a suite, a trace or a job option changes on purpose (and the suite's version with it), `python -m
+    ssdbench.run.workload` writes it to webui/ssdbench/suites/MANIFEST.json."""
     out = {}
     for name in locked.names():
         s = locked.load(name, allow_non_standard=True)
@@ -127,5 +128,16 @@ def verified(suite, allow_non_standard=False):
     return dataclasses.replace(suite, workload_sha256=digest, traces=traces)
 
 
+def write_manifest():
+    """Write MANIFEST.json anew, once the whole manifest is made: making it reads the old one (the shipped suites'
+    names), so a shell's redirect onto the file would empty it first. Returns its path."""
+    path = locked.manifest_path()
+    text = json.dumps(manifest(), indent=2) + "\n"
+    with open(f"{path}.new", "w") as f:
+        f.write(text)
+    os.replace(f"{path}.new", path)
+    return path
+
+
 if __name__ == "__main__":
-    print(json.dumps(manifest(), indent=2))
+    print(write_manifest())

@@ -127,9 +127,13 @@ def _suite_dir():
     return resources.files("ssdbench") / "suites"
 
 
+def manifest_path():
+    return _suite_dir() / "MANIFEST.json"
+
+
 def manifest():
     """{suite name: {"suite_sha256": ..., "workload_sha256": ..., "traces": ...}}, as shipped."""
-    return json.loads((_suite_dir() / "MANIFEST.json").read_text())
+    return json.loads(manifest_path().read_text())
 
 
 def locked_hashes(name):
