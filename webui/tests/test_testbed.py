@@ -132,8 +132,7 @@ def test_the_host_controller_on_this_hosts_sysfs(loopdev):
 
 def test_the_cpu_clock_turbo_and_iommu_are_recorded_as_this_host_has_them():
     freq = environment.frequency()
-    listed = re.findall(r"^cpu MHz\s*:\s*([\d.]+)", open("/proc/cpuinfo").read(), re.M)
-    assert freq["mhz"] == [float(v) for v in listed] or freq["mhz"].startswith("unavailable")
+    assert set(freq) == {"max_mhz"}  # the clock itself: while each step runs (test_cpu_pinning)
     if not os.path.exists("/sys/devices/system/cpu/cpu0/cpufreq"):
         assert freq["max_mhz"].startswith("unavailable") and environment.turbo().startswith("unavailable")
     cmdline = open("/proc/cmdline").read()

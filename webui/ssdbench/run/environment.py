@@ -3,6 +3,7 @@
 import glob
 import os
 import platform
+import time
 
 from .. import __version__
 from ..system import redact, sysfs, tools
@@ -34,15 +35,67 @@ def cstates():
 
 
 def frequency():
-    """Each CPU's clock as the run begins: `cpu MHz` in /proc/cpuinfo (on x86 the kernel's measure of the clock
-    the CPU ran at, from its APERF and MPERF counters), and the most cpufreq lets it reach."""
-    mhz = [float(line.split(":", 1)[1]) for line in sysfs.read("/proc/cpuinfo", "").splitlines() if "cpu MHz" in line]
+    """The most cpufreq lets each CPU reach. The clock itself is recorded while each step runs, on fio's CPU
+    (StepClock): an idle reading as the run begins says nothing of the clock under load."""
     found = {sysfs.read(p) for p in glob.glob("/sys/devices/system/cpu/cpu[0-9]*/cpufreq/cpuinfo_max_freq")}
     found.discard(None)
-    return {
-        "mhz": mhz or "unavailable: /proc/cpuinfo gives no cpu MHz",
-        "max_mhz": sorted(int(k) / 1000 for k in found) or "unavailable: no cpufreq driver (a VM, or firmware)",
-    }
+    return {"max_mhz": sorted(int(k) / 1000 for k in found) or "unavailable: no cpufreq driver (a VM, or firmware)"}
+
+
+def _cpuinfo_mhz(cpu):
+    """`cpu MHz` of one processor in /proc/cpuinfo, and whether the CPU has the APERF and MPERF counters that
+    make it a measure (x86: the kernel's reading of the clock it ran at) rather than the fixed TSC rate."""
+    for block in sysfs.read("/proc/cpuinfo", "").split("\n\n"):
+        fields = dict(line.split(":", 1) for line in block.splitlines() if ":" in line)
+        fields = {k.strip(): v.strip() for k, v in fields.items()}
+        if fields.get("processor") == str(cpu) and "cpu MHz" in fields:
+            return float(fields["cpu MHz"]), "aperfmperf" in fields.get("flags", "").split()
+    return None, False
+
+
+class StepClock:
+    """The clock of fio's CPU while a step runs: sampled at each of the step's ticks (twice a second) from 1 s
+    after fio starts, the tick after fio has ended left out. From the cpufreq driver's scaling_cur_freq (on x86
+    the kernel's measure from APERF and MPERF), else /proc/cpuinfo's `cpu MHz` where the CPU has those
+    counters; else none, and the record says why."""
+
+    def __init__(self, cpus):
+        self.cpu = next(iter(cpus)) if cpus and len(cpus) == 1 else None
+        self.started = time.monotonic()
+        self.samples = []
+        self.source, self.why = None, None
+        if self.cpu is None:
+            self.why = "fio ran on no one CPU (see controls.cpu_affinity)"
+            return
+        path = f"/sys/devices/system/cpu/cpu{self.cpu}/cpufreq/scaling_cur_freq"
+        if sysfs.read(path, "").isdigit():
+            self.source = path
+        elif _cpuinfo_mhz(self.cpu)[1]:
+            self.source = "/proc/cpuinfo"
+        else:
+            self.why = (
+                "no cpufreq driver, and /proc/cpuinfo's cpu MHz is not a measure here (the CPU shows no APERF/MPERF "
+                "counters: a VM, or not x86)"
+            )
+
+    def read(self):
+        if self.source == "/proc/cpuinfo":
+            return _cpuinfo_mhz(self.cpu)[0]
+        khz = sysfs.read(self.source, "")
+        return int(khz) / 1000 if khz.isdigit() else None
+
+    def sample(self):
+        if self.source and time.monotonic() - self.started >= 1.0:
+            self.samples.append(self.read())
+
+    def record(self):
+        taken = [v for v in self.samples[:-1] if v is not None]  # the last tick comes after fio has ended
+        if not self.source or not taken:
+            why = self.why or "the step ran too short for a sample (the first is taken 1 s in)"
+            return {"cpu": self.cpu, "unavailable": why}
+        mean = sum(taken) / len(taken)
+        summary = {"mean_mhz": round(mean, 1), "min_mhz": round(min(taken), 1), "max_mhz": round(max(taken), 1)}
+        return {"cpu": self.cpu, "source": self.source, "samples": len(taken), **summary}
 
 
 def turbo():

@@ -13,11 +13,16 @@ import re
 import struct
 import time
 
-from ..drives import tool_output
+from ..drives import discovery, tool_output
 from ..errors import SsdbenchError
 from ..system import sysfs, tools
 
 ASPM_POLICY = "/sys/module/pcie_aspm/parameters/policy"
+# Under discovery.SYS: a NUMA node's CPUs; the CPUs' folder; a hybrid Intel CPU's P-cores and E-cores (the
+# kernel's hybrid PMUs, since 5.13; neither exists on a CPU whose cores are all alike)
+NODE_CPULIST = "{}/devices/system/node/node{}/cpulist"
+CPUS = "devices/system/cpu"
+P_CORES, E_CORES = "devices/cpu_core/cpus", "devices/cpu_atom/cpus"
 
 
 def _applied(value):
@@ -101,8 +106,9 @@ class Quiet:
     def __init__(self, drive):
         self.drive = drive
         self.dma_fd = None
-        self.cpus = None
+        self.cpus = None  # the drive's NUMA node's CPUs, its interrupts' (None: no node known)
         self.cpulist = None
+        self.fio_cpus = None  # the one CPU fio runs on, as a set (None: fio may use every CPU)
         # (control, a function that puts back the state the run found and says what it became), in the order set
         self.undo = []
 
@@ -178,7 +184,7 @@ class Quiet:
         if not found:
             return _unavailable(f"IRQ affinity: {host['pci']} lists no interrupt")
         if self.cpus is None:
-            why = "the drive reports no NUMA node to pin them to (nor fio): left as found"
+            why = "the drive reports no NUMA node to pin them to: left as found"
             return {**_unavailable(f"IRQ affinity: {why}"), "before": found, "tested": found}
         tested, refused, changed = dict(found), [], {}
         for irq, before in found.items():
@@ -246,20 +252,28 @@ class Quiet:
         return _unavailable(f"link power management: not applicable to a {transport} device")
 
     def numa_cpus(self, name):
-        found = [
-            sysfs.read(f"/sys/block/{name}/device/numa_node"),
-            sysfs.read(f"/sys/block/{name}/device/device/numa_node"),
-        ]
-        node = next((int(n) for n in found if n and n.lstrip("-").isdigit()), -1)
+        """fio on one CPU for every step of the run (`cpu`), and the drive's NUMA node (`node`, its CPUs
+        `node_cpus`) that its interrupts are pinned to. The node is that of the nearest PCI function above the
+        block device (an NVMe drive's controller, a SATA drive's AHCI adapter: a SATA disk's `device` is its SCSI
+        device, which has no node of its own). fio's CPU is one of the node's CPUs, or of every CPU where the
+        drive reports no node; chosen by fio_cpu."""
+        functions = discovery.pci_functions(name)
+        node = int(sysfs.read(f"{functions[0]}/numa_node") or -1) if functions else -1
+        cpulist = sysfs.read(NODE_CPULIST.format(discovery.SYS, node)) if node >= 0 else None
         if node < 0:
-            return _unavailable(
-                "the drive reports no NUMA node (single-node system or virtual device): fio may use every CPU"
-            )
-        cpulist = sysfs.read(f"/sys/devices/system/node/node{node}/cpulist")
-        if not cpulist:
-            return _unavailable(f"NUMA node {node} lists no CPUs: fio may use every CPU")
-        self.cpus, self.cpulist = parse_cpulist(cpulist), cpulist
-        return _applied(f"node {node}: CPUs {cpulist}")
+            where = f"its PCI function {os.path.basename(functions[0])}" if functions else "it has no PCI function"
+            place = f"the drive reports no NUMA node ({where}): any CPU"
+        elif not cpulist:
+            place = f"NUMA node {node} lists no CPUs: any CPU"
+        else:
+            self.cpus, self.cpulist = parse_cpulist(cpulist), cpulist
+            place = f"NUMA node {node} (CPUs {cpulist}, from {os.path.basename(functions[0])})"
+        cpu, why = fio_cpu(self.cpus or parse_cpulist(sysfs.read(f"{discovery.SYS}/{CPUS}/online") or "0"))
+        if cpu is None:
+            return {**_unavailable(f"fio's CPU: {why}: fio may use every CPU"), "node": node if cpulist else None}
+        self.fio_cpus = {cpu}
+        record = {"cpu": cpu, "node": node if cpulist else None, "node_cpus": cpulist, "why": f"{place}; {why}"}
+        return {**_applied(f"fio on CPU {cpu}"), **record}
 
     def release(self):
         if self.dma_fd is not None:
@@ -274,6 +288,38 @@ def parse_cpulist(text):
         lo, _, hi = part.partition("-")
         cpus.update(range(int(lo), int(hi or lo) + 1))
     return cpus
+
+
+def fio_cpu(candidates, allowed=None):
+    """The one CPU fio runs on for every step of a run, from `candidates` (the drive's node's CPUs, or every
+    online CPU), and why that one: (cpu, why), or (None, why not). Only a CPU the runner may use itself
+    (`allowed`, its own affinity). On a hybrid CPU a P-core: /sys/devices/cpu_core/cpus where the kernel lists
+    E-cores apart (cpu_atom); otherwise, among the CPUs with the highest cpuinfo_max_freq (a hybrid CPU the
+    kernel does not split, AMD's compact cores; all alike elsewhere). Not CPU 0 where another is left: it takes
+    most of the kernel's housekeeping interrupts. Then the lowest-numbered."""
+    allowed = os.sched_getaffinity(0) if allowed is None else allowed
+    pool = set(candidates) & set(allowed)
+    if not pool:
+        return None, f"none of CPUs {sorted(candidates)} is open to the runner (it may use {sorted(allowed)})"
+    why = []
+    p_cores, e_cores = (sysfs.read(f"{discovery.SYS}/{f}") for f in (P_CORES, E_CORES))
+    if p_cores and e_cores:
+        on_p = pool & parse_cpulist(p_cores)
+        pool = on_p or pool
+        why.append(f"{'a P-core' if on_p else 'no P-core among them'} (hybrid: P-cores {p_cores}, E-cores {e_cores})")
+    else:
+        max_khz = {c: sysfs.read(f"{discovery.SYS}/{CPUS}/cpu{c}/cpufreq/cpuinfo_max_freq") for c in pool}
+        known = {c: int(k) for c, k in max_khz.items() if k and k.isdigit()}
+        if known and len(set(known.values())) > 1:
+            top = max(known.values())
+            pool = {c for c, k in known.items() if k == top}
+            why.append(f"of the fastest ({top / 1000:.0f} MHz most, cpuinfo_max_freq)")
+        else:
+            why.append("all alike" if known else "no cpufreq: the CPUs' top clocks are unknown, taken as alike")
+    if len(pool) > 1 and 0 in pool:
+        pool.discard(0)
+        why.append("not CPU 0 (the kernel's housekeeping)")
+    return min(pool), ", ".join(why)
 
 
 def idle(minimum_s, should_stop):

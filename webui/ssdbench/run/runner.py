@@ -214,8 +214,10 @@ class Run:
         if adapted:
             detail["adapted"] = adapted
         started = time.monotonic()
+        clock = environment.StepClock(self.cpus)  # fio's CPU's clock while the step runs
 
         def tick(doc, iops, bw):
+            clock.sample()
             self.progress(step.index, self.fraction(step, doc, started, out_dir), iops, bw)
 
         # The kernel's own count of the time the drive was busy, around the fio of a trace step only: the
@@ -230,6 +232,7 @@ class Run:
         else:
             outcome = fio.run(job_text, step.id, out_dir, self.drive["path"], tick, stop, self.cpus)
         ticks_after = discovery.io_ticks(self.drive["path"]) if ticks_before is not None else None
+        detail["cpu_clock"] = clock.record()
         full = self.no_room()
         if full:  # what fio wrote is cut short somewhere: none of it is a result
             outcome.state, outcome.error, outcome.doc = "failed", full, None
@@ -477,7 +480,9 @@ def run_under_lock(db, data_dir, lock, run_id, suite, drive, steps, signals, on_
         # the heat the one before it left is flagged.
         env["idle"] = set_idle or {"temperature_c": health.read_temperature(drive.get("temperature_source"))}
         store.set_environment(db, run_id, env)
-        run = Run(db, data_dir, run_id, drive, suite, steps, signals, on_progress, controls.cpus, set_idle is not None)
+        run = Run(
+            db, data_dir, run_id, drive, suite, steps, signals, on_progress, controls.fio_cpus, set_idle is not None
+        )
         run.write_json("environment.json", env)
 
         def ending(before, after):
