@@ -54,6 +54,13 @@ def from_log(tool, parsed):
     }
 
 
+def thermal_counters(drive):
+    """The drive's counters of time spent hot as its health log holds them now (tool_output.NVME_THERMAL, ATA's
+    Time in Over-Temperature), in the shape thermal_between compares: read before and after each step."""
+    found = snapshot(drive)
+    return {key: found[key] for key in ("tool", "thermal", "unavailable") if key in found}
+
+
 def written_between(before, after):
     """Host bytes written from one snapshot to the next, or None when either has no counter or its counter's
     unit is unknown."""

@@ -1,13 +1,14 @@
 """A run's testbed, read from its stored document alone: what it was (CPU, host controller, link, purge, fio),
 what in it is flagged (a link below the drive's maximum, thermal throttling, a purge weaker than the suite asks, a
 fio outside the validated range), and the one rule that says whether two runs' testbeds compare
-(docs/methodology.md, "The summary, compare and the bench"): the same class in each of five parts, a part that a
+(docs/methodology.md, "The summary, compare and the bench"): the same class in each of six parts, a part that a
 run did not record setting nothing apart.
 """
 
 import re
 
 from ..drives import purge
+from . import validity
 
 # The fio versions the suites are validated with: Mixed Burst's clock is the `wait` of fio's version 2 iolog,
 # whose meaning run/burst.py takes from fio 3.33's and 3.41's iolog.c.
@@ -16,12 +17,20 @@ VALIDATED = "3.33 to 3.41"
 NOT_RECORDED = "not recorded"
 # Each part of the rule, as the pages name it, and its class in a testbed that is all the suite asks: the bench's
 # reference.
-PARTS = {"link": "link", "controller": "host controller", "purge": "purge", "fio": "fio", "flagged": "flags"}
+PARTS = {
+    "link": "link",
+    "controller": "host controller",
+    "purge": "purge",
+    "fio": "fio",
+    "heat": "ran hot",
+    "flagged": "flags",
+}
 REFERENCE = {
     "link": "at the drive's maximum",
     "controller": "the drive's own",
     "purge": "an erase",
     "fio": VALIDATED,
+    "heat": "no",
     "flagged": "none",
 }
 # The driver and mode a drive's own controller runs in, by transport: anything else (a RAID mode, an Intel VMD
@@ -135,6 +144,31 @@ def throttled(run):
     )
 
 
+def heat(run):
+    """The run's class in heat: "yes" when a step reached the drive's warning temperature or moved its counters of
+    time spent hot (validity rule 8), or the counters rose over the whole run; "no" only when every step that did
+    its work was known cool, by a temperature read against a known warning temperature or by counters read before
+    and after it; else not recorded (unknown, never cool). Runs recorded before steps kept their heat have only
+    the run's counters, so they are "yes" or not recorded."""
+    warning = run["drive"].get("warning_temp_c")
+    if throttled(run) is not None:
+        return "yes"
+    known = False
+    for step in run["steps"]:
+        detail = step.get("detail") if isinstance(step.get("detail"), dict) else {}
+        metrics = {m["name"]: m["value"] for m in step.get("metrics") or [] if isinstance(m["value"], (int, float))}
+        if validity.heated(step, metrics, warning):
+            return "yes"
+        if step["state"] != "done":
+            continue
+        read = isinstance(warning, (int, float)) and "temperature.max_c" in metrics
+        counted = isinstance(detail.get("thermal"), dict) and "counters" in detail["thermal"]
+        if not (read or counted):
+            return NOT_RECORDED
+        known = True
+    return "no" if known else NOT_RECORDED
+
+
 def flags(run):
     """The testbed's flags, in words for the report's warnings: none when it is as the suite asks."""
     found = [link(run["drive"])[2], purge_used(run)[2], fio(run)[2], throttled(run)]
@@ -162,6 +196,7 @@ def of(run, suspects):
             "controller": controller_class,
             "purge": purge_class,
             "fio": fio_class,
+            "heat": heat(run),
             "flagged": "some: a suspect step or thermal throttling" if flagged else REFERENCE["flagged"],
         },
     }

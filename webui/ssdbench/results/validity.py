@@ -31,7 +31,32 @@ def suspects(run):
         metrics = _metrics(step)
         found = cpu_bound(metrics) + over_link(metrics, limit, link) + never_written + busy_mismatch(metrics)
         found += overran(metrics)
-        out.append(found + unsettled(step, idle_c))
+        out.append(found + unsettled(step, idle_c) + heated(step, metrics, run["drive"].get("warning_temp_c")))
+    return out
+
+
+def heated(step, metrics, warning_c):
+    """Rule 8: heat during a step's work, from the end of its idle to its end (docs/methodology.md, "Heat during a
+    step"): its temperature reached the drive's warning temperature (a second read at or above it, or its most at
+    or above it), or one of the drive's counters of time spent hot moved (detail `thermal`: NVMe's thermal
+    management transitions and seconds, its warning and critical temperature time; SATA's minutes in
+    over-temperature). A temperature or a counter that could not be read is unknown, never cool, and says nothing."""
+    out = []
+    hot_s, most = metrics.get("temperature.at_or_above_warning_s"), metrics.get("temperature.max_c")
+    if isinstance(warning_c, (int, float)) and ((hot_s or 0) > 0 or (most is not None and most >= warning_c)):
+        held = f"{hot_s:.0f} s at or above it, " if hot_s else ""
+        out.append(
+            f"it reached the drive's warning temperature of {warning_c} °C ({held}at most {most} °C): its figures "
+            "may be its thermal limit's, not its own"
+        )
+    thermal = _get(step.get("detail"), "thermal")
+    rose = (thermal.get("rose") or []) if isinstance(thermal, dict) else []
+    if rose:
+        moved = ", ".join(f"{name} {thermal['counters'][name][0]} to {thermal['counters'][name][1]}" for name in rose)
+        out.append(
+            f"the drive's counters of time spent hot moved during it ({moved}): it ran hot or throttled, so its "
+            "figures may be its thermal limit's, not its own"
+        )
     return out
 
 

@@ -6,6 +6,7 @@ whatever stops the run (cancel, a vanished drive, a full data partition, a power
 leaves every completed step intact.
 """
 
+import contextlib
 import fcntl
 import json
 import os
@@ -115,6 +116,7 @@ class Run:
         self.run_dir = store.run_dir(data_dir, run_id)
         os.makedirs(self.run_dir, exist_ok=True)
         self.serial = discovery.serial_now(drive)
+        self.temperatures = None  # the run's TemperatureLog, while the steps run
 
     def should_stop(self, now=False):
         """A signal, or a cancel in the database (read at most once a second, unless `now`)."""
@@ -178,16 +180,25 @@ class Run:
         if self.should_stop():
             store.finish_step(self.db, sid, "cancelled", error=STOPPED, detail=detail)
             return "cancelled", STOPPED
+        # Heat (results/validity, rule 8): the drive's counters of time spent hot from here, the end of the
+        # step's idle, to its end, and its temperature over the same span.
+        work_from, counters = time.time(), health.thermal_counters(self.drive)
+
+        def finish(state, error=None, metrics=(), series=()):
+            metrics = list(metrics) + self.heat(work_from, counters, detail)
+            store.finish_step(self.db, sid, state, error=error, detail=detail, metrics=metrics, series=series)
+
         refused = self.swapped() or self.no_room()
         if refused:
-            store.finish_step(self.db, sid, "failed", error=refused, detail=detail)
+            finish("failed", refused)
             return "failed", refused
         if step.kind in ("purge", "trim"):
             try:
-                detail |= purge.purge(self.drive) if step.kind == "purge" else purge.timed_trim(self.drive)
+                with self.io_only():
+                    detail |= purge.purge(self.drive) if step.kind == "purge" else purge.timed_trim(self.drive)
             except SsdbenchError as exc:
                 state, error = self.failed_or_cancelled(str(exc))
-                store.finish_step(self.db, sid, state, error=error, detail=detail)
+                finish(state, error)
                 return state, error
             metrics = (
                 []
@@ -198,7 +209,7 @@ class Run:
                     )
                 ]
             )
-            store.finish_step(self.db, sid, "done", detail=detail, metrics=metrics)
+            finish("done", metrics=metrics)
             return "done", None
         trace = None
         job_text = step.job_file
@@ -227,10 +238,11 @@ class Run:
         def stop():
             return self.should_stop() or not self.room_left()
 
-        if trace is not None:
-            outcome = playback.play(trace, job_text, step, out_dir, self.drive["path"], tick, stop, self.cpus)
-        else:
-            outcome = fio.run(job_text, step.id, out_dir, self.drive["path"], tick, stop, self.cpus)
+        with self.io_only():
+            if trace is not None:
+                outcome = playback.play(trace, job_text, step, out_dir, self.drive["path"], tick, stop, self.cpus)
+            else:
+                outcome = fio.run(job_text, step.id, out_dir, self.drive["path"], tick, stop, self.cpus)
         ticks_after = discovery.io_ticks(self.drive["path"]) if ticks_before is not None else None
         detail["cpu_clock"] = clock.record()
         full = self.no_room()
@@ -253,10 +265,23 @@ class Run:
             outcome.state, outcome.error = self.failed_or_cancelled(outcome.error)
         # fio's files reach the disk before their step is recorded as done: a power cut cannot split them.
         durable.sync_folder(out_dir)
-        store.finish_step(
-            self.db, sid, outcome.state, error=outcome.error, detail=detail, metrics=metrics, series=series
-        )
+        finish(outcome.state, outcome.error, metrics, series)
         return outcome.state, outcome.error
+
+    def io_only(self):
+        """Around a step's IO: the temperature sampler holds off where reading the temperature would disturb
+        the drive (TemperatureLog.between_io)."""
+        return self.temperatures.between_io() if self.temperatures else contextlib.nullcontext()
+
+    def heat(self, since, before, detail):
+        """A step's heat from `since` (the end of its idle) to now: how the drive's counters of time spent hot
+        moved (detail `thermal`, as health.thermal_between: each counter before and after and which rose, or why
+        they are unknown), and its temperature figures (TemperatureLog.figures)."""
+        detail["thermal"] = health.thermal_between(before, health.thermal_counters(self.drive))
+        if not self.temperatures:
+            return []
+        self.temperatures.read_now()  # a step shorter than a second is read at least once
+        return self.temperatures.figures(since, time.time())
 
     def settle(self, step):
         """Before a step: the suite's fixed idle where it asks for one (none where the step measures the state the
@@ -301,13 +326,14 @@ class Run:
         """The steps, the health snapshot after them, then `ending(before, after)` (the two snapshots; after is
         None when the run failed) before the run is recorded as ended."""
         before = after = None
-        with TemperatureLog(self.data_dir, self.run_id, self.drive):
+        with TemperatureLog(self.data_dir, self.run_id, self.drive) as self.temperatures:
             state, error = self.each_step()
             if state != "failed":
                 before = self.read_json("health-before.json")
                 after = health.snapshot(self.drive)
                 after["host_bytes_written_during_run"] = health.written_between(before, after)
                 self.write_json("health-after.json", after)
+        self.temperatures = None
         if ending:
             ending(before, after)
         if state == "done":
@@ -357,14 +383,24 @@ class TemperatureLog:
     something else: a purge, a TRIM, a cool-down, fio. It writes through a connection of its own, as a SQLite
     connection must not pass between threads. Leaving the block stops it at once (an event, not a sleep) and
     waits for it, whatever ended the steps, so that the run is recorded as ended only with all its points. A
-    drive with no temperature source gets neither series nor thread."""
+    drive with no temperature source gets neither series nor thread.
+
+    On a SATA or USB drive every read of its temperature is an ATA command that is not queued (SMART READ DATA,
+    or the SCT status that drivetemp reads, through ATA PASS-THROUGH): the drive finishes every queued command
+    before it, so a read during a step's IO would drain its NCQ queue once a second. There the sampler holds off
+    through each step's IO (between_io) and reads once as the IO starts and once as it ends; an NVMe drive's
+    temperature is an admin command beside its IO queues, read once a second throughout."""
 
     def __init__(self, data_dir, run_id, drive):
         self.data_dir, self.run_id = data_dir, run_id
         self.source = drive.get("temperature_source")
         self.warning = drive.get("warning_temp_c")
+        self.between_steps_only = drive.get("transport") in ("sata", "usb")
         self.stopped = threading.Event()
         self.thread = threading.Thread(target=self.sample, name=f"run {run_id} temperature")
+        # Every read, as (wall time, °C), for the steps' figures; those not yet stored; whether the IO holds it off.
+        self.lock = threading.Lock()
+        self.reads, self.unstored, self.held = [], [], False
 
     def __enter__(self):
         if self.source:
@@ -376,6 +412,70 @@ class TemperatureLog:
         if self.source:
             self.thread.join()
 
+    def read(self):
+        """Read the temperature now, under the lock, and keep it (None when it cannot be read)."""
+        value = health.read_temperature(self.source)
+        if value is not None:
+            self.reads.append((time.time(), value))
+            self.unstored.append(self.reads[-1])
+        return value
+
+    def read_now(self):
+        """One read now, beside the sampler's, as a step ends (its IO is over)."""
+        if self.source:
+            with self.lock:
+                self.read()
+
+    @contextlib.contextmanager
+    def between_io(self):
+        """Around a step's IO: on a SATA or USB drive, one read as it starts, none during it, one as it ends.
+        Once entered, no read is in flight."""
+        if not (self.source and self.between_steps_only):
+            yield
+            return
+        with self.lock:
+            self.read()
+            self.held = True
+        try:
+            yield
+        finally:
+            with self.lock:
+                self.held = False
+                self.read()
+
+    def figures(self, since, until):
+        """A step's temperature metrics from the reads between `since` and `until` (wall times): its most, and
+        where the drive gives a warning temperature and was read once a second, the seconds read at or above
+        it. None without a read: unknown, never cool."""
+        with self.lock:
+            values = [v for t, v in self.reads if since <= t <= until]
+        if not values:
+            return []
+        if self.between_steps_only:
+            how = "read as its IO started and as it ended (never during it: on SATA a read drains the NCQ queue)"
+        else:
+            how = "read once a second"
+        out = [
+            derive.Metric(
+                "temperature.max_c",
+                max(values),
+                "°C",
+                f"{self.source}: the most of {len(values)} reads, {how} and as it ended, from the end of its idle "
+                "to its end",
+            )
+        ]
+        if self.warning is not None and not self.between_steps_only:
+            out.append(
+                derive.Metric(
+                    "temperature.at_or_above_warning_s",
+                    float(sum(v >= self.warning for v in values)),
+                    "s",
+                    f"{self.source}: the seconds read at or above the drive's warning temperature, {self.warning} °C, "
+                    f"of {len(values)} read once a second and as it ended, from the end of its idle to its end",
+                )
+            )
+        return out
+
     def sample(self):
         db = store.connect(self.data_dir)
         try:
@@ -385,10 +485,14 @@ class TemperatureLog:
             series = store.add_series(db, self.run_id, None, "temperature", "°C", self.source, [])
             hot = None
             due = time.monotonic()
-            while not self.stopped.is_set():
-                value = health.read_temperature(self.source)
-                if value is not None:
-                    point = (int((time.time() - started_at) * 1000), value)
+            while True:
+                stopping = self.stopped.is_set()
+                with self.lock:
+                    if not self.held and not stopping:
+                        self.read()
+                    points, self.unstored = self.unstored, []
+                for at, value in points:
+                    point = (int((at - started_at) * 1000), value)
                     try:
                         store.append_points(db, series, [point])
                         if self.warning is not None and value > self.warning:
@@ -400,6 +504,8 @@ class TemperatureLog:
                             store.append_points(db, hot, [point])
                     except store.DataFull:
                         pass  # a second the full disk cannot take stays out: a gap, not a made-up point
+                if stopping:
+                    break
                 # On the second, not a second after the last read: a slow read (smartctl) does not push every
                 # later sample back, and one that took longer than a second is followed at once.
                 due = max(due + 1.0, time.monotonic())

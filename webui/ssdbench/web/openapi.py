@@ -282,7 +282,7 @@ TESTBED = _object(
         "fio": {"type": "string"},
         "classes": _record(
             "its class in each part of the rule that decides whether two testbeds compare (docs/methodology.md, "
-            "The summary, compare and the bench): link, controller, purge, fio, flagged"
+            "The summary, compare and the bench): link, controller, purge, fio, heat, flagged"
         ),
         "apart": {
             **STRINGS,
