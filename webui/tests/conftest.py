@@ -43,7 +43,7 @@ from contract import ContractClient, assert_keeps
 
 from ssdbench.errors import SsdbenchError
 from ssdbench.results import store
-from ssdbench.run import fio_output
+from ssdbench.run import fio_output, quiet
 from ssdbench.run.fio_output import Metric
 from ssdbench.web import openapi
 
@@ -179,6 +179,19 @@ def step_state(data_dir, key):
 
 def wait_for_step(data_dir, key, state="running"):
     wait_until(lambda: step_state(data_dir, key) == state, f"step {key} to be {state}")
+
+
+def queue_files(dev):
+    """The drive's files a run sets (the I/O scheduler, merges, the kernel's write cache): {name: what it holds},
+    a choice file's chosen word."""
+    queue = f"/sys/block/{os.path.basename(dev)}/queue"
+    return {n: quiet._selected(open(f"{queue}/{n}").read().strip()) for n in ("scheduler", "nomerges", "write_cache")}
+
+
+def set_queue_files(dev, **values):
+    for name, value in values.items():
+        with open(f"/sys/block/{os.path.basename(dev)}/queue/{name}", "w") as f:
+            f.write(value)
 
 
 def fio_status(step_dir):

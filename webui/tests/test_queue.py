@@ -7,9 +7,10 @@ import sys
 import time
 
 import pytest
-from conftest import add_run, login, make_app, needs_root, ssdbench
+from conftest import add_run, login, make_app, needs_root, queue_files, set_queue_files, ssdbench, wait_until
 
 from ssdbench.results import store
+from ssdbench.run import quiet
 
 pytestmark = needs_root()
 
@@ -98,7 +99,7 @@ def test_service_takes_queued_runs_survives_a_failing_one_and_stops_on_cancel(lo
 
     def measuring(db):
         """run 3 to reach its third step"""
-        return db.execute("SELECT step_index FROM runs WHERE id=3").fetchone()[0] >= 2
+        return (db.execute("SELECT step_index FROM runs WHERE id=3").fetchone()[0] or 0) >= 2  # None: no step yet
 
     wait_for(data_dir, measuring)
     assert client.post("/api/runs/3/cancel", headers=headers).status_code == 202
@@ -225,3 +226,35 @@ def test_a_trace_uploaded_on_the_web_plays_through_the_queue_and_is_non_standard
     compared = client.get(f"/api/compare?run=1&run={other}").get_json()
     assert not compared["comparable"] and own in " ".join(compared["runs"][0]["warnings"])
     assert b"plays the tester&#39;s own trace msr" in client.get(f"/compare?run=1&run={other}").data
+
+
+# A runner that dies with the controls applied: os._exit, so that no restore, no finally, runs.
+DIES_CHANGED = """
+import os, sys
+from ssdbench.run import quiet
+drive = {"path": sys.argv[1], "transport": "loop", "host_controller": None}
+quiet.Quiet(drive, quiet.Record(sys.argv[2], 9, drive)).apply()
+print(os.getpid(), flush=True)
+os._exit(9)
+"""
+
+
+def test_the_service_puts_back_what_a_killed_run_changed_as_it_starts(loopdev, tmp_path, runner_service):
+    dev, _ = loopdev("64M")
+    set_queue_files(dev, scheduler="mq-deadline", nomerges="0", write_cache="write through")
+    found = queue_files(dev)
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    died = subprocess.run([sys.executable, "-c", DIES_CHANGED, dev, str(data_dir)], capture_output=True, text=True)
+    assert died.returncode == 9, died.stderr
+    assert queue_files(dev) == {"scheduler": "none", "nomerges": "2", "write_cache": "write back"}
+    service = runner_service(data_dir)
+    wait_until(lambda: not (data_dir / quiet.RECORD).exists(), "the service to put back the killed run's changes")
+    assert queue_files(dev) == found
+    service.terminate()
+    _, log = service.communicate(timeout=60)
+    pid = died.stdout.strip()
+    assert f"run 9 (pid {pid}) ended without putting back what it changed: put back from its record" in log
+    queue = f"/sys/block/{os.path.basename(dev)}/queue"
+    assert f"scheduler: {queue}/scheduler is 'mq-deadline' again" in log
+    assert f"kernel_write_cache: {queue}/write_cache is 'write through' again" in log

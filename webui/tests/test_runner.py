@@ -2,6 +2,7 @@
 
 import contextlib
 import gzip
+import json
 import os
 import signal
 import subprocess
@@ -18,6 +19,8 @@ from conftest import (
     long_suite,
     make_app,
     needs_root,
+    queue_files,
+    set_queue_files,
     show,
     ssdbench,
     start_run,
@@ -67,9 +70,10 @@ def test_run_end_to_end_and_every_metric_traces_to_fio(loopdev, tmp_path):
     assert controls["background"]["value"].startswith("load averages ")
     for c in controls.values():
         assert (c["state"], bool(c.get("value") or c.get("reason"))) in (("applied", True), ("unavailable", True))
-    assert controls["scheduler"]["value"].startswith("[none]") and controls["nomerges"]["value"] == "2"
+    assert controls["scheduler"]["value"] == "none" and controls["nomerges"]["value"] == "2"
+    # set for the run, and put back after it
     name = os.path.basename(dev)
-    assert open(f"/sys/block/{name}/queue/nomerges").read().strip() == "2"
+    assert open(f"/sys/block/{name}/queue/nomerges").read().strip() == controls["nomerges"]["before"]
     # Each step records its idle as the suite asks (the fill that follows the purge: none) and the
     # drive's temperature as it began (a loop device has none).
     for step, spec in zip(run["steps"], locked.load(path=ENGINE_SUITE[1], allow_non_standard=True).steps):
@@ -599,8 +603,13 @@ def test_sigterm_at_any_moment_cancels_and_never_fails(loopdev, tmp_path):
         assert f"run {run_id}: cancelled" in out
 
 
-def test_killed_runner_leaves_an_interrupted_run_with_its_steps(loopdev, tmp_path):
+def test_killed_runner_leaves_an_interrupted_run_with_its_steps_and_the_next_start_puts_back_its_changes(
+    loopdev, tmp_path
+):
     dev, _ = loopdev()
+    # The drive's files the run sets hold something else first, so that the run changes every one of them.
+    set_queue_files(dev, scheduler="mq-deadline", nomerges="0", write_cache="write through")
+    found = queue_files(dev)
     data_dir = tmp_path / "data"
     proc = start_run(dev, data_dir, suite=long_suite(tmp_path, "rand-write-4k"))
     wait_for_step(data_dir, "rand-write-4k")
@@ -612,7 +621,16 @@ def test_killed_runner_leaves_an_interrupted_run_with_its_steps(loopdev, tmp_pat
         "fio to end with its runner",
     )
     assert show(1, data_dir)["state"] == "running"
-    # The next start marks it; it then runs normally.
+    # Killed, it put nothing back: the files hold what it set, and its crash record what they held.
+    assert queue_files(dev) == {"scheduler": "none", "nomerges": "2", "write_cache": "write back"}
+    with open(data_dir / quiet.RECORD) as f:
+        record = json.load(f)
+    assert record["run_id"] == 1 and record["pid"] == proc.pid and record["drive"]["serial"] == str(_backing(dev))
+    queue = f"/sys/block/{os.path.basename(dev)}/queue"
+    held = {e["file"]: e["value"] for e in record["put_back"]}
+    assert {f"{queue}/{n}": v for n, v in found.items()}.items() <= held.items()
+    # The next start puts them back before it sets them again (its controls found them as they were), marks
+    # the killed run, then runs normally and puts back what it changed.
     again = ssdbench("run", *ENGINE_SUITE, "--drive", dev, "--confirm", os.path.basename(dev), data_dir=data_dir)
     assert again.returncode == 0, again.stderr
     run = show(1, data_dir)
@@ -620,7 +638,22 @@ def test_killed_runner_leaves_an_interrupted_run_with_its_steps(loopdev, tmp_pat
     states = [s["state"] for s in run["steps"]]
     assert states[:3] == ["done", "done", "done"] and states[3] == "interrupted"
     assert all(s["metrics"] for s in run["steps"][1:3])
-    assert show(2, data_dir)["state"] == "done"
+    second = show(2, data_dir)
+    assert second["state"] == "done"
+    recovered = second["environment"]["recovered"]
+    assert (recovered["run_id"], recovered["pid"]) == (1, proc.pid)
+    back = {e["file"]: e for e in recovered["put_back"]}
+    assert set(back) == set(held)
+    for path, value in held.items():
+        assert (back[path]["state"], back[path]["now"]) == ("applied", value), back[path]
+    controls = second["environment"]["controls"]
+    assert (controls["scheduler"]["before"], controls["nomerges"]["before"]) == ("mq-deadline", "0")
+    assert controls["kernel_write_cache"]["before"] == "write through"
+    assert queue_files(dev) == found and not os.path.exists(data_dir / quiet.RECORD)
+
+
+def _backing(dev):
+    return open(f"/sys/block/{os.path.basename(dev)}/loop/backing_file").read().strip()
 
 
 def test_drive_that_vanishes_fails_its_step_with_fios_message(loopdev, tmp_path):

@@ -11,7 +11,7 @@ import os
 import re
 
 import pytest
-from conftest import ENGINE_SUITE, data, needs_root, ssdbench
+from conftest import ENGINE_SUITE, data, needs_root, queue_files, set_queue_files, ssdbench
 from test_review import runs_of
 
 from ssdbench.drives import discovery, health, tool_output
@@ -200,20 +200,30 @@ def test_the_drives_interrupts_are_pinned_to_its_node_or_recorded_as_the_kernel_
 @needs_root()
 def test_a_run_records_the_testbed_and_puts_back_what_it_changed(loopdev, tmp_path):
     dev, _ = loopdev("256M")
-    wc = f"/sys/block/{os.path.basename(dev)}/queue/write_cache"
-    with open(wc, "w") as f:
-        f.write("write through")
+    # Each file the run sets holds something else first: all three are changed, and must come back.
+    set_queue_files(dev, scheduler="mq-deadline", nomerges="0", write_cache="write through")
+    found = queue_files(dev)
+    assert found == {"scheduler": "mq-deadline", "nomerges": "0", "write_cache": "write through"}
     data_dir = tmp_path / "data"
     ssdbench("run", *ENGINE_SUITE, "--drive", dev, "--confirm", os.path.basename(dev), data_dir=data_dir, check=True)
-    assert open(wc).read().strip() == "write through"
+    assert queue_files(dev) == found
+    assert not os.path.exists(data_dir / quiet.RECORD)  # the crash record goes once all is put back
     db = store.connect(data_dir)
     run = store.get_run(db, 1)
     db.close()
     env = run["environment"]
     with open(os.path.join(store.run_dir(data_dir, 1), "environment.json")) as f:
         assert json.load(f) == env  # the file in the bundle holds the restore too
-    assert env["controls"]["kernel_write_cache"]["before"] == "write through"
-    assert env["restored"] == {"kernel_write_cache": {"state": "applied", "value": "write through"}}
+    tested = {"scheduler": "none", "nomerges": "2", "kernel_write_cache": "write back"}
+    for control, value in tested.items():
+        was = found[control.removeprefix("kernel_")]
+        assert env["controls"][control] == {"state": "applied", "value": value, "before": was}
+        assert env["restored"][control] == {"state": "applied", "value": was}
+    # The host's own (no cpufreq here; ASPM, which this kernel may refuse): what a control changed, it put back.
+    for control in ("governor", "aspm"):
+        if control in env["restored"]:
+            assert env["restored"][control]["value"] == env["controls"][control]["before"]
+    assert set(env["restored"]) <= {*tested, "governor", "aspm"} and "recovered" not in env
     assert env["thermal"] == {"unavailable": "no health log: a loop device has no health log"}
     assert set(env["cpu"]) >= {"frequency", "turbo"} and "iommu" in env["kernel"]
     assert run["drive"]["host_controller"] is None

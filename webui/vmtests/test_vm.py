@@ -265,6 +265,12 @@ def test_boot_runs_upload_export_and_verify(boot, disks, tmp_path, host_lab):
     for text in (f"PIN:    {PIN}", "nvme0n1", NVME["serial"], SATA["serial"], "this is the ssdbench boot stick"):
         assert text in screen, text
 
+    # What a run sets of the drive is put back after it: nvme0n1's scheduler is set to another than the run's
+    # none first, so that the run changes it, as it does nomerges (0 here; the run's 2).
+    queue = " ".join(f"/sys/block/nvme0n1/queue/{name}" for name in ("scheduler", "nomerges", "write_cache"))
+    vm.shell("echo mq-deadline > /sys/block/nvme0n1/queue/scheduler")
+    queue_before = vm.shell(f"grep -H . {queue}")
+    assert "[mq-deadline]" in queue_before, queue_before
     run_ids = []
     for want in (NVME, SATA):
         run_id = vm.start_run(by_serial(found, want["serial"]))
@@ -274,6 +280,9 @@ def test_boot_runs_upload_export_and_verify(boot, disks, tmp_path, host_lab):
         run_ids.append(run_id)
     # QEMU formats one namespace at a time (FNA 0): Format is used, and says nothing of nvme0n2.
     nvme_run = vm.run(run_ids[0])
+    assert vm.shell(f"grep -H . {queue}") == queue_before
+    assert nvme_run["environment"]["restored"]["scheduler"] == {"state": "applied", "value": "mq-deadline"}
+    assert vm.shell("test -e /var/lib/ssdbench/put-back.json && echo left || echo gone") == "gone"
     purge = next(s for s in nvme_run["steps"] if s["kind"] == "purge")["detail"]
     print(f"NVMe purge with nvme0n2 mounted: {purge['method']}; attempts {purge['attempts']}")
     assert purge["method"] == "NVMe Format NVM, user data erase"

@@ -14,7 +14,7 @@ import traceback
 from ..errors import SsdbenchError
 from ..results import store
 from ..suites import locked, user_traces
-from . import repeat, runner, workload
+from . import quiet, repeat, runner, workload
 
 POLL_S = 0.5
 
@@ -73,6 +73,7 @@ def serve(data_dir, poll_s=POLL_S, after_run=None, when_idle=None):
     lock = try_lock(data_dir)
     if lock is not None:
         mark_interrupted(db)
+        put_back(data_dir)
         lock.release()
     log(f"waiting for queued runs in {store.db_path(data_dir)}")
     with runner.StopSignals() as signals:
@@ -99,6 +100,13 @@ def mark_interrupted(db):
     """A run still marked running has lost its process (a crash or a power cut). Only under the lock."""
     for run_id in store.mark_interrupted(db):
         log(f"run {run_id}: interrupted (its process is gone); its completed steps are kept")
+
+
+def put_back(data_dir):
+    """What a run that was killed had changed of the testbed, put back from the record it left (run/quiet.recover),
+    and logged. Only under the lock."""
+    for line in quiet.recovered_lines(quiet.recover(data_dir) or {}):
+        log(line)
 
 
 def take_next(db, data_dir, signals):

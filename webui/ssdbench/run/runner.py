@@ -568,8 +568,11 @@ def run_in_foreground(data_dir, suite, device, confirm, destroy_data=False, allo
 def run_under_lock(db, data_dir, lock, run_id, suite, drive, steps, signals, on_progress=None, set_idle=None):
     """Execute a run that the store holds as running, under the held lock, with the caller's
     StopSignals installed: quiet the OS, record the environment, walk the steps. `set_idle`: for a later run
-    of a repeat set, its first run's recorded idle ({"temperature_c", "of_run"}). Returns (final state, error)."""
+    of a repeat set, its first run's recorded idle ({"temperature_c", "of_run"}). Returns (final state, error).
+    What a run killed before it (its crash record) had changed of the testbed is put back first, and the
+    environment's `recovered` says so."""
     lock.record(run_id=run_id, device=drive["path"])
+    recovered = quiet.recover(data_dir)
     try:
         store.hold_reserve(data_dir)
     except OSError as exc:  # the partition filled up since the run was checked to fit
@@ -577,9 +580,11 @@ def run_under_lock(db, data_dir, lock, run_id, suite, drive, steps, signals, on_
         error = f"data partition full: no room in {data_dir} for the run's reserve ({exc.strerror})"
         store.finish_run(db, run_id, "failed", error)
         return "failed", error
-    controls = quiet.Quiet(drive)
+    controls = quiet.Quiet(drive, quiet.Record(data_dir, run_id, drive))
     try:
         env = environment.fingerprint(suite, drive)
+        if recovered is not None:
+            env["recovered"] = recovered
         env["controls"] = controls.apply()
         # The idle temperature that a step after an idle is judged against (begun hot, results/validity): the
         # drive's now, or for a later run of a repeat set its first run's, so that a run of a set that starts in

@@ -24,3 +24,25 @@ def sync_folder(folder):
         finally:
             os.close(fd)
     sync_dir(folder)
+
+
+def replace_file(path, text):
+    """`text` into the file at `path`, whole or not at all: written beside it, synced, renamed over it, and the
+    rename synced. A power cut leaves the old file or the new one, never part of one."""
+    folder = os.path.dirname(path) or "."
+    tmp = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}.tmp")
+    with open(tmp, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+    sync_dir(folder)
+
+
+def remove_file(path):
+    """The file gone, and its going on the disk; a file already gone is fine."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        return
+    sync_dir(os.path.dirname(path) or ".")

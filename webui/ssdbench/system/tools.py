@@ -32,26 +32,28 @@ def require(name):
     return path
 
 
-def run(argv, timeout=60, ok=(0,)):
+def run(argv, timeout=60, ok=(0,), binary=False):
     """Run a tool to completion and return its stdout; a clear error if it fails. Its stdin is /dev/null, never
     the caller's: on the appliance the services' stdin is the console, and a tool that sees a terminal may ask
     it a question nobody answers, or refuse (blkdiscard refuses to purge a drive that held a partition table).
-    Its environment holds none of the caller's secrets (the PIN, a lab's token): no tool needs one."""
+    Its environment holds none of the caller's secrets (the PIN, a lab's token): no tool needs one. `binary`:
+    its stdout as bytes (a raw data buffer), not text."""
     argv = [require(argv[0]), *argv[1:]]
+    as_text = {} if binary else {"text": True, "errors": "replace"}
     try:
         proc = subprocess.run(
             argv,
             stdin=subprocess.DEVNULL,
             env=redact.environment(os.environ),
             capture_output=True,
-            text=True,
             timeout=timeout,
-            errors="replace",
+            **as_text,
         )
     except subprocess.TimeoutExpired as exc:
         raise SsdbenchError(f"{os.path.basename(argv[0])} did not finish within {timeout} s") from exc
     if ok is not None and proc.returncode not in ok:
-        msg = (proc.stderr or proc.stdout).strip().splitlines()
+        said = proc.stderr or proc.stdout
+        msg = (said.decode(errors="replace") if binary else said).strip().splitlines()
         raise SsdbenchError(
             f"{' '.join(argv[:1] + argv[1:4])} failed (exit {proc.returncode}): {msg[-1] if msg else 'no message'}"
         )
