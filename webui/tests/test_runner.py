@@ -1,5 +1,6 @@
 """The runner end to end: real fio on real loop devices, results in a real SQLite file."""
 
+import concurrent.futures
 import contextlib
 import gzip
 import json
@@ -587,20 +588,27 @@ def test_sigterm_at_any_moment_cancels_and_never_fails(loopdev, tmp_path):
     """20 moments, from the run's first instant to well into its third step: quieting the OS, the purge,
     fio starting before its files exist, fio stopping, the parsing of its output. The run is then
     always cancelled: never failed, never left running. The moments come as offsets after the run
-    appears in the database; whichever phase each one lands in, the answer must be the same."""
-    dev, _ = loopdev()
-    data_dir = tmp_path / "data"
-    for n in range(20):
-        run_id = n + 1
-        proc = start_run(dev, data_dir)
-        wait_until(lambda: run_exists(data_dir, run_id) or proc.poll() is not None, f"run {run_id} to start")
-        time.sleep(n * 0.15)
-        proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=120)
-        run = show(run_id, data_dir)
-        assert (proc.returncode, run["state"], run["error"]) == (1, "cancelled", "stopped by cancel"), (n, err)
-        assert "failed" not in {s["state"] for s in run["steps"]}, (n, run["steps"])
-        assert f"run {run_id}: cancelled" in out
+    appears in the database; whichever phase each one lands in, the answer must be the same. Two lanes of
+    moments, each on its own drive and data folder, take turns side by side: most of a moment is a process
+    starting."""
+
+    def lane(first):
+        dev, _ = loopdev(name=f"disk{first}.img")
+        data_dir = tmp_path / f"data{first}"
+        for run_id, n in enumerate(range(first, 20, 2), 1):
+            proc = start_run(dev, data_dir)
+            wait_until(lambda: run_exists(data_dir, run_id) or proc.poll() is not None, f"run {run_id} to start")
+            time.sleep(n * 0.15)
+            proc.send_signal(signal.SIGTERM)
+            out, err = proc.communicate(timeout=120)
+            run = show(run_id, data_dir)
+            assert (proc.returncode, run["state"], run["error"]) == (1, "cancelled", "stopped by cancel"), (n, err)
+            assert "failed" not in {s["state"] for s in run["steps"]}, (n, run["steps"])
+            assert f"run {run_id}: cancelled" in out
+
+    with concurrent.futures.ThreadPoolExecutor(2) as lanes:
+        for done in [lanes.submit(lane, first) for first in (0, 1)]:
+            done.result()
 
 
 def test_killed_runner_leaves_an_interrupted_run_with_its_steps_and_the_next_start_puts_back_its_changes(
