@@ -184,22 +184,37 @@ def test_transfer_size_curves_are_fios_bandwidth_per_job(smoke_run):
             assert points(data_dir, curve["id"]) == expected
 
 
+def sweep_log(data_dir, s, direction):
+    """The pass's per-IO latency log: every IO it did, in order."""
+    return derive.per_io_log(folder(data_dir, s), f"{direction}-pass")[1]
+
+
 def test_sweeps_report_each_zone_and_the_recovery(smoke_run):
     run, data_dir = smoke_run
-    capacity = run["drive"]["capacity_bytes"]
-    offsets = plan.zone_offsets(4, 4 * 1024**2, capacity)
+    capacity, zone, bs = run["drive"]["capacity_bytes"], 4 * 1024**2, 128 * 1024
+    offsets = plan.zone_offsets(4, zone, capacity)
     averages = {}
     for key in ("sweep-clean", "sweep-dirty", "sweep-recovered"):
         s = step(run, key)
         doc, m = fio_doc(data_dir, s), metrics(s)
-        assert len(doc["jobs"]) == 8  # a write pass and a read pass, a job for each of 4 zones in each
+        assert len(doc["jobs"]) == 2  # a write pass and a read pass, each one job over its 4 zones
         for d in ("write", "read"):
-            zone_mb_s = [job[d]["bw_bytes"] / 1e6 for job in doc["jobs"] if job["jobname"].endswith(d)]
+            ios = sweep_log(data_dir, s, d)
+            per = zone // bs
+            # each zone's bytes over the sum of its IOs' latencies (ns): at QD1, the time it was busy
+            zone_mb_s = [zone / sum(io.value for io in ios[k : k + per]) * 1e3 for k in range(0, len(ios), per)]
             curve = series(run, data_dir, s, f"{d}.mb_s")
             assert curve["x_unit"] == "offset"
-            assert points(data_dir, curve["id"]) == list(zip(offsets, zone_mb_s))
+            stored = points(data_dir, curve["id"])
+            assert [x for x, _ in stored] == offsets
+            assert [y for _, y in stored] == pytest.approx(zone_mb_s, rel=1e-12)
             assert m[f"{d}.avg_mb_s"]["value"] == pytest.approx(statistics.fmean(zone_mb_s), rel=1e-12)
-            assert m[f"{d}.min_mb_s"]["value"] == min(zone_mb_s)
+            assert m[f"{d}.min_mb_s"]["value"] == pytest.approx(min(zone_mb_s), rel=1e-12)
+            # the pass's wall time, from its first IO's issue to its last one's completion, and its IOs' time
+            job = next(j for j in doc["jobs"] if j["jobname"] == f"{d}-pass")[d]
+            assert m[f"{d}.io_s"]["value"] == pytest.approx(job["lat_ns"]["mean"] * job["total_ios"] / 1e9)
+            wall = (ios[-1].t_ms - ios[0].t_ms + ios[0].value / 1e6) / 1000
+            assert m[f"{d}.pass_s"]["value"] == pytest.approx(wall, rel=1e-9)
         averages[key] = m["write.avg_mb_s"]["value"]
     recovered = metrics(step(run, "sweep-recovered"))["recovered_percent"]["value"]
     assert recovered == pytest.approx(100 * averages["sweep-recovered"] / averages["sweep-clean"], rel=1e-12)
@@ -209,9 +224,10 @@ def test_the_degraded_sweep_reads_the_whole_surface_before_its_write_pass(smoke_
     """Methodology 6: the degraded sweep's read pass reads what the torture left, every zone from LBA 0 to the end
     of the drive, and only then does its write pass begin; the clean and recovered sweeps write first."""
     run, data_dir = smoke_run
-    capacity, zone = run["drive"]["capacity_bytes"], 4 * 1024**2
+    capacity, zone, bs = run["drive"]["capacity_bytes"], 4 * 1024**2, 128 * 1024
     offsets = plan.zone_offsets(4, zone, capacity)
-    assert offsets[0] == 0 and offsets[-1] + zone == capacity  # the zones reach both ends of the surface
+    # the zones reach both ends of the surface: the last ends less than a MiB for each zone short of its end
+    assert offsets[0] == 0 and capacity - 4 * 1024**2 < offsets[-1] + zone <= capacity
     for key, passes in (
         ("sweep-clean", ("write", "read")),
         ("sweep-dirty", ("read", "write")),
@@ -220,17 +236,18 @@ def test_the_degraded_sweep_reads_the_whole_surface_before_its_write_pass(smoke_
         s = step(run, key)
         with open(os.path.join(folder(data_dir, s), f"{key}.fio")) as f:
             jobs = validity.fio_jobs(f.read())
-        # fio runs the jobs in the job file's order, each once the one before it has ended (stonewall)
+        # fio runs the passes in the job file's order, the second once the first has ended (stonewall)
         assert all(options["stonewall"] == "1" for _, options in jobs)
-        assert [options["rw"] for _, options in jobs] == [passes[0]] * 4 + [passes[1]] * 4
-        assert [int(options["offset"]) for _, options in jobs] == offsets * 2
+        assert [options["rw"] for _, options in jobs] == list(passes)
         doc = fio_doc(data_dir, s)
         assert [job["jobname"] for job in doc["jobs"]] == [name for name, _ in jobs]
         for n, direction in enumerate(passes):
             other = passes[1 - n]
-            for job in doc["jobs"][4 * n : 4 * n + 4]:
-                # the whole zone, in the pass's direction only
-                assert (job[direction]["io_bytes"], job[other]["io_bytes"]) == (zone, 0), (key, job["jobname"])
+            job = doc["jobs"][n]
+            # every zone whole, in the pass's direction only, in the order of their offsets
+            assert (job[direction]["io_bytes"], job[other]["io_bytes"]) == (4 * zone, 0), (key, job["jobname"])
+            due = [start + k * bs for start in offsets for k in range(zone // bs)]
+            assert [io.offset for io in sweep_log(data_dir, s, direction)] == due
     # What the degraded read pass read was written before it (the fill and the torture): rule 3 flags nothing.
     db = store.connect(data_dir)
     try:

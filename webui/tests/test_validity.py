@@ -352,6 +352,76 @@ def test_a_sweep_s_read_pass_counts_before_or_after_its_write_pass_as_its_passes
     assert suspect(record(tmp_path / "unfinished", suite, unfinished))["read-first"] == []
 
 
+def per_zone_job_file(passes, offsets, zone):
+    """A sweep's job file as runs recorded before a pass was one job have it: a job for each zone of each pass."""
+    lines = ["[global]", "filename=${SSDBENCH_DUT}"]
+    for rw in passes:
+        for k, offset in enumerate(offsets):
+            lines += [f"[zone{k:03d}-{rw}]", f"rw={rw}", "bs=128k", f"offset={offset}", f"size={zone}", "stonewall=1"]
+    return "\n".join(lines) + "\n"
+
+
+def test_a_sweep_recorded_with_a_job_for_each_zone_is_judged_as_before(tmp_path):
+    """Rule 3 reads a stored run's job file: a sweep run before a pass was one fio job has a job for each zone
+    (at the offsets of then, spread evenly to the drive's very end), and is judged zone by zone as it was."""
+    suite = load_suite(
+        tmp_path,
+        device_step("purge"),
+        fio_step("fill", "write", "50%"),
+        sweep_step("read-first", passes=["read", "write"]),
+    )
+    zone, mib = 4 * 2**20, 2**20
+    offsets = [round(k * (GIB - zone) / 3) // mib * mib for k in range(4)]
+    figures = {"read-first": {"write.avg_mb_s": 300, "read.avg_mb_s": 500}}
+    record(tmp_path, suite, figures)
+    db = store.connect(tmp_path)
+    try:
+        sid = db.execute("SELECT id FROM steps WHERE key = 'read-first'").fetchone()[0]
+        store.set_job_file(db, sid, per_zone_job_file(["read", "write"], offsets, zone))
+        doc = document.run_document(db, 1)
+    finally:
+        db.close()
+    assert "[zone003-write]" in next(s["job_file"] for s in doc["steps"] if s["key"] == "read-first")
+    half = never_written(f"{2 * zone / MB:.1f} MB", f"{4 * zone / MB:.1f} MB", job=" in its read pass (2 of 4 zones)")
+    assert suspect(doc)["read-first"] == [half]
+
+
+# Rule 7: a sweep's pass is one continuous pass
+
+
+def paused(direction, wall, took, share):
+    return (
+        f"its {direction} pass took {wall:.3f} s and its IOs {took:.3f} s: for {share} of the pass, over 5%, no IO "
+        "was outstanding, so it was not one continuous pass and the drive had time to recover in it"
+    )
+
+
+def test_a_sweep_pass_idle_for_more_than_5_percent_of_its_wall_time_flags_its_step(tmp_path):
+    keys = ("paused", "just-under", "short", "older")
+    suite = load_suite(tmp_path, *(sweep_step(key) for key in keys))
+
+    def timed(direction, wall, took):
+        return {
+            f"{direction}.pass_s": wall,
+            f"{direction}.io_s": took,
+            f"{direction}.idle_percent": 100 * (wall - took) / wall,
+        }
+
+    figures = {
+        "paused": timed("write", 10.0, 9.0) | timed("read", 4.0, 3.98),
+        "just-under": timed("write", 10.0, 9.51) | timed("read", 10.0, 9.6),
+        # fio's log clocks a pass in whole milliseconds: 9 ms of a 100 ms pass is within that, not a pause
+        "short": timed("write", 0.1, 0.091),
+        "older": {"write.avg_mb_s": 300, "read.avg_mb_s": 500},  # recorded before a pass was one job
+    }
+    assert suspect(record(tmp_path, suite, figures)) == {
+        "paused": [paused("write", 10.0, 9.0, "10.0%")],
+        "just-under": [],
+        "short": [],
+        "older": [],
+    }
+
+
 # Rule 4: a trace's busy time against the kernel's
 
 

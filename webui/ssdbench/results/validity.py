@@ -18,6 +18,10 @@ WRITES = ("write", "randwrite", "rw", "readwrite", "randrw")
 NOT_RUN = ("pending", "skipped")
 # Rule 5: a step that idled first begins hot above the run's idle temperature plus this.
 HOT_MARGIN_C = 3.0
+# Rule 7: a sweep's pass with no IO outstanding for more than this share of its wall time, and for more than
+# IDLE_PASS_S (fio's log clocks a pass in whole milliseconds), was not one continuous pass.
+IDLE_PASS_SHARE = 5.0
+IDLE_PASS_S = 0.01
 
 
 def suspects(run):
@@ -30,7 +34,7 @@ def suspects(run):
     for step, never_written in zip(run["steps"], unwritten):
         metrics = _metrics(step)
         found = cpu_bound(metrics) + over_link(metrics, limit, link) + never_written + busy_mismatch(metrics)
-        found += overran(metrics)
+        found += overran(metrics) + paused(metrics)
         out.append(found + unsettled(step, idle_c) + heated(step, metrics, run["drive"].get("warning_temp_c")))
     return out
 
@@ -165,6 +169,25 @@ def overran(metrics):
     ]
 
 
+def paused(metrics):
+    """Rule 7: a pass of a zone sweep that was not one continuous pass. Its wall time (from its first IO's issue
+    to its last IO's completion) exceeds the time its IOs took (their latencies, one at a time) by more than
+    IDLE_PASS_SHARE percent of it and more than IDLE_PASS_S: the drive had that long with nothing to do during
+    the pass, time a degraded drive can use to recover. Runs recorded before a pass was one job have no such
+    figures."""
+    out = []
+    for direction in ("write", "read"):
+        share, wall, took = (metrics.get(f"{direction}.{k}") for k in ("idle_percent", "pass_s", "io_s"))
+        if None in (share, wall, took) or share <= IDLE_PASS_SHARE or wall - took <= IDLE_PASS_S:
+            continue
+        out.append(
+            f"its {direction} pass took {wall:,.3f} s and its IOs {took:,.3f} s: for {share:.1f}% of the pass, over "
+            f"{IDLE_PASS_SHARE:.0f}%, no IO was outstanding, so it was not one continuous pass and the drive had "
+            "time to recover in it"
+        )
+    return out
+
+
 def unwritten_reads(run):
     """Rule 3, for each step in order: reads of LBAs that hold nothing, never written since the last purge or
     TRIM. A purged drive answers them from its map, with zeros, without reading its flash.
@@ -206,19 +229,36 @@ def _fio_step(step, written, capacity):
     count before the foreground's reads."""
     metrics = _metrics(step)
     jobs = fio_jobs(step["job_file"] or "")
+    named = len(jobs) > 1
+    if step["kind"] == "sweep":
+        jobs = [zone for job in jobs for zone in _zones(*job)]
     seen = []  # (bytes never written, bytes read, job name) of each job that read
     for name, options in jobs:
-        prefix = f"{name}." if len(jobs) > 1 else ""
+        prefix = f"{name}." if named else ""
         try:
             reads, writes = _job_io(options, _read_bytes(step, metrics, prefix, options), capacity)
         except ValueError:
             # a span this guard cannot read: what is written is unknown from here
-            return None, _unwritten(step, len(jobs) > 1, seen)
+            return None, _unwritten(step, named, seen)
         if reads:
             seen.append((reads[1] - reads[0] - _covered(written, reads), reads[1] - reads[0], name))
         if writes:
             written = _union(written, writes)
-    return written, _unwritten(step, len(jobs) > 1, seen)
+    return written, _unwritten(step, named, seen)
+
+
+def _zones(name, options):
+    """A sweep's job as the zones it did, each as a job of its own: a pass that is one job over fio's strided
+    zones (plan._sweep) did `zonesize` bytes at each zone's start, `zonerange` bytes apart from its offset, until
+    its `io_size`. Runs recorded before a pass was one job ran a job for each zone: it stays as it is."""
+    if options.get("zonemode") != "strided":
+        return [(name, options)]
+    try:
+        offset, zone = int(options.get("offset", 0)), int(options["zonesize"])
+        stride, count = int(options.get("zonerange", zone)), int(options["io_size"]) // zone
+    except (KeyError, ValueError, ZeroDivisionError):
+        return [(name, {**options, "offset": "?"})]  # what it did is not known: _job_io says so
+    return [(name, {**options, "offset": offset + k * stride, "size": zone}) for k in range(count)]
 
 
 def _unwritten(step, named, seen):
@@ -237,7 +277,8 @@ def _unwritten(step, named, seen):
 
 def _read_bytes(step, metrics, prefix, options):
     """What one job of a step read, by fio's count. A sweep keeps no count for each zone, but it has its read
-    figures only when every zone's job ended (run/derive.py), and each read job reads its whole zone once."""
+    figures only when its read pass did every zone whole (run/derive.py; before a pass was one job, when every
+    zone's job ended), and reads each zone once."""
     if step["kind"] != "sweep":
         return metrics.get(f"{prefix}read.io_bytes")
     return int(options["size"]) if options.get("rw") == "read" and "read.avg_mb_s" in metrics else None

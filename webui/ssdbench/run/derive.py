@@ -156,19 +156,56 @@ def matrix_curves(doc, step_spec, jobs):
     ]
 
 
-def sweep(doc, jobs, baseline_avg=None):
+@dataclass(frozen=True)
+class SweepPass:
+    log_name: str
+    zones: list  # (offset, bytes, busy ns) of each zone, in order
+    wall_ms: float  # from the first IO's issue to the last one's completion
+
+
+def sweep_pass(out_dir, name, opts):
+    """One pass of a sweep, from its per-IO latency log (plan._sweep). The pass is one job at QD1, so the log
+    lists its IOs in the order fio issued them: each must begin where the one before it ended, or at the next
+    zone's start once that zone is done, so the pass covered every zone whole and in order. A zone's busy time is
+    the sum of its IOs' latencies (fio's total latency, from its submission to its completion): at QD1, the time
+    one of its IOs was outstanding. The pass's wall time runs from its first IO's issue (its completion less its
+    latency) to its last IO's completion, on the log's clock: whole milliseconds from the job's start."""
+    log_name, ios = per_io_log(out_dir, name)
+    zones = int(opts["io_size"]) // int(opts["zonesize"])
+    zone, stride, start = int(opts["zonesize"]), int(opts["zonerange"]), int(opts["offset"])
+    done, busy = [0] * zones, [0.0] * zones
+    k, at = 0, start  # the zone the next IO is in, and where it must begin
+    for io in ios:
+        if done[k] == zone:
+            k, at = k + 1, start + (k + 1) * stride
+        if k == zones or io.offset != at or fio_output.DIRECTIONS[io.direction] != opts["rw"]:
+            where = f"zone {k + 1} of {zones} at offset {at}" if k < zones else f"none: its {zones} zones were done"
+            raise SsdbenchError(
+                f"{log_name}: a {fio_output.DIRECTIONS[io.direction]} of {io.bs} B at offset {io.offset}, where the "
+                f"{opts['rw']} pass's next IO was due in {where}"
+            )
+        done[k] += io.bs
+        busy[k] += io.value
+        at += io.bs
+    if done != [zone] * zones:
+        whole = sum(1 for d in done if d == zone)
+        raise SsdbenchError(f"{log_name}: the {opts['rw']} pass did {whole} of its {zones} zones whole")
+    wall = ios[-1].t_ms - (ios[0].t_ms - ios[0].value / 1e6)
+    return SweepPass(log_name, [(start + k * stride, done[k], busy[k]) for k in range(zones)], wall)
+
+
+def sweep(doc, jobs, out_dir, baseline_avg=None):
     """Per-zone MB/s of each pass of a zone sweep, its write pass and its read pass (series against the zone's
-    offset), their average and minimum. The order of the passes is the job file's (plan._sweep)."""
+    offset), their average and minimum; and each pass's wall time against the time its IOs took. The order of
+    the passes is the job file's (plan._sweep): each pass is one job."""
     metrics, series = [], []
+    index = {job["jobname"]: i for i, job in enumerate(doc["jobs"])}
     for direction in ("write", "read"):
-        points, pointers = [], []
-        for i, (_name, opts) in enumerate(jobs):
-            if opts["rw"] == direction:
-                value, pointer = job_mb_s(doc, i, direction)
-                points.append((opts["offset"], value))
-                pointers.append(pointer)
+        name, opts = next((n, o) for n, o in jobs if o["rw"] == direction)
+        done = sweep_pass(out_dir, name, opts)
+        points = [(offset, nbytes / busy * 1e3) for offset, nbytes, busy in done.zones]  # bytes / ns * 1e9 / 1e6
         values = [v for _, v in points]
-        source = f"fio.json {pointers[0]} ... {pointers[-1]}, one job per zone"
+        source = f"{done.log_name}: each zone's bytes / the sum of its IOs' latencies (at QD1, its busy time)"
         series.append((f"{direction}.mb_s", "MB/s", source, points, "offset"))
         metrics += [
             Metric(
@@ -176,6 +213,7 @@ def sweep(doc, jobs, baseline_avg=None):
             ),
             Metric(f"{direction}.min_mb_s", min(values), "MB/s", f"minimum over zones of {source}"),
         ]
+        metrics += sweep_pass_time(doc["jobs"][index[name]], index[name], direction, done)
     if baseline_avg:
         avg = metrics[0].value
         metrics.append(
@@ -187,6 +225,45 @@ def sweep(doc, jobs, baseline_avg=None):
             )
         )
     return metrics, series
+
+
+def sweep_pass_time(job, i, direction, done):
+    """A pass's wall time, the time its IOs took, and the share of the pass with none outstanding (fio's own
+    time between one IO's completion and the next one's submission, and any pause); and fio's runtime of the
+    pass's job, which adds fio's own moments before the first IO and after the last."""
+    stats = job[direction]
+    wall = done.wall_ms / 1000
+    took = stats["lat_ns"]["mean"] * stats["total_ios"] / 1e9
+    pointer = f"fio.json /jobs/{i}/{direction}"
+    return [
+        Metric(
+            f"{direction}.pass_s",
+            wall,
+            "s",
+            f"{done.log_name}: the last IO's completion - (the first IO's completion - its latency): the pass's wall "
+            "time, on the log's clock of whole milliseconds (within 1 ms: a short pass's idle share can be below 0)",
+        ),
+        Metric(
+            f"{direction}.io_s",
+            took,
+            "s",
+            f"{pointer}/lat_ns/mean x {pointer}/total_ios / 1e9: the time its IOs took, one at a time",
+        ),
+        Metric(
+            f"{direction}.idle_percent",
+            100 * (wall - took) / wall if wall > 0 else 0.0,
+            "%",
+            f"({direction}.pass_s - {direction}.io_s) / {direction}.pass_s x 100: the share of the pass with no IO "
+            "outstanding",
+        ),
+        Metric(
+            f"{direction}.fio_runtime_s",
+            stats["runtime"] / 1000,
+            "s",
+            f"{pointer}/runtime / 1000: fio's runtime of the pass's job, its own moments before the first IO and "
+            "after the last included",
+        ),
+    ]
 
 
 def io_intervals(out_dir, prefix):
@@ -493,7 +570,7 @@ def _matrix(step, out_dir, doc, complete, baseline):
 
 
 def _sweep(step, out_dir, doc, complete, baseline):
-    return sweep(doc, step.jobs, baseline) if complete else ([], [])
+    return sweep(doc, step.jobs, out_dir, baseline) if complete else ([], [])
 
 
 def _trace(step, out_dir, doc, complete, baseline):

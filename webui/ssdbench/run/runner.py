@@ -243,6 +243,8 @@ class Run:
                 outcome = playback.play(trace, job_text, step, out_dir, self.drive["path"], tick, stop, self.cpus)
             else:
                 outcome = fio.run(job_text, step.id, out_dir, self.drive["path"], tick, stop, self.cpus)
+        # The step's wall time around fio, its start and end included: a sweep's passes are measured against it.
+        detail["fio_s"] = round(time.monotonic() - started, 3)
         ticks_after = discovery.io_ticks(self.drive["path"]) if ticks_before is not None else None
         detail["cpu_clock"] = clock.record()
         full = self.no_room()

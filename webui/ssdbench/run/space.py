@@ -2,7 +2,7 @@
 run that would not fit (docs/user-guide.md, "Room for the results").
 
 What a run leaves grows with fio's output: its JSON, one document a second that lists every job of the
-step, its per-second logs, and for trace and Mixed Burst steps a line for every IO. The model counts each
+step, its per-second logs, and for sweep, trace and Mixed Burst steps a line for every IO. The model counts each
 from the plan. Its sizes were measured on the suites' own output (fio 3.33, smoke on a loop device) and
 rounded up. The times are the plan's estimates, which assume the suite's rates: the whole is doubled, for a
 drive at half those rates (or for fio's JSON growing a field).
@@ -13,6 +13,7 @@ import math
 from ..errors import SsdbenchError
 from ..human import size
 from ..results import store
+from ..suites.locked import parse_size
 from . import burst, plan, playback
 
 KiB, MiB = 1024, 1024 * 1024
@@ -27,6 +28,7 @@ TRACE_UNPACKED_PER_IO = 64  # the same before a part is packed: 60 B measured
 BURST_PER_WRITE = 32  # a line of the background's replays, for every write they hold: 26 to 30 B measured
 BURST_PER_DONE = 70  # a write's two latency log lines, for each one done: 62 B measured
 BURST_PER_READ = 200  # a foreground read's iolog line and its three latency log lines: 175 B measured
+SWEEP_PER_IO = 48  # a sweep's IO's latency log line: 36 to 44 B, as its offset and latency grow
 BLOCK = 4 * KiB  # a file's last block, partly used
 STEP_FILES = 3  # the job file, fio.json, fio.stderr
 LOGS_PER_JOB = 7  # bw, iops, lat, clat, slat, clat_hist (and one to spare)
@@ -60,6 +62,10 @@ def step_bytes(step):
         total += plan.burst_blocks(bg) * (periods * BURST_PER_WRITE + done * BURST_PER_DONE)
         total += fg["bursts"] * plan.burst_blocks(fg) * BURST_PER_READ
         files += 4 * jobs  # each job's iolog and latency logs
+    elif step.kind == "sweep":
+        ios = sum(int(opts["io_size"]) // parse_size(opts["bs"]) for _, opts in step.jobs)
+        total += ios * SWEEP_PER_IO
+        files += jobs  # each pass's latency log
     return total + files * BLOCK
 
 
