@@ -284,3 +284,38 @@ def test_the_checker_reports_what_does_not_exist():
             "#nowhere: no heading #nowhere there",
         ]
     )
+
+
+# docs/methodology.md ends with a table of what the suites do, each claim with the tests that prove it.
+CLAIMS_HEADING = "## What the suites do, and the test of each"
+TEST_NAME = re.compile(r"`(test_[a-z0-9_]+)`")
+
+
+def claims(text):
+    """The rows of the methodology's claims table: (claim, [test names])."""
+    section = text.split(CLAIMS_HEADING, 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[1:-1] for line in section.splitlines() if line.startswith("|")]
+    return [(cells[0].strip(), TEST_NAME.findall(cells[1])) for cells in rows[2:]]
+
+
+def defined_tests():
+    """Every test function of the tree's tests and VM tests."""
+    found = set()
+    for path in [*(TOP / "webui" / "tests").rglob("*.py"), *(TOP / "webui" / "vmtests").glob("*.py")]:
+        found |= set(re.findall(r"^def (test_[a-z0-9_]+)\(", path.read_text(), re.M))
+    return found
+
+
+def test_every_claim_of_what_a_suite_does_names_tests_that_exist():
+    rows = claims((TOP / "docs" / "methodology.md").read_text())
+    assert len(rows) >= 20, rows
+    known = defined_tests()
+    assert [claim for claim, tests in rows if not tests] == []
+    assert sorted({t for _, tests in rows for t in tests} - known) == []
+
+
+def test_a_claim_without_a_test_or_with_a_missing_one_is_found():
+    text = f"{CLAIMS_HEADING}\n| Claim | Tests |\n|---|---|\n| a | `test_no_such_test` |\n| b | none |\n"
+    rows = claims(text)
+    assert rows == [("a", ["test_no_such_test"]), ("b", [])]
+    assert "test_no_such_test" not in defined_tests()
