@@ -46,12 +46,22 @@ lint:
 	cd webui && $(PYTHON) -m ruff check . && $(PYTHON) -m ruff format --check .
 	shellcheck $(SHELL_SCRIPTS)
 
-# Each phase's time goes to build/phases.txt (.ci/timed), which .ci/run prints at the end.
+# Lint and br-check, then two lanes side by side: the host's tests (pytest), and the VM's (test-vm, then
+# test-boot). The host's wait mostly on idles, loop devices and child processes, the VM's on QEMU's emulation,
+# so together they take little more than the longer lane alone. Make prints each lane's output whole as it
+# ends (--output-sync); each phase's time goes to build/phases.txt (.ci/timed), which .ci/run prints at the end.
 test: assets
 	@rm -f build/phases.txt
 	@.ci/timed lint $(MAKE) --no-print-directory lint
 	@.ci/timed br-check $(MAKE) --no-print-directory br-check
+	@echo "pytest and the VM tests run side by side: each one's output comes whole as it ends"
+	@$(MAKE) --no-print-directory -j2 --output-sync=recurse test-host-lane test-vm-lane
+
+.PHONY: test-host-lane test-vm-lane
+test-host-lane:
 	@.ci/timed pytest sh -c 'cd webui && $(PYTEST) -q'
+
+test-vm-lane:
 	@.ci/timed test-vm $(MAKE) --no-print-directory test-vm
 	@.ci/timed test-boot $(MAKE) --no-print-directory test-boot
 
