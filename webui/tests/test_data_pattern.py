@@ -156,14 +156,19 @@ def test_these_tests_run_both_data_kinds_and_a_job_that_also_reads_as_the_shippe
     assert any(plan.mixes(w[4]) for w in WRITES)
 
 
+def written_by(loopdev, tmp_path, suite, spec, job_name, opts):
+    """The 4 KiB blocks that the job wrote to a fresh 64 MiB loop device, read back."""
+    dev, _ = loopdev(size="64M")
+    write(dev, tmp_path, suite, spec, job_name, opts)
+    return written(read_back(dev))
+
+
 @needs_root()
 @pytest.mark.parametrize("suite, spec, job_name, opts", writes_of("incompressible"))
 def test_incompressible_writes_do_not_shrink_under_zstd_or_xz_and_no_two_4k_blocks_are_alike(
     loopdev, tmp_path, suite, spec, job_name, opts
 ):
-    dev, _ = loopdev(size="64M")
-    write(dev, tmp_path, suite, spec, job_name, opts)
-    blocks = written(read_back(dev))
+    blocks = written_by(loopdev, tmp_path, suite, spec, job_name, opts)
     # a job that also reads writes only its share; the others every block
     assert len(blocks) >= SIZE // BLOCK * (0.2 if plan.mixes(opts) else 1)
     assert incompressible_problems(blocks, tmp_path) == []
@@ -174,9 +179,7 @@ def test_incompressible_writes_do_not_shrink_under_zstd_or_xz_and_no_two_4k_bloc
 def test_compressible_writes_shrink_to_10_percent_under_zstd_and_xz_and_no_two_4k_blocks_are_alike(
     loopdev, tmp_path, suite, spec, job_name, opts
 ):
-    dev, _ = loopdev(size="64M")
-    write(dev, tmp_path, suite, spec, job_name, opts)
-    blocks = written(read_back(dev))
+    blocks = written_by(loopdev, tmp_path, suite, spec, job_name, opts)
     assert len(blocks) == SIZE // BLOCK
     assert compressible_problems(blocks, tmp_path) == []
 

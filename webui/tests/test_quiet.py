@@ -11,6 +11,13 @@ from ssdbench.run import quiet
 from ssdbench.system import tools
 
 
+def data_folder(tmp_path):
+    """An empty data folder, where a run keeps its record of what to put back."""
+    data_dir = tmp_path / "data"
+    data_dir.mkdir()
+    return data_dir
+
+
 def test_cpulist():
     assert quiet.parse_cpulist("0-3,8,10-11") == {0, 1, 2, 3, 8, 10, 11}
 
@@ -51,8 +58,7 @@ LOOP = {"path": "/dev/loop-none", "transport": "loop", "host_controller": None}
 
 def test_every_governor_is_set_recorded_first_and_put_back(tmp_path, monkeypatch):
     monkeypatch.setattr(quiet, "GOVERNORS", cpufreq(tmp_path, ["powersave", "performance", "schedutil"]))
-    data_dir = tmp_path / "data"
-    data_dir.mkdir()
+    data_dir = data_folder(tmp_path)
     written = quiet._set_choice
 
     def after_the_record(path, value, what):
@@ -86,8 +92,7 @@ def test_every_governor_is_set_recorded_first_and_put_back(tmp_path, monkeypatch
 
 def test_a_killed_runs_record_is_put_back_by_the_next_start(tmp_path, monkeypatch):
     monkeypatch.setattr(quiet, "GOVERNORS", cpufreq(tmp_path, ["powersave", "schedutil"]))
-    data_dir = tmp_path / "data"
-    data_dir.mkdir()
+    data_dir = data_folder(tmp_path)
     assert quiet.recover(data_dir) is None  # no record: nothing to do
     quiet.Quiet(LOOP, quiet.Record(data_dir, 3, LOOP)).governor()  # and the runner dies: no restore
     assert governors(quiet.GOVERNORS) == ["performance", "performance"]
@@ -107,8 +112,7 @@ def test_a_killed_runs_record_is_put_back_by_the_next_start(tmp_path, monkeypatc
 
 def test_after_a_restart_the_kernels_files_are_left_as_the_boot_set_them(tmp_path, monkeypatch):
     monkeypatch.setattr(quiet, "GOVERNORS", cpufreq(tmp_path, ["powersave"]))
-    data_dir = tmp_path / "data"
-    data_dir.mkdir()
+    data_dir = data_folder(tmp_path)
     quiet.Quiet(LOOP, quiet.Record(data_dir, 1, LOOP)).governor()
     (tmp_path / "boot_id").write_text("another-boot\n")
     monkeypatch.setattr(quiet, "BOOT_ID", str(tmp_path / "boot_id"))
@@ -168,8 +172,7 @@ def test_apst_is_turned_off_with_its_table_kept_and_put_back_as_found(tmp_path, 
     nvme = FakeController()
     monkeypatch.setattr(tools, "run", nvme.run)
     monkeypatch.setattr(discovery, "serial_now", lambda drive: "S1")
-    data_dir = tmp_path / "data"
-    data_dir.mkdir()
+    data_dir = data_folder(tmp_path)
     controls = quiet.Quiet(NVME, quiet.Record(data_dir, 5, NVME))
     assert controls.link_power() == {"state": "applied", "value": "APST off", "before": "on"}
     # off, its table sent again rather than nvme-cli's zeros, and the record holds both as found
@@ -192,8 +195,7 @@ def test_a_killed_runs_apst_is_put_back_to_the_same_drive_and_skipped_if_it_is_g
     monkeypatch.setattr(tools, "run", nvme.run)
     serial = {"now": "S1"}
     monkeypatch.setattr(discovery, "serial_now", lambda drive: serial["now"])
-    data_dir = tmp_path / "data"
-    data_dir.mkdir()
+    data_dir = data_folder(tmp_path)
     quiet.Quiet(NVME, quiet.Record(data_dir, 5, NVME)).link_power()  # killed: no restore
     assert nvme.value == 0
     recovered = quiet.recover(data_dir)
@@ -231,8 +233,7 @@ def test_a_write_cache_found_off_is_put_back_off_after_the_run_and_after_a_kille
     cache = FakeCache(on=False)
     monkeypatch.setattr(tools, "run", cache.run)
     monkeypatch.setattr(discovery, "serial_now", lambda drive: "S1")
-    data_dir = tmp_path / "data"
-    data_dir.mkdir()
+    data_dir = data_folder(tmp_path)
     controls = quiet.Quiet(drive, quiet.Record(data_dir, 5, drive))
     assert controls.drive_cache() == {"state": "applied", "value": "on", "before": "off"}
     assert record_of(data_dir)["put_back"] == [{"control": "write_cache", "cache": "off"}]
