@@ -82,12 +82,23 @@ def loopdev(tmp_path):
     def make(size="512M", name="disk.img", sector_size=None):
         img = tmp_path / name
         dev = attach(img, size, sector_size)
-        made.append(dev)
+        made.append((dev, img))
         return dev, img
 
     yield make
-    for dev in made:
-        subprocess.run(["losetup", "-d", dev], capture_output=True)
+    for dev, img in made:
+        # Only while it is still ours: a device the test took away (vanish) may since hold another's file.
+        if backing_file(dev) == str(img):
+            subprocess.run(["losetup", "-d", dev], capture_output=True)
+
+
+def backing_file(dev):
+    """The file a loop device is attached to; None when it is attached to none."""
+    try:
+        with open(f"/sys/block/{os.path.basename(dev)}/loop/backing_file") as f:
+            return f.read().strip()
+    except FileNotFoundError:
+        return None
 
 
 def wait_until(predicate, what, timeout=300):
