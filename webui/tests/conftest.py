@@ -86,9 +86,10 @@ def loopdev(tmp_path):
         return dev, img
 
     yield make
-    for dev, img in made:
-        # Only while it is still ours: a device the test took away (vanish) may since hold another's file.
-        if backing_file(dev) == str(img):
+    for dev, _ in made:
+        # Only while it is still on a file of this test's (its own, or one the test gave it): a device the test
+        # took away (vanish) may since hold another's.
+        if (backing_file(dev) or "").startswith(f"{tmp_path}/"):
             subprocess.run(["losetup", "-d", dev], capture_output=True)
 
 
