@@ -49,7 +49,7 @@ def test_the_summary_holds_one_figure_per_methodology_test_each_the_stored_metri
         assert f["better"] == (headline.LOWER if f["id"].startswith(("trace-busy", "burst")) else headline.HIGHER)
     # smoke on a loop device compares with nothing, and says why; the flags do not repeat those reasons
     assert not s["comparable"] and any("smoke suite" in r for r in s["incomparable"])
-    assert not set(s["flags"]) & set(s["incomparable"])
+    assert not {d for c in s["causes"] for d in c["details"]} & set(s["incomparable"])
     assert s["fio"].startswith("fio-")
 
 

@@ -5,7 +5,7 @@ extras. Every value from a run (a drive's model, a step's source) is escaped."""
 from html import escape
 
 from ..human import figure, size
-from . import testbed
+from . import store, testbed
 
 
 def _e(value):
@@ -17,8 +17,13 @@ def summary(s):
     """A run's summary (results/summary.of) as its first screen."""
     d = s["drive"]
     capacity = size(d["capacity_bytes"]) if d.get("capacity_bytes") else ""
-    out = [
-        '<section class="summary-card" id="summary" aria-label="summary">',
+    out = ['<section class="summary-card" id="summary" aria-label="summary">']
+    if s["emulated"]:
+        out.append(
+            "<p class=\"emulated\">An emulated drive: these figures are QEMU's, not a real drive's. Try the "
+            "appliance with them; compare real drives only.</p>"
+        )
+    out += [
         '<div class="identity-line">',
         f'<strong class="model">{_e(d.get("model") or d.get("path") or "unknown drive")}</strong> ',
         f"<span>serial {_e(d.get('serial') or 'not reported')} · firmware {_e(d.get('firmware') or 'not reported')}"
@@ -35,6 +40,13 @@ def summary(s):
     else:
         why = "\n".join(s["incomparable"])
         out.append(f' <span class="badge incomparable" title="{_e(why)}">not comparable</span></div>')
+    # each step's causes, by their place in the list below: a figure of a flagged step links to them
+    marks = {}
+    for n, c in enumerate(s["causes"], 1):
+        for step in c["steps"]:
+            marks.setdefault(step["key"], []).append(
+                f'<a class="flag" href="#cause-{n}" title="{_e(c["cause"])}">⚠</a>'
+            )
     if s["figures"] or s["not_reached"]:
         out.append(
             '<table class="headline"><thead><tr><th>Test</th><th>Figure</th><th class="num">Value</th><th></th>'
@@ -44,7 +56,8 @@ def summary(s):
             hover = f"{f['name']} = {f['value']} {f['unit']}\nsource: {f['source']}"
             out.append(
                 f'<tr data-figure="{_e(f["id"])}"><td class="test">{_e(f["test"])}</td><th>{_e(f["label"])}</th>'
-                f'<td class="num" title="{_e(hover)}">{_e(figure(f["value"]))} {_e(f["unit"])}</td>'
+                f'<td class="num" title="{_e(hover)}">{_e(figure(f["value"]))} {_e(f["unit"])}'
+                f"{' ' + ''.join(marks[f['step']]) if f['step'] in marks else ''}</td>"
                 f'<td class="better">{_e(f["better"])} is better</td></tr>'
             )
         for f in s["not_reached"]:
@@ -55,15 +68,32 @@ def summary(s):
         out.append("</tbody></table>")
     else:
         out.append('<p class="note">No headline figure yet: the steps that measure them have not ended done.</p>')
-    if s["flags"]:
-        items = "".join(f"<li>{_e(w)}</li>" for w in s["flags"])
-        out.append(f'<ul class="flags" aria-label="validity flags">{items}</ul>')
-    else:
-        out.append(
+    out.append(flags(s["causes"], s["state"]))
+    out.append("</section>")
+    return "".join(out)
+
+
+def flags(causes, state):
+    """The validity flags, one line for each cause (results/causes.py), its details folded under it. That no step
+    is flagged is said only once the run has ended: a step still to come may be."""
+    if not causes:
+        if state in store.ACTIVE:
+            return '<p class="flags pending">Validity flags show here as the steps end.</p>'
+        return (
             "<p class=\"flags ok\">No validity flag: every step's figures are the drive's, by every check the "
             "report makes.</p>"
         )
-    out.append("</section>")
+    out = ['<div class="flags" aria-label="validity flags">']
+    for n, c in enumerate(causes, 1):
+        steps = c["steps"]
+        count = f"{len(steps)} step{'s' if len(steps) > 1 else ''}: " if steps else ""
+        titles = f' <span class="steps">({_e(", ".join(st["title"] for st in steps))})</span>' if steps else ""
+        details = "".join(f"<li>{_e(d)}</li>" for d in c["details"])
+        out.append(
+            f'<details class="cause" id="cause-{n}"><summary>⚠ {_e(count)}<strong>{_e(c["cause"])}</strong>{titles}'
+            f"</summary><ul>{details}</ul></details>"
+        )
+    out.append("</div>")
     return "".join(out)
 
 

@@ -1,9 +1,9 @@
 """A run's summary, the first screen of its page and of its offline report: the drive's identity, the suite and
 its hashes and whether the result compares, the review figures (results/headline.py, one per methodology test)
-and the validity flags. Computed from the run alone (store.get_run's shape or a run document), so the web UI,
-report.html and a lab server that holds the same documents show the same summary."""
+and the validity flags by cause (results/causes.py). Computed from the run alone (store.get_run's shape or a run
+document), so the web UI, report.html and a lab server that holds the same documents show the same summary."""
 
-from . import document, headline
+from . import causes, document, headline
 
 
 def of(run):
@@ -22,7 +22,8 @@ def of(run):
         "incomparable": reasons,
         "figures": headline.review(run),
         "not_reached": headline.not_reached(run),
-        "flags": [w for w in document.run_warnings(run) if w not in reasons],
+        "causes": causes.of(run),
+        "emulated": causes.emulated(run),
         "origin": run.get("origin", "local"),
     }
 

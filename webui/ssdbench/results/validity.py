@@ -5,6 +5,7 @@ detail), so a run imported from a bundle, or made with a suite this image does n
 local one. Each guard says nothing when it cannot know.
 """
 
+import functools
 import re
 
 from .. import human
@@ -22,6 +23,31 @@ HOT_MARGIN_C = 3.0
 # IDLE_PASS_S (fio's log clocks a pass in whole milliseconds), was not one continuous pass.
 IDLE_PASS_SHARE = 5.0
 IDLE_PASS_S = 0.01
+UNWRITTEN = "reads of LBAs never written"
+
+
+class Flag(str):
+    """A reason, in words, that knows its rule's cause: a few words that name what went wrong, the same for every
+    step the rule flags, so that the pages show one line for the steps of one cause. A reason that is a plain
+    str (a rule without a cause yet) is grouped by its own words (results/causes.py)."""
+
+    def __new__(cls, text, cause):
+        flag = super().__new__(cls, text)
+        flag.cause = cause
+        return flag
+
+
+def cause(words):
+    """Each reason a rule returns as a Flag of this cause."""
+
+    def tag(rule):
+        @functools.wraps(rule)
+        def tagged(*args):
+            return [Flag(text, words) for text in rule(*args)]
+
+        return tagged
+
+    return tag
 
 
 def suspects(run):
@@ -39,6 +65,7 @@ def suspects(run):
     return out
 
 
+@cause("the drive ran hot")
 def heated(step, metrics, warning_c):
     """Rule 8: heat during a step's work, from the end of its idle to its end (docs/methodology.md, "Heat during a
     step"): its temperature reached the drive's warning temperature (a second read at or above it, or its most at
@@ -64,6 +91,7 @@ def heated(step, metrics, warning_c):
     return out
 
 
+@cause("the step did not begin settled")
 def unsettled(step, idle_c):
     """Rule 5: a step that did not begin as its suite's idle leaves the drive (docs/methodology.md, "Idle between
     steps"): one cut short of the suite's fixed seconds, or one that began hot, more than HOT_MARGIN_C above the
@@ -85,6 +113,7 @@ def unsettled(step, idle_c):
     return out
 
 
+@cause("the host CPU set the pace")
 def cpu_bound(metrics):
     """Rule 1: a job of the step kept fio's core busier than CPU_LIMIT."""
     busy = []
@@ -120,6 +149,7 @@ def link_limit(link):
     return bits * encoding / 8 * int(lanes.group(1))
 
 
+@cause("faster than the drive's link: a cache answered")
 def over_link(metrics, limit, link):
     """Rule 2: a bandwidth above what the drive's link can carry, so a cache answered, not the drive."""
     if limit is None:
@@ -139,6 +169,7 @@ def over_link(metrics, limit, link):
     ]
 
 
+@cause("the busy time is not the kernel's")
 def busy_mismatch(metrics):
     """Rule 4: a trace's disk busy time, rebuilt from fio's logs (all.busy_s), differs from what the kernel
     counted for the drive over the same fio (kernel.busy_s, its io_ticks) by more than BUSY_TOLERANCE of the
@@ -156,6 +187,7 @@ def busy_mismatch(metrics):
     ]
 
 
+@cause("the background fell behind its clock")
 def overran(metrics):
     """Rule 6: Mixed Burst's background fell behind its clock. A period whose writes were not all done when the
     next was due made the reads share the drive with late writes, not with the 20 MB/s download the suite asks:
@@ -169,6 +201,7 @@ def overran(metrics):
     ]
 
 
+@cause("a sweep pass was not continuous")
 def paused(metrics):
     """Rule 7: a pass of a zone sweep that was not one continuous pass. Its wall time (from its first IO's issue
     to its last IO's completion) exceeds the time its IOs took (their latencies, one at a time) by more than
@@ -217,8 +250,11 @@ def unwritten_reads(run):
             written, short = _fio_step(step, _replayed(step, written), capacity)
             if short:
                 reasons.append(
-                    f"reads LBAs never written since {since} ({'; '.join(short)}): the drive answers them "
-                    "without reading its flash"
+                    Flag(
+                        f"reads LBAs never written since {since} ({'; '.join(short)}): the drive answers them "
+                        "without reading its flash",
+                        UNWRITTEN,
+                    )
                 )
     return out
 

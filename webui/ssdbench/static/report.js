@@ -664,8 +664,16 @@
     });
   }
 
+  // A flagged figure's ⚠ leads to its cause (#cause-N): it opens, its details shown.
+  function openTarget() {
+    const target = global.location.hash && document.getElementById(global.location.hash.slice(1));
+    if (target && target.tagName === "DETAILS") target.open = true;
+  }
+
   function init() {
     folding(document);
+    global.addEventListener("hashchange", openTarget);
+    openTarget();
     SsdbenchExport.barButtons(document);
   }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);

@@ -60,6 +60,13 @@ def site(held):
         browser.close()
 
 
+# Each warning the summary shows within the first screen: its words, and how many lines of text it takes.
+WARNING_LINES = """() => [...document.querySelectorAll('#summary .flags > details > summary, #summary p.flags')]
+  .filter((s) => s.getBoundingClientRect().bottom <= window.innerHeight)
+  .map((s) => [s.innerText, Math.round(s.getBoundingClientRect().height /
+                                       parseFloat(getComputedStyle(s).lineHeight))])"""
+
+
 def height(page):
     return page.evaluate("document.documentElement.scrollHeight")
 
@@ -94,6 +101,15 @@ def test_a_run_opens_on_its_summary_and_folds_to_under_three_screens(site):
     # smoke's consistency on a busy loop device may not reach steady state: then its row says so, with no value
     summary = page.locator("#summary").inner_text()
     assert summary.count("is better") + summary.count("not reached") == 8
+    # the warnings: one line a cause, none twice, at most 5 lines in the first screen
+    lines = page.evaluate(WARNING_LINES)
+    assert 0 < len(lines) <= 5 and len({text for text, _ in lines}) == len(lines), lines
+    assert all(rows == 1 for _, rows in lines), lines
+    mark = page.locator("#summary a.flag").first
+    mark.click()
+    cause = page.locator(mark.get_attribute("href"))
+    assert cause.evaluate("(d) => d.open") and cause.locator("li").first.is_visible()
+    cause.locator("summary").click()
     folded = height(page)
     assert folded < 3 * SCREEN["height"], folded
     os.makedirs(SCREENSHOTS, exist_ok=True)

@@ -1,0 +1,71 @@
+"""A run's warnings by cause (results/causes.py) and as the summary draws them (results/report_html.flags), on
+the smoke run made by the real engine."""
+
+import copy
+
+from test_review import runs_of
+
+from ssdbench.results import causes, document, report_html, summary, validity
+
+
+def test_every_flagged_step_is_under_its_rules_cause_once_with_its_title(smoke_run):
+    run = runs_of(smoke_run[1])[0]
+    suspects = validity.suspects(run)
+    found = causes.of(run, suspects)
+    names = [c["cause"] for c in found]
+    assert len(names) == len(set(names))  # no cause twice
+    for step, reasons in zip(run["steps"], suspects):
+        for reason in reasons:
+            group = next(c for c in found if c["cause"] == causes.named(reason))
+            assert [s["title"] for s in group["steps"] if s["key"] == step["key"]] == [step["title"]]
+            assert f"{step['title']}: {reason}" in group["details"]
+    # a run's own warnings, each a cause of its own, but none of the reasons it compares with nothing
+    whole = [c for c in found if not c["steps"]]
+    assert [d for c in whole for d in c["details"]] == [
+        w for w in document.run_warnings(run, [[] for _ in run["steps"]]) if w not in document.incomparable(run)
+    ]
+
+
+def test_a_reason_of_a_rule_that_names_no_cause_is_grouped_by_its_consequence(smoke_run):
+    run = runs_of(smoke_run[1])[0]
+    plain = [[] for _ in run["steps"]]
+    # a new rule's reasons as plain words, each step's with figures of its own
+    for i, share in ((3, 41), (5, 57)):
+        plain[i] = [f"the host took {share}% of the step's time: the host, not the drive, bounds its figures"]
+    found = causes.of(run, plain)
+    group = next(c for c in found if c["steps"])
+    assert group["cause"] == "the host, not the drive, bounds its figures"
+    assert [s["key"] for s in group["steps"]] == [run["steps"][3]["key"], run["steps"][5]["key"]]
+    assert len([c for c in found if c["steps"]]) == 1
+
+
+def test_the_summary_marks_each_flagged_figure_and_says_no_flag_only_once_the_run_has_ended(smoke_run):
+    run = runs_of(smoke_run[1])[0]
+    s = summary.of(run)
+    html = report_html.summary(s)
+    # one line a cause, folded, each figure of a flagged step linked to its causes
+    assert html.count('<details class="cause"') == len(s["causes"]) and " open" not in html
+    flagged = {st["key"] for c in s["causes"] for st in c["steps"]}
+    for f in s["figures"]:
+        row = html.split(f'<tr data-figure="{f["id"]}">')[1].split("</tr>")[0]
+        assert ('href="#cause-' in row) == (f["step"] in flagged)
+    assert "No validity flag" not in html
+    assert "No validity flag" in report_html.flags([], "done")
+    for state in ("queued", "running"):
+        assert "No validity flag" not in report_html.flags([], state)
+
+
+def test_an_emulated_drive_or_testbed_is_said_once_at_the_top(smoke_run):
+    run = runs_of(smoke_run[1])[0]
+    assert not causes.emulated(run)
+    for change in (
+        {"drive": {"model": "QEMU NVMe Ctrl"}},
+        {"environment": {"cpu": {"model": "QEMU Virtual CPU version 2.5+"}}},
+        {"drive": {"host_controller": {"id": "1b36:0010"}}},
+    ):
+        other = copy.deepcopy(run)
+        for part, values in change.items():
+            other[part] = {**(other.get(part) or {}), **values}
+        assert causes.emulated(other), change
+        html = report_html.summary(summary.of(other))
+        assert html.count("QEMU's") == 1 and html.index('class="emulated"') < html.index('class="identity-line"')
