@@ -16,7 +16,9 @@
 #              it), nvme.img and sata.img (made here if missing, sparse)
 # Environment: SSDBENCH_PIN (the login PIN), SSDBENCH_HOST_PORT (the host
 # port forwarded to the web UI, default 8080), SSDBENCH_APPEND (more
-# kernel command line). The rest of the command line is grub.cfg's. The NVMe controller is nvme0: a test can add a
+# kernel command line), SSDBENCH_TAP (the network card on this tap device
+# instead of QEMU's user network, which then is not there: no forwarded
+# port). The rest of the command line is grub.cfg's. The NVMe controller is nvme0: a test can add a
 # namespace to it (-device nvme-ns,bus=nvme0,nsid=2,...).
 set -eu
 
@@ -36,6 +38,12 @@ done
 # (grub.cfg): the appliance's stick is the disk that holds it.
 STICK_UUID=$(blkid -p -O 1048576 -o value -s UUID "$DISK_DIR/stick.img")
 
+if [ -n "${SSDBENCH_TAP:-}" ]; then
+	NIC="tap,ifname=$SSDBENCH_TAP,script=no,downscript=no,model=virtio-net-pci"
+else
+	NIC="user,model=virtio-net-pci,hostfwd=tcp:127.0.0.1:${SSDBENCH_HOST_PORT:-8080}-:80"
+fi
+
 # TCG, never KVM: the same on every machine, CI included. usb-storage
 # waits a second per device by default before it scans.
 # The SATA model fills all 40 characters of ATA IDENTIFY: the SCSI INQUIRY
@@ -53,5 +61,5 @@ exec qemu-system-x86_64 -accel tcg -m 1024 -smp 2 \
 	-device ahci,id=ahci \
 	-drive if=none,id=sata,file="$DISK_DIR/sata.img",format=raw,discard=unmap \
 	-device ide-hd,bus=ahci.0,drive=sata,model="$SATA_MODEL",serial=SSDB-SATA-0001,rotation_rate=1 \
-	-nic user,model=virtio-net-pci,hostfwd=tcp:127.0.0.1:"${SSDBENCH_HOST_PORT:-8080}"-:80 \
+	-nic "$NIC" \
 	"$@"

@@ -21,6 +21,8 @@ from .lab import schema as lab_schema
 from .results import bundle, document, offline_report, repeatability, store, upload, usbexport
 from .run import plan, queue, repeat, runner, space, workload
 from .suites import locked, user_traces
+from .system import clock as wall_clock
+from .system import tls
 
 DEFAULT_DATA_DIR = "/var/lib/ssdbench"
 EXIT_ERROR = 2
@@ -368,7 +370,7 @@ def cmd_runner(args):
     if args.auto_export:
         hooks.append(usbexport.export_ended_run)
     if args.upload_to:
-        lab = upload.Queue(args.upload_to, upload.token(), args.insecure)
+        lab = upload.Queue(args.upload_to, upload.token(), args.insecure, cafile=args.lab_ca)
         hooks.append(lab.after_run)
         when_idle = lab.drain
 
@@ -392,6 +394,7 @@ def cmd_upload(args):
                 args.attempts,
                 args.insecure,
                 log=lambda text: print(text, file=sys.stderr, flush=True),
+                cafile=args.lab_ca,
             )
         except SsdbenchError as exc:
             print(f"FAILED {path}: {exc}", file=sys.stderr)
@@ -651,6 +654,15 @@ def cmd_auto(args):
     return 0 if all(state == "done" for _, state in ended) else 1
 
 
+def cmd_clock(args):
+    if args.action == "floor":
+        record = wall_clock.floor()
+    else:
+        cafile = tls.LAB_CA_FILE if os.path.exists(tls.LAB_CA_FILE) else None
+        record = wall_clock.sync(args.servers, lab=wall_clock.lab_from_settings, cafile=cafile)
+    print(f"clock: {wall_clock.said(record)}", flush=True)
+
+
 def size_arg(text):
     """A size on the command line; a bad one is argparse's one-line usage error, not a traceback."""
     try:
@@ -777,6 +789,8 @@ def parser():
     )
     insecure = "allow an http:// URL that is not this machine's: the token then crosses the network in clear"
     c.add_argument("--insecure", action="store_true", help=insecure)
+    lab_ca = "the lab's own CA certificate (PEM), trusted beside the system's"
+    c.add_argument("--lab-ca", metavar="FILE", help=lab_ca)
     c = add("upload", cmd_upload, "send result bundles to a lab; exit 2 if one is not confirmed")
     c.add_argument("bundles", nargs="+", metavar="BUNDLE")
     c.add_argument("--to", required=True, metavar="URL", help="the lab, e.g. https://lab.example:8443/")
@@ -787,6 +801,7 @@ def parser():
     token.add_argument("--token", help="the token itself: any user of this machine may read a command line")
     c.add_argument("--insecure", action="store_true", help=insecure)
     c.add_argument("--attempts", type=int, default=3, metavar="N", help="tries per bundle while the lab is unreachable")
+    c.add_argument("--lab-ca", metavar="FILE", help=lab_ca)
     add_lab(sub)
     c = add("bundle", cmd_bundle, "write a run's or a repeat set's result bundle (.zip)", data=True)
     c.add_argument("run", type=int, nargs="?")
@@ -814,6 +829,11 @@ def parser():
     c = add("status", cmd_status, "the appliance's status screen: address, PIN, drives, the current run", data=True)
     c.add_argument("--port", type=int, default=80, help="the web UI's port, for its address (default 80)")
     c.add_argument("--watch", type=float, metavar="SECONDS", help="redraw every SECONDS until Enter is pressed")
+    c = add("clock", cmd_clock, "the appliance's clock: floor at the build date at boot; sync from NTP or the lab")
+    actions = c.add_subparsers(dest="action", required=True)
+    actions.add_parser("floor", help="a clock behind the image's build date goes to it")
+    sync = actions.add_parser("sync", help="set the clock from NTP (these servers, then pool.ntp.org), else the lab")
+    sync.add_argument("servers", nargs="*", metavar="SERVER", help="NTP servers, as DHCP gave them (option 42)")
     c = add("auto", cmd_auto, "unattended: queue a suite on every empty drive, one after another, and wait", data=True)
     c.add_argument("--suite", required=True, help="a locked suite by name")
     return p

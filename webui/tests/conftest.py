@@ -15,7 +15,8 @@ background), `long_suite` (the engine suite with a step that lasts until stopped
 `lab_server` (the real `ssdbench lab serve` on a free port), `lab` (an `ssdbench lab` command), `Browser` (a
 login to the lab's pages over HTTP),
 `show`, `wait_until`, `make_app`, `login`, `add_run` (a run written through the store, for pages that
-need one without running fio) and `add_repeat` (a repeat set of such runs).
+need one without running fio) and `add_repeat` (a repeat set of such runs); `make_ca` (a CA of the test's own
+and a server certificate it issued, with openssl) and `ntp_server` (a real chronyd serving this host's time).
 Every app that make_app makes answers its test client through contract.ContractClient, and Browser reads a
 lab's API the same way: each answer of the API is held to the document the server publishes."""
 
@@ -627,3 +628,57 @@ class Browser:
                 return response.status, response.geturl()
         except urllib.error.HTTPError as exc:
             return exc.code, exc.url
+
+
+def make_ca(folder, name):
+    """A CA of the test's own, and a certificate it issued to the server `name` (a host name or an IPv4
+    address), made with openssl: (the CA's certificate, the server's certificate, its key), PEM files."""
+    ca_key, ca, key, csr, cert, ext = (
+        os.path.join(folder, n) for n in ("ca.key", "ca.pem", "server.key", "server.csr", "server.pem", "server.ext")
+    )
+    ec = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes")
+    for argv in (
+        ("req", "-x509", *ec, "-keyout", ca_key, "-out", ca, "-days", "2", "-subj", "/CN=ssdbench test CA"),
+        ("req", *ec, "-keyout", key, "-out", csr, "-subj", f"/CN={name}"),
+    ):
+        subprocess.run(
+            ["openssl", *argv, "-addext", "keyUsage=critical,keyCertSign,digitalSignature"],
+            check=True,
+            capture_output=True,
+        )
+    san = f"IP:{name}" if re.fullmatch(r"[0-9.]+", name) else f"DNS:{name}"
+    with open(ext, "w") as f:
+        f.write(f"subjectAltName={san}\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n")
+        f.write("subjectKeyIdentifier=hash\nauthorityKeyIdentifier=keyid\n")
+    subprocess.run(
+        ["openssl", "x509", "-req", "-in", csr, "-CA", ca, "-CAkey", ca_key, "-CAcreateserial", "-out", cert]
+        + ["-days", "2", "-extfile", ext],
+        check=True,
+        capture_output=True,
+    )
+    return ca, cert, key
+
+
+@contextlib.contextmanager
+def ntp_server(folder, address="127.0.0.1", port=123, wrap=()):
+    """A real NTP server while the context lasts: chronyd (Debian's chrony) serving this host's clock on
+    address:port, never setting it (-x). `wrap`: a command to start it in, such as `ip netns exec NS`."""
+    if not shutil.which("chronyd"):
+        pytest.skip("no chronyd: apt-get install chrony")
+    conf = os.path.join(folder, "chrony.conf")
+    with open(conf, "w") as f:
+        f.write(f"port {port}\nbindaddress {address}\nallow all\nlocal stratum 8\ncmdport 0\n")
+        f.write(f"pidfile {folder}/chronyd.pid\n")
+    server = subprocess.Popen(
+        [*wrap, "chronyd", "-x", "-d", "-u", "root", "-f", conf], stderr=subprocess.PIPE, text=True
+    )
+    try:
+        # chronyd says "Running with root privileges" once it has read its configuration and bound its socket.
+        for line in server.stderr:
+            if "Running with root privileges" in line:
+                break
+        assert server.poll() is None, "chronyd did not start"
+        yield server
+    finally:
+        server.terminate()
+        server.communicate(timeout=60)

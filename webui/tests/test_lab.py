@@ -13,17 +13,19 @@ import re
 import shutil
 import signal
 import socket
+import ssl
 import stat
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 import urllib.parse
 import zipfile
 
 import psycopg
 import pytest
-from conftest import Browser, free_port, lab, lab_server, needs_root, ssdbench, two_appliances, wait_until
+from conftest import Browser, free_port, lab, lab_server, make_ca, needs_root, ssdbench, two_appliances, wait_until
 
 from ssdbench.errors import SsdbenchError
 from ssdbench.lab import access as lab_access
@@ -588,9 +590,10 @@ def test_the_token_goes_in_clear_only_to_this_machine_or_when_told():
 
 
 @contextlib.contextmanager
-def hostile_lab(answer):
-    """A lab on a free port of 127.0.0.1 that reads each upload whole, then gives `answer` (raw HTTP bytes), or,
-    with None, never answers."""
+def hostile_lab(answer, context=None):
+    """A lab on a free port of 127.0.0.1 that reads each upload whole, then gives `answer` (raw HTTP bytes, or a
+    function that answers on the connection until the event it is given is set), or, with None, never answers.
+    With an SSL `context`, over TLS (an https:// URL)."""
     listener = socket.create_server(("127.0.0.1", 0))
     stop = threading.Event()
 
@@ -600,6 +603,8 @@ def hostile_lab(answer):
             if stop.is_set():  # the wake-up call below
                 conn.close()
                 return
+            if context:
+                conn = context.wrap_socket(conn, server_side=True)
             with conn:
                 conn.settimeout(60)
                 head = b""
@@ -610,13 +615,15 @@ def hostile_lab(answer):
                     length -= len(conn.recv(65536))
                 if answer is None:
                     stop.wait()
+                elif callable(answer):
+                    answer(conn, stop)
                 else:
                     conn.sendall(answer)
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+        yield f"{'https' if context else 'http'}://127.0.0.1:{listener.getsockname()[1]}"
     finally:
         stop.set()
         socket.create_connection(listener.getsockname()).close()  # a closed listener would not wake accept()
@@ -653,6 +660,48 @@ def test_a_lab_that_hangs_or_answers_wrongly_keeps_the_bundle_queued(finished_bu
             upload.Queue(url, secret).drain(str(data_dir), said.append)
         assert len(list((data_dir / upload.QUEUE_DIR).glob("*.zip"))) == 1, (body, said)
         assert ("not one a lab gives" in said[-1] or "refused" in said[-1]) and "kept in the queue" in said[-1], said
+
+
+def trickle(fast):
+    """An answer sent a byte every 0.2 s, well within each read's STEP_S, for a minute at most; its first `fast`
+    bytes at once."""
+    text = b"HTTP/1.1 201 Created\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n" + b" " * 1000
+
+    def answer(conn, stop):
+        conn.sendall(text[:fast])
+        until = time.monotonic() + 60
+        for byte in text[fast:]:
+            if stop.wait(0.2) or time.monotonic() > until:
+                return
+            try:
+                conn.sendall(bytes([byte]))
+            except OSError:  # the client gave up
+                return
+
+    return answer
+
+
+@pytest.mark.parametrize("scheme,part", [("http", "head"), ("https", "head"), ("https", "body")])
+def test_a_lab_that_trickles_its_answer_is_cut_off_at_the_deadline(
+    finished_bundle, tmp_path, monkeypatch, scheme, part
+):
+    """Issue 34, item 1: each read of the answer goes through within STEP_S, but the whole answer would take
+    minutes; the send's deadline (3 s here) ends it, whether the lab trickles its headers or its body, over
+    plain HTTP or over TLS (a lab with a CA of its own, given as cafile)."""
+    monkeypatch.setattr(upload, "TIMEOUT_S", 3)
+    monkeypatch.setattr(upload, "MIN_RATE", 10**12)
+    ca, cert, key = make_ca(str(tmp_path), "127.0.0.1")
+    context = None
+    if scheme == "https":
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(cert, key)
+    with hostile_lab(trickle(60 if part == "body" else 0), context) as url:
+        started = time.monotonic()
+        with pytest.raises(upload.UploadError, match="not done within 3 s"):
+            upload.send(finished_bundle, url, "ssdb_test", cafile=ca)
+        took = time.monotonic() - started
+    print(f"a lab trickling its answer's {part} over {scheme}: given up after {took:.1f} s (deadline 3 s)")
+    assert took < 10
 
 
 def test_the_runner_service_sends_its_queue_and_never_shows_the_token(lab_db, finished_bundle, tmp_path):

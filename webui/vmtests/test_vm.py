@@ -6,25 +6,32 @@ serial console goes to webui/tests/artifacts/. The first two tests share the sti
 order: the first grows the stick's SSDB-DATA and leaves two runs on them, the second cuts the power, and then
 runs the repeatability bench (bench/bench_repeat.py, in the VM) on the NVMe drive: its short mode here, smoke
 x5 against plain fio when make bench-vm sets SSDBENCH_VM_REPEAT=5. A lab runs on the host for the module (a
-real PostgreSQL and `ssdbench lab serve`, the helpers of tests/conftest.py): the first and the last test's VMs
-upload their runs to it over QEMU's user network, and the first sets them beside a run of another appliance,
-this host, on the lab's compare page."""
+real PostgreSQL and `ssdbench lab serve`, the helpers of tests/conftest.py): the first test's VM uploads its
+runs to it over QEMU's user network, and sets them beside a run of another appliance, this host, on the lab's
+compare page; the last test's VM, on a network of the test's own (DHCP, DNS and NTP), to lab.example over
+HTTPS."""
 
 import concurrent.futures
+import contextlib
+import ctypes
 import json
 import os
 import pathlib
 import re
+import socket
+import ssl
 import struct
 import subprocess
 import sys
+import threading
 import time
+import urllib.parse
 import urllib.request
 import zipfile
 from types import SimpleNamespace
 
 import pytest
-from conftest import Browser, lab, lab_server, postgres_cluster, smoke_data, ssdbench, wait_until
+from conftest import Browser, lab, lab_server, make_ca, ntp_server, postgres_cluster, smoke_data, ssdbench, wait_until
 from vm import RUN_TIMEOUT_S, VM, free_port
 
 TOP = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -56,15 +63,28 @@ BENCH_SHORT_SUITE = os.path.join(TOP, "webui", "bench", "repeat-short.toml")
 REPEAT_TIMES = int(os.environ.get("SSDBENCH_VM_REPEAT", "0"))
 COV_TABLE = os.path.join(TOP, "build", "vm-cov-smoke.txt")
 
+# The unattended test's network, of its own (lab_network): its host side, the lab's name there, the VM's tap
+# device; and the time the VM's RTC reads as it starts, as a PC's with a flat CMOS battery.
+LAB_NET = "10.9.0"
+LAB_NAME = "lab.example"
+TAP = "ssdbtap0"
+RTC_FLAT = "2001-01-01T00:00:00"
+CLONE_NEWNET = 0x40000000
+
 pytestmark = pytest.mark.skipif(
     not os.path.exists(os.path.join(VM_DIR, "stick.img")), reason="no VM image: make vm-image"
 )
 
 
-def qemu(disks, console_log, extra=(), append=""):
-    """A boot of the VM image on the stick and drives in disks (board/vm/qemu.sh), with the test's PIN."""
+def qemu(disks, console_log, extra=(), append="", netns=None):
+    """A boot of the VM image on the stick and drives in disks (board/vm/qemu.sh), with the test's PIN; with
+    `netns`, QEMU runs in that network namespace, the VM's network card on its TAP device."""
     env = {"SSDBENCH_PIN": PIN, "SSDBENCH_APPEND": append}
-    return VM([QEMU_SH, VM_DIR, disks, *extra], disks, console_log, env)
+    command = [QEMU_SH, VM_DIR, disks, *extra]
+    if netns:
+        env["SSDBENCH_TAP"] = TAP
+        command = ["ip", "netns", "exec", netns, *command]
+    return VM(command, disks, console_log, env)
 
 
 @pytest.fixture(scope="module")
@@ -581,11 +601,120 @@ def test_power_cut_leaves_the_run_interrupted_with_its_steps(boot, disks):
     assert jobs and all((f["plain_fio"] or {}).get("n") == times for f in jobs)
 
 
+def in_netns(ns, make):
+    """make() run in the network namespace ns: the sockets it opens stay there. setns moves only the thread
+    that calls it, so it runs in a thread of its own."""
+    made = []
+
+    def enter():
+        fd = os.open(f"/run/netns/{ns}", os.O_RDONLY)
+        try:
+            if ctypes.CDLL(None, use_errno=True).setns(fd, CLONE_NEWNET) != 0:
+                raise OSError(ctypes.get_errno(), f"setns into {ns}")
+        finally:
+            os.close(fd)
+        made.append(make())
+
+    thread = threading.Thread(target=enter)
+    thread.start()
+    thread.join()
+    assert made, f"nothing made in the network namespace {ns}"
+    return made[0]
+
+
+def shut(sock):
+    """A socket shut under the thread that waits on it (the TCP socket beneath TLS too)."""
+    with contextlib.suppress(OSError):
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+
+
+def tls_front(listener, context, upstream):
+    """The lab's HTTPS, as a reverse proxy gives it: each connection to `listener` taken through TLS with
+    `context`, its bytes carried both ways to the plain-HTTP lab at `upstream` (host, port)."""
+
+    def carry(source, sink):
+        with contextlib.suppress(OSError):
+            while data := source.recv(65536):
+                sink.sendall(data)
+        shut(source)
+        shut(sink)
+
+    def connection(conn):
+        try:
+            secure = context.wrap_socket(conn, server_side=True)
+        except OSError:
+            conn.close()
+            return
+        with secure, socket.create_connection(upstream) as lab_conn:
+            back = threading.Thread(target=carry, args=(lab_conn, secure), daemon=True)
+            back.start()
+            carry(secure, lab_conn)
+            back.join(timeout=60)
+
+    def serve():
+        with contextlib.suppress(OSError):
+            while True:
+                threading.Thread(target=connection, args=(listener.accept()[0],), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+
+
+@contextlib.contextmanager
+def lab_network(folder, lab_port):
+    """The test's own network (issue 34, item 1): a network namespace holding the VM's TAP device, its host side
+    LAB_NET.1, with dnsmasq (DHCP, its option 42 naming LAB_NET.1 the NTP server; DNS, naming LAB_NAME
+    LAB_NET.1), chronyd (NTP, serving this host's clock) and the lab's HTTPS in front of the lab on this host's
+    lab_port, its certificate for LAB_NAME issued by a CA of the test's own. Yields the namespace and that CA's
+    certificate."""
+    os.makedirs(folder)
+    ns = f"ssdbench-{os.getpid()}"
+    host = f"{LAB_NET}.1"
+
+    def ip(*argv):
+        subprocess.run(["ip", *argv], check=True, capture_output=True)
+
+    ip("netns", "add", ns)
+    dnsmasq = listener = None
+    try:
+        ip("-n", ns, "link", "set", "lo", "up")
+        ip("-n", ns, "tuntap", "add", "dev", TAP, "mode", "tap")
+        ip("-n", ns, "addr", "add", f"{host}/24", "dev", TAP)
+        ip("-n", ns, "link", "set", TAP, "up")
+        ca, cert, key = make_ca(folder, LAB_NAME)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(cert, key)
+        listener = in_netns(ns, lambda: socket.create_server((host, 443)))
+        tls_front(listener, context, ("127.0.0.1", lab_port))
+        with open(os.path.join(ARTIFACTS, "vm-dnsmasq-unattended.log"), "w") as log:
+            dnsmasq = subprocess.Popen(
+                ["ip", "netns", "exec", ns, "dnsmasq", "--keep-in-foreground", "--conf-file=/dev/null", "--user=root"]
+                + [f"--interface={TAP}", "--bind-interfaces", "--no-resolv", "--no-hosts", "--log-dhcp"]
+                + [f"--dhcp-range={LAB_NET}.50,{LAB_NET}.99,1h", f"--dhcp-option=option:ntp-server,{host}"]
+                + [f"--address=/{LAB_NAME}/{host}", f"--dhcp-leasefile={folder}/leases", "--log-facility=-"],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        with ntp_server(folder, host, 123, wrap=("ip", "netns", "exec", ns)):
+            yield SimpleNamespace(ns=ns, ca=ca)
+    finally:
+        if dnsmasq:
+            dnsmasq.terminate()
+            dnsmasq.wait()
+        if listener:
+            shut(listener)
+            listener.close()
+        subprocess.run(["ip", "-n", ns, "tuntap", "del", "dev", TAP, "mode", "tap"], capture_output=True)
+        ip("netns", "delete", ns)
+
+
 def test_unattended_mode_runs_uploads_exports_and_powers_off(tmp_path, host_lab):
     """ssdbench.auto=smoke: the empty NVMe drive is tested, the SATA drive is skipped because it holds a
     partition table (nobody is there to agree to wipe it), the run is uploaded to the lab and exported, and the
-    VM powers off."""
+    VM powers off. Its one network is the test's own (lab_network): DHCP gives it an address, a DNS server and
+    an NTP server; its RTC reads 2001 as it starts; it uploads to the lab by name over HTTPS, trusting the lab's
+    CA, which the tester put on the stick's SSDBENCH partition as lab-ca.pem (issue 34, item 1)."""
     disks = str(tmp_path)
+    stick = os.path.join(disks, "stick.img")
     subprocess.run(["cp", "--sparse=always", os.path.join(VM_DIR, "stick.img"), disks], check=True)
     subprocess.run(["truncate", "-s", "2G", os.path.join(disks, "sata.img")], check=True)
     subprocess.run(["sfdisk", "-q", os.path.join(disks, "sata.img")], input="label: dos\n,,L\n", text=True, check=True)
@@ -594,18 +723,30 @@ def test_unattended_mode_runs_uploads_exports_and_powers_off(tmp_path, host_lab)
     if os.path.exists(log):
         os.unlink(log)
     before = lab_runs(host_lab, VM_APPLIANCE)
-    vm = qemu(disks, log, append=f"ssdbench.auto=smoke {host_lab.append}")
-    try:
-        started = time.monotonic()
-        assert vm.proc.wait(timeout=RUN_TIMEOUT_S) == 0, "the VM did not power itself off"
-        print(f"unattended smoke on NVMe, export and power-off: {time.monotonic() - started:.0f} s from QEMU's start")
-    finally:
-        vm.close()
+    append = f"ssdbench.auto=smoke ssdbench.upload=https://{LAB_NAME}/ ssdbench.token={host_lab.token}"
+    with lab_network(str(tmp_path / "net"), urllib.parse.urlsplit(host_lab.url).port) as net:
+        mtools("mcopy", "-i", f"{stick}@@{STICK_OFFSET}", net.ca, "::lab-ca.pem")
+        started = time.time()
+        vm = qemu(disks, log, ("-rtc", f"base={RTC_FLAT}"), append=append, netns=net.ns)
+        try:
+            assert vm.proc.wait(timeout=RUN_TIMEOUT_S) == 0, "the VM did not power itself off"
+            print(f"unattended smoke on NVMe, export and power-off: {time.time() - started:.0f} s from QEMU's start")
+        finally:
+            vm.close()
     console = vm.console_text()
     assert "skipped: holds data (partition" in console and "ssdbench.auto: done, powering off" in console
-    bundles = stick_bundles(os.path.join(disks, "stick.img"), str(tmp_path / "results"), host_lab.token)
+    # The RTC's 2001 went up to the build date at once, and the lab's CA came from the stick.
+    assert f"clock: the RTC read {RTC_FLAT[:4]}-" in console and "before the image was built" in console
+    assert "The lab's CA certificate: lab-ca.pem on SSDBENCH" in console
+    bundles = stick_bundles(stick, str(tmp_path / "results"), host_lab.token)
     assert len(bundles) == 1 and bundles[0].split("_")[1] == NVME["serial"], bundles
-    # The power-off waited for the runner service, which had sent the run to the lab as it ended.
+    # The power-off waited for the runner service, which had sent the run to the lab as it ended: by name, over
+    # HTTPS, with the clock set from NTP before the run began, so that its times are this host's.
     sent = [r for r in lab_runs(host_lab, VM_APPLIANCE) if r not in before]
     assert [(r["source_id"], r["serial"], r["state"]) for r in sent] == [(1, NVME["serial"], "done")], sent
+    assert started < sent[0]["created_at"] < sent[0]["finished_at"] < time.time(), (started, sent[0])
+    with zipfile.ZipFile(next(pathlib.Path(tmp_path, "results").rglob("*.zip"))) as zf:
+        recorded = json.loads(zf.read("environment.json"))["clock"]
+    print(f"the VM's clock: {recorded}")
+    assert (recorded["source"], recorded["server"]) == ("ntp", f"{LAB_NET}.1"), recorded
     check_token_kept_out(host_lab, console)

@@ -13,6 +13,7 @@ from ..errors import SsdbenchError
 from ..results import store
 from ..run import queue
 from ..suites import locked
+from ..system import clock
 
 POLL_S = 2
 
@@ -27,6 +28,7 @@ def run_all(data_dir, suite_name, say=print):
             say(f"{d['path']}: skipped: {d['reason']}")
     if not targets:
         raise SsdbenchError("no empty drive to test")
+    clock.wait_for_sync()  # the network came up as the system booted: the clock may be being set
     db = store.connect(data_dir)
     ended = []
     for d in targets:

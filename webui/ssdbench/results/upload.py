@@ -10,10 +10,12 @@ The token travels only in the Authorization header, so only over https:// (plain
 machine's loopback, or when told --insecure). It is never written to a file, a log or a message here, and the
 runner passes it to no child (system/redact drops $SSDBENCH_TOKEN from fio's environment).
 
-A send has a total deadline, and gives up as soon as `interrupted()` says so (the runner: a run was queued, or
-a signal came), between blocks of the body and while it waits for the answer: a lab that hangs never keeps a
-queued run waiting, and no upload runs beside a run. The answer is checked, its every field, before a bundle
-leaves the queue.
+A send has a total deadline, which bounds every read and write, the answer's too: at the deadline the
+connection is shut, so a lab that trickles its answer a byte at a time cannot hold it. It also gives up as soon
+as `interrupted()` says so (the runner: a run was queued, or a signal came), between blocks of the body and
+while it waits for the answer: a lab that hangs never keeps a queued run waiting, and no upload runs beside a
+run. The answer is checked, its every field, before a bundle leaves the queue. A lab with a CA of its own is
+checked against it as well as the system's (`cafile`; on the appliance, SSDBENCH/lab-ca.pem on the stick).
 """
 
 import hashlib
@@ -22,11 +24,13 @@ import ipaddress
 import json
 import os
 import select
+import socket
+import threading
 import time
 import urllib.parse
 
 from ..errors import SsdbenchError
-from ..system import durable
+from ..system import durable, tls
 from . import bundle
 
 QUEUE_DIR = "upload-queue"
@@ -34,7 +38,7 @@ TOKEN_VAR = "SSDBENCH_TOKEN"
 RETRY_FIRST_S = 10
 RETRY_MAX_S = 600
 # A send's deadline: a minute and a half to connect and for the lab to verify, plus the body at 100 kB/s. Each
-# block of the body, and each read of the answer, must go through within STEP_S.
+# block of the body, and each read of the answer, must also go through within STEP_S.
 TIMEOUT_S = 90
 MIN_RATE = 100_000
 STEP_S = 10
@@ -94,7 +98,7 @@ def _sha256(path):
     return digest.hexdigest()
 
 
-def send(path, url, secret, insecure=False, interrupted=lambda: False, clock=time.monotonic):
+def send(path, url, secret, insecure=False, interrupted=lambda: False, clock=time.monotonic, cafile=None):
     """Send one bundle to the lab at `url`; returns the lab's answer once it confirmed this bundle's sha256:
     {"sha256", "stored" (false: it had it already), "runs": the lab's run ids}."""
     parts = lab_url(url, insecure)
@@ -102,15 +106,24 @@ def send(path, url, secret, insecure=False, interrupted=lambda: False, clock=tim
     size = os.path.getsize(path)
     allowed = TIMEOUT_S + size / MIN_RATE
     deadline = clock() + allowed
-    connection = (http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection)(
-        parts.hostname, parts.port, timeout=STEP_S
-    )
+    if parts.scheme == "https":
+        try:
+            context = tls.context(cafile)
+        except OSError as exc:
+            raise UploadError(f"the lab's CA certificate {cafile}: {exc}") from exc
+        connection = http.client.HTTPSConnection(parts.hostname, parts.port, timeout=STEP_S, context=context)
+    else:
+        connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=STEP_S)
+    late = f"not done within {allowed:.0f} s (the deadline of a bundle of {size} bytes)"
+    shut = threading.Event()
+    watchdog = threading.Timer(allowed, _shut, (connection, shut))
+    watchdog.start()
 
     def going_on():
         if interrupted():
             raise UploadError("set aside: a run was queued, or the service is stopping")
-        if clock() > deadline:
-            raise UploadError(f"not done within {allowed:.0f} s (the deadline of a bundle of {size} bytes)")
+        if clock() > deadline or shut.is_set():
+            raise UploadError(late)
 
     try:
         connection.putrequest("POST", parts.path.rstrip("/") + PATH)
@@ -133,9 +146,12 @@ def send(path, url, secret, insecure=False, interrupted=lambda: False, clock=tim
         while len(text) < ANSWER_BYTES and (chunk := response.read1(ANSWER_BYTES - len(text))):
             going_on()
             text += chunk
+        if shut.is_set():  # the answer cut short at the deadline
+            raise UploadError(late)
     except (OSError, http.client.HTTPException) as exc:
-        raise UploadError(f"the lab at {parts.netloc} did not answer: {exc}") from exc
+        raise UploadError(late if shut.is_set() else f"the lab at {parts.netloc} did not answer: {exc}") from exc
     finally:
+        watchdog.cancel()
         connection.close()
     try:
         answer = json.loads(text)
@@ -152,17 +168,28 @@ def send(path, url, secret, insecure=False, interrupted=lambda: False, clock=tim
     raise UploadError(f"the lab refused it: {reason}", final=response.status in (413, 422))
 
 
+def _shut(connection, shut):
+    """The deadline: the connection shut under whatever read or write waits on it (the TCP socket beneath TLS,
+    which another thread may shut)."""
+    shut.set()
+    if connection.sock is not None:
+        try:
+            socket.socket.shutdown(connection.sock, socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
 def _run_ids(runs):
     return isinstance(runs, list) and bool(runs) and all(type(r) is int and r > 0 for r in runs)
 
 
-def send_retrying(path, url, secret, attempts, insecure=False, wait=time.sleep, log=None):
+def send_retrying(path, url, secret, attempts, insecure=False, wait=time.sleep, log=None, cafile=None):
     """send(), tried up to `attempts` times while the failure may pass (a network or a lab that is down), waiting
     RETRY_FIRST_S, then twice as long each time."""
     delay = RETRY_FIRST_S
     for attempt in range(1, attempts + 1):
         try:
-            return send(path, url, secret, insecure)
+            return send(path, url, secret, insecure, cafile=cafile)
         except UploadError as exc:
             if exc.final or attempt == attempts:
                 raise
@@ -176,9 +203,9 @@ def send_retrying(path, url, secret, attempts, insecure=False, wait=time.sleep, 
 class Queue:
     """The runner's upload queue: bundles on the data partition until the lab confirms them."""
 
-    def __init__(self, url, secret, insecure=False, clock=time.monotonic):
+    def __init__(self, url, secret, insecure=False, clock=time.monotonic, cafile=None):
         lab_url(url, insecure)
-        self.url, self.secret, self.insecure, self.clock = url, secret, insecure, clock
+        self.url, self.secret, self.insecure, self.clock, self.cafile = url, secret, insecure, clock, cafile
         self.delay, self.next_try = RETRY_FIRST_S, 0.0
 
     def after_run(self, db, data_dir, run_id, log):
@@ -203,7 +230,7 @@ class Queue:
         queued = sorted((e for e in os.scandir(folder) if e.name.endswith(".zip")), key=lambda e: e.stat().st_mtime)
         for entry in queued:
             try:
-                answer = send(entry.path, self.url, self.secret, self.insecure, interrupted)
+                answer = send(entry.path, self.url, self.secret, self.insecure, interrupted, cafile=self.cafile)
             except UploadError as exc:
                 if exc.final:  # kept on the stick, out of the queue, for someone to look at
                     os.replace(entry.path, entry.path + ".refused")

@@ -6,7 +6,7 @@ import platform
 import time
 
 from .. import __version__
-from ..system import redact, sysfs, tools
+from ..system import clock, redact, sysfs, tools
 
 
 def cpu_model():
@@ -146,6 +146,8 @@ def fingerprint(suite, drive):
             **{name: tools.version(name) for name in ("fio", "nvme", "hdparm", "smartctl")},
         },
         "python": platform.python_version(),
+        # What set the wall clock that the run's times are read from (the appliance: NTP, the lab, the build date).
+        "clock": clock.recorded(),
         "suite": {
             "name": suite.name,
             "version": suite.data["version"],
