@@ -106,10 +106,10 @@ def render_compare(docs, sets=None):
     )
     cards, set_cards = _cards(docs, sets)
     body = f"""<h1>{html.escape(heading)}</h1>
-{report_html.compare_runs(cards)}
 <section id="ranked" class="ranked">
 {report_html.bar_charts(ranking.charts(cards, set_cards), summary.fineprint(docs))}
 </section>
+{report_html.compare_runs(cards)}
 <div id="compare"><p class="note">Drawing the overlaid charts (needs JavaScript)…</p></div>
 <p class="note">Every figure comes from the bundles' result.json, which names fio's field for each.</p>"""
     draw = '((docs) => SsdbenchReport.compare(document.getElementById("compare"), docs))'

@@ -1,7 +1,7 @@
 """Compare as a review publishes it: one horizontal bar chart per review figure (results/headline.py), the runs
-ranked best to worst, the current run (the first asked for) marked, and the runs whose workload or testbed
-(results/testbed.py's rule) differs from its set apart below the ranking, each saying how. A run of a repeat set
-carries its set's spread of that figure.
+ranked best to worst on one scale, the current run (the first asked for) marked, and the runs whose workload or
+testbed (results/testbed.py's rule) differs from its marked apart where they rank, each saying how. A run of a
+repeat set carries its set's spread of that figure.
 
 Plain functions over run cards (results/card.py): the web UI, the offline compare and a lab server rank the
 same way."""
@@ -63,10 +63,11 @@ def set_apart(current, run):
 
 
 def ranked(bars, better):
-    """Best first: the highest value when higher is better, else the lowest; the runs set apart after the
-    others, ranked among themselves. Ties keep the order the runs were asked in."""
+    """Best first: the highest value when higher is better, else the lowest. A run set apart keeps its place by
+    its value, so that one glance reads every run on one scale; its bar says it does not compare. Ties keep the
+    order the runs were asked in."""
     sign = -1 if better == headline.HIGHER else 1
-    return sorted(bars, key=lambda b: (b["apart"], sign * b["value"]))
+    return sorted(bars, key=lambda b: sign * b["value"])
 
 
 def _spread(set_runs, figure_id):

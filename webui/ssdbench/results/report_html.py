@@ -2,6 +2,7 @@
 compare.html. Plain Python, no template engine: the engine writes bundles on an install that has no web
 extras. Every value from a run (a drive's model, a step's source) is escaped."""
 
+import re
 from html import escape
 
 from ..human import figure, size
@@ -97,17 +98,25 @@ def flags(causes, state):
     return "".join(out)
 
 
-LABEL_W, BAR_W, ROW_H, TOP, APART_GAP = 300, 380, 24, 8, 22
+# The chart's own pixels: at the page's full width (1100 px) it is drawn one to one, and scaled to a narrower one.
+WIDTH, LABEL_W, VALUE_W, ROW_H, TOP = 1100, 260, 250, 24, 8
+BAR_W = WIDTH - LABEL_W - VALUE_W
+LABEL_CHARS = 34  # what fits LABEL_W at 12 px, bold
 
 
 def bar_chart(c, fineprint):
     """One ranked bar chart (an entry of results/ranking.charts) as a figure holding an SVG: drawn on the server,
-    the same in the web UI and offline, and saved as SVG or PNG as it is."""
-    rows = len(c["bars"])
-    apart_at = sum(b["apart"] for b in c["bars"])
-    height = TOP + rows * ROW_H + (APART_GAP if apart_at else 0) + 8
-    width = LABEL_W + BAR_W + 130
+    the same in the web UI and offline, and saved as SVG or PNG as it is. Every run on one scale; a run that does
+    not compare with the current one hatched, with a badge that names how. A chart with no bar (its steady state
+    not reached by any run) is a line that says so."""
+    if not c["bars"]:
+        return (
+            f'<p class="note no-bars" data-chart="{_e(c["id"])}">{_e(c["label"])}: not reached by '
+            f"{_e(', '.join(c.get('not_reached') or []))}</p>"
+        )
+    height = TOP + len(c["bars"]) * ROW_H + 8
     scale = c["scale"] or 1
+    hatch = "hatch-" + re.sub(r"[^\w-]", "-", c["id"])
 
     def x(value):
         return BAR_W * value / scale
@@ -118,26 +127,23 @@ def bar_chart(c, fineprint):
         f'<span class="unit">({_e(c["unit"])}, {_e(c["better"])} is better)</span>'
         + (f' <span class="note">not reached: {_e(", ".join(c["not_reached"]))}</span>' if c.get("not_reached") else "")
         + "</figcaption>",
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height + 16}" '
-        f'viewBox="0 0 {width} {height + 16}" font-family="sans-serif" font-size="12" role="img" '
-        f'aria-label="{_e(what)}"><rect width="100%" height="100%" fill="#ffffff"/>',
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height + 16}" '
+        f'viewBox="0 0 {WIDTH} {height + 16}" font-family="sans-serif" font-size="12" role="img" '
+        f'aria-label="{_e(what)}"><defs><pattern id="{hatch}" width="6" height="6" patternUnits="userSpaceOnUse" '
+        'patternTransform="rotate(45)"><rect width="6" height="6" fill="#d5e3f0"/>'
+        '<rect width="3" height="6" fill="#1f77b4"/></pattern></defs><rect width="100%" height="100%" fill="#ffffff"/>',
     ]
     for i, b in enumerate(c["bars"]):
-        y = TOP + i * ROW_H + (APART_GAP if b["apart"] else 0)
-        if b["apart"] and i == rows - apart_at:
-            out.append(
-                f'<text x="4" y="{y - 6}" fill="#8a1c1c" font-style="italic">Another workload or testbed: not ranked '
-                "with the runs above</text>"
-            )
+        y = TOP + i * ROW_H
         spread = b["spread"]
         hover = f"{b['label']}: {b['value']} {c['unit']} ({b['source']})\ntestbed: {b['testbed']}"
         if b["why"]:
-            hover += "\nset apart: " + "; ".join(b["why"])
+            hover += "\nnot comparable: " + "; ".join(b["why"])
         if spread:
             hover += f"; repeat set of {spread['n']}: min {spread['min']}, max {spread['max']}, stdev {spread['stdev']}"
         classes = "bar" + (" current" if b["current"] else "") + (" apart" if b["apart"] else "")
-        color = "#d62728" if b["current"] else "#bbbbbb" if b["apart"] else "#1f77b4"
-        label = b["label"] if len(b["label"]) <= 44 else b["label"][:43] + "…"
+        color = "#d62728" if b["current"] else f"url(#{hatch})" if b["apart"] else "#1f77b4"
+        label = b["label"] if len(b["label"]) <= LABEL_CHARS else b["label"][: LABEL_CHARS - 1] + "…"
         weight = "bold" if b["current"] else "normal"
         out.append(
             f'<g class="{classes}" data-run="{b["run"]}" data-value="{b["value"]}"><title>{_e(hover)}</title>'
@@ -153,15 +159,25 @@ def bar_chart(c, fineprint):
                 f'M{x1:.1f} {y + 6}V{y + 18}" stroke="#000" stroke-width="1.5" fill="none"/>'
             )
             end = max(end, x(spread["max"]))
-        # each reason by its name alone ("another workload", "testbed link"); the hover holds them whole
-        apart = ", ".join(dict.fromkeys(w.split(":")[0] for w in b["why"]))
-        note = (f" (min–max of {spread['n']})" if spread else "") + (f" · {apart}" if apart else "")
-        out.append(
-            f'<text x="{LABEL_W + end + 6:.1f}" y="{y + 16}" class="value">'
-            f"{_e(figure(b['value']))}{_e(note)}</text></g>"
-        )
+        note = f" (min–max of {spread['n']})" if spread else ""
+        value = f"{figure(b['value'])}{note}"
+        out.append(f'<text x="{LABEL_W + end + 6:.1f}" y="{y + 16}" class="value">{_e(value)}</text>')
+        if b["why"]:
+            # each difference by its name alone ("workload", "purge"); the hover holds them whole
+            named = ", ".join(
+                dict.fromkeys(w.split(":")[0].removeprefix("another ").removeprefix("testbed ") for w in b["why"])
+            )
+            badge = f"other {named}"
+            at = LABEL_W + end + 14 + 7 * len(value)
+            out.append(
+                f'<g class="badge"><rect x="{at:.1f}" y="{y + 4}" width="{6.5 * len(badge) + 10:.1f}" '
+                f'height="{ROW_H - 8}" rx="8" fill="#fff3cd" stroke="#e0a800"/>'
+                f'<text x="{at + 5:.1f}" y="{y + 16}" font-size="11">'
+                f"{_e(badge)}</text></g>"
+            )
+        out.append("</g>")
     out.append(
-        f'<text x="{width - 4}" y="{height + 10}" text-anchor="end" font-size="9" fill="#666">{_e(fineprint)}</text>'
+        f'<text x="{WIDTH - 4}" y="{height + 10}" text-anchor="end" font-size="9" fill="#666">{_e(fineprint)}</text>'
         "</svg></figure>"
     )
     return "".join(out)
@@ -173,7 +189,7 @@ def bar_charts(charts, fineprint):
 
 def compare_runs(runs, run_url=None):
     """The runs of a compare (cards), the current one first, each with its testbed, how that differs from the
-    current run's (results/testbed.py's rule), and its warnings."""
+    current run's (results/testbed.py's rule), and its warnings, folded: the bars above come first."""
     out = ['<ul class="runs">']
     reference = (runs[0].get("testbed") or {}).get("classes") or {}
     current = ' class="current"'
@@ -190,11 +206,16 @@ def compare_runs(runs, run_url=None):
             f"{_e(r['suite'])} <code>{_e(r['suite_hash'][:12])}</code>, {_e(r['state'])}{origin}"
             f'<div class="testbed">Testbed: {_e(testbed.summary(r.get("testbed")))}</div>'
             + (
-                f'<p class="testbed-differs">Another testbed, set apart: {_e("; ".join(differs))}</p>'
+                f'<p class="testbed-differs">Another testbed, marked apart: {_e("; ".join(differs))}</p>'
                 if differs
                 else ""
             )
-            + (f'<ul class="warnings">{warnings}</ul>' if warnings else "")
+            + (
+                f'<details class="warnings"><summary>{len(r["warnings"])} warning'
+                f"{'s' if len(r['warnings']) > 1 else ''}</summary><ul>{warnings}</ul></details>"
+                if warnings
+                else ""
+            )
             + "</li>"
         )
     out.append("</ul>")
