@@ -20,7 +20,7 @@ help:
 	@echo "make lint    ruff on webui/, shellcheck on the shell scripts of board/, overlay/ and .ci/"
 	@echo "make test    run every test (needs root: loop devices, real fio)"
 	@echo "make screenshots  make the docs' screenshots (docs/screenshots) again in chromium"
-	@echo "make bench   measure the harness against plain fio, result ingestion, the web, the lab's uploads and pages, how far quick's figures repeat, then make bench-vm (about 80 minutes)"
+	@echo "make bench   measure the harness against plain fio, result ingestion, the web, the lab's uploads and pages, the same figures on a free, a slow and a busy host, how far quick's figures repeat, then make bench-vm (about 85 minutes)"
 	@echo "make bench-vm  how far smoke's figures repeat on the VM's NVMe drive, x5 against plain fio (about 30 minutes)"
 	@echo "make lab     a local lab (results server) on its own PostgreSQL in build/lab, on port 8090"
 	@echo "make vm-image  build the VM test image from Debian packages: $(VM_DIR)/"
@@ -72,6 +72,7 @@ screenshots: assets
 bench: assets
 	cd webui && $(PYTHON) bench/bench_engine.py
 	cd webui && $(PYTHON) bench/bench_host_cost.py
+	cd webui && $(PYTHON) bench/bench_testbeds.py
 	cd webui && $(PYTHON) bench/bench_web.py
 	cd webui && $(PYTHON) bench/bench_lab.py
 	cd webui && $(PYTHON) bench/bench_lab_pages.py

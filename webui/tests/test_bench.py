@@ -50,6 +50,15 @@ def test_the_lab_pages_bench_runs():
 
 
 @needs_root()
+def test_the_testbeds_bench_runs():
+    """Its short mode: the figures on a free host twice, a slow one and a busy one. A slow host (30% of a CPU)
+    is flagged whatever else the machine runs; the count of silent differences is printed, and judged only by the
+    full bench (make bench), with five runs for each figure's CoV."""
+    result = short_bench("bench_testbeds.py")
+    assert result["ok"] and result["flagged"]["b: slow"] and isinstance(result["silent"], int)
+
+
+@needs_root()
 def test_the_repeat_bench_runs():
     result = short_bench("bench_repeat.py")
     assert result["ok"] and result["state"] == "done" and result["times"] == 2

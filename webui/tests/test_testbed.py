@@ -253,6 +253,55 @@ def test_a_link_below_the_drives_maximum_is_flagged():
     assert testbed.link({"link": None})[1] == testbed.NOT_RECORDED
 
 
+def link_files(function, speed, width, aspm):
+    """A PCI function's link files as the kernel shows them (current and most speed and width, link/*_aspm)."""
+    for name, value in (("current_link_speed", speed), ("max_link_speed", speed)):
+        (function / name).write_text(f"{value} GT/s PCIe\n")
+    for name in ("current_link_width", "max_link_width"):
+        (function / name).write_text(f"{width}\n")
+    (function / "link").mkdir()
+    for state, on in aspm.items():
+        (function / "link" / f"{state}_aspm").write_text(f"{on}\n")
+
+
+def test_a_narrow_link_above_the_drive_bounds_it_and_the_link_states_are_its_class(tmp_path, monkeypatch):
+    """The PCIe path from the drive up to its root port, on QEMU's captured sysfs with the links a PC would show:
+    the NVMe drive and its root port at Gen4 x4, the AHCI adapter as a Gen2 x1 card (500 MB/s, under SATA's 600).
+    The SATA drive's own link runs at its 6 Gb/s, and the adapter's link bounds it all the same."""
+    captured_sysfs(tmp_path)
+    monkeypatch.setattr(discovery, "SYS", str(tmp_path / "sys"))
+    pci = tmp_path / "sys/devices/pci0000:00"
+    link_files(pci / "0000:00:01.0/0000:01:00.0", "16.0", 4, {"l0s": 0, "l1": 0})
+    link_files(pci / "0000:00:01.0", "16.0", 4, {"l0s": 0, "l1": 0})
+    link_files(pci / "0000:00:02.0", "5.0", 1, {"l1": 1})
+    nvme = {"transport": "nvme", "link": pcie("16.0", 4), "pcie_path": discovery.pcie_path("nvme0n1")}
+    assert [(hop["pci"], hop["width"], hop["aspm"]) for hop in nvme["pcie_path"]] == [
+        ("0000:01:00.0", "x4", {"l0s": "0", "l1": "0"}),
+        ("0000:00:01.0", "x4", {"l0s": "0", "l1": "0"}),
+    ]
+    assert testbed.host_path(nvme)[1:] == (testbed.REFERENCE["path"], None)
+    sata_link = {"kind": "sata", "speed": "6.0 Gbps", "max": "6.0 Gb/s", "port_max": "6.0 Gbps"}
+    sata = {"transport": "sata", "link": sata_link, "pcie_path": discovery.pcie_path("sda")}
+    assert testbed.link(sata)[2] is None  # its own link is at its maximum
+    shown, cls, flag = testbed.host_path(sata)
+    assert cls == "bounded by 5.0 GT/s PCIe x1" and "carries 500 MB/s, where the drive's own link can 600 MB/s" in flag
+    assert any("narrower than the drive needs" in f for f in testbed.flags({"drive": sata, "steps": []}))
+    # the L-states enabled on the drive's link are part of its link power class; unread ones are unavailable
+    run = {"drive": sata, "environment": {"controls": {"aspm": {"state": "applied", "value": "performance"}}}}
+    assert testbed.controls(run)["link_power"] == "ASPM performance, L-states l1; power saving not recorded"
+    nvme_run = {"drive": nvme, "environment": {"controls": {}}}
+    assert testbed.controls(nvme_run)["link_power"].startswith("ASPM not recorded, L-states none;")
+    (pci / "0000:00:02.0/link/l1_aspm").unlink()
+    (pci / "0000:00:02.0/link").rmdir()
+    sata["pcie_path"] = discovery.pcie_path("sda")
+    assert (
+        "unavailable" in sata["pcie_path"][0]["aspm"] and "L-states unavailable" in testbed.controls(run)["link_power"]
+    )
+    # no PCI function above it (a loop device): none, known; no path recorded (an older run): not recorded
+    assert testbed.host_path({"pcie_path": []})[1] == "none"
+    assert testbed.host_path({})[1] == testbed.NOT_RECORDED
+
+
 def test_fio_outside_the_validated_range_is_flagged():
     def version(v):
         return testbed.fio({"environment": {"tools": {"fio": v}}})
@@ -271,7 +320,7 @@ def erase(run):
 def test_compare_sets_apart_the_runs_of_another_testbed_and_names_how(finished_repeat):
     """Three runs the engine made on one loop device: one testbed, ranked together. Each part of the rule changed
     on one of them (in memory) sets it apart from the current run, and says which part; a part a run did not
-    record sets nothing apart."""
+    record is a class of its own, which sets it apart too."""
     runs = runs_of(finished_repeat[0])
     a, b, c = runs
     assert ranking.set_apart(card.of(a), card.of(b)) == []
@@ -284,11 +333,19 @@ def test_compare_sets_apart_the_runs_of_another_testbed_and_names_how(finished_r
             ),
             "testbed host controller: vmd (RAID (Intel VMD))",
         ),
+        (
+            lambda r: r["environment"]["controls"].update(write_cache={"state": "applied", "value": "off"}),
+            "testbed write cache: off",
+        ),
+        (lambda r: r["environment"]["kernel"]["iommu"].update(drive_domain="DMA-FQ"), "testbed IOMMU: DMA-FQ"),
     ):
         other = copy.deepcopy(c)
         change(other)
         why = ranking.set_apart(card.of(a), card.of(other))
-        assert len(why) == 1 and why[0].startswith(part) and f"(run {a['id']}'s: " in why[0], why
+        named = [w for w in why if w.startswith(part)]
+        assert len(named) == 1 and f"(run {a['id']}'s: " in named[0], why
+        # the VMD change gives the drive a PCI function with no link read: its link is unknown, not a loop's none
+        assert [w for w in why if w not in named] in ([], [f"testbed link: not recorded (run {a['id']}'s: none)"])
     for run in runs:
         run["drive"]["link"] = pcie("16.0", 4)
     slow = copy.deepcopy(c)
@@ -306,24 +363,28 @@ def test_compare_sets_apart_the_runs_of_another_testbed_and_names_how(finished_r
     assert html.count('class="bar apart"') == len(charts) and html.count(">other link</text>") == len(charts)
     listed = report_html.compare_runs(cards)
     assert listed.count('<div class="testbed">Testbed: CPU ') == 3 and "Another testbed, marked apart: link" in listed
-    # a run recorded before the testbed was: nothing known to differ, nothing set apart
+    # a run recorded before the testbed was: what it did not record is unknown, never a match
     old = copy.deepcopy(slow)
     old["environment"] = {k: old["environment"][k] for k in ("suite", "tools")}
     old["drive"].pop("host_controller")
     old["drive"]["link"] = None
     old_card = card.of(old)
     assert old_card["testbed"]["classes"]["link"] == testbed.NOT_RECORDED
-    assert ranking.set_apart(cards[0], old_card) == []
+    apart = ranking.set_apart(cards[0], old_card)
+    assert "testbed link: not recorded (run 1's: at the drive's maximum)" in apart
+    assert "testbed write cache: not recorded (run 1's: unavailable)" in apart
 
 
 def test_the_bench_marks_a_row_whose_testbed_is_not_the_reference(finished_repeat):
     run = runs_of(finished_repeat[0])[0]
     row = bench.table([(card.of(run), 1)])["rows"][0]
-    # the engine's run on a loop device: no PCI function, a discard, and its suspect reads
-    assert [d.split(":")[0] for d in row["testbed_differs"]] == ["host controller", "purge", "flags"]
+    # the engine's run on a loop device: no link, no PCI function, no drive cache, ASPM, IOMMU or cpufreq of its
+    # own to set (this host has none), a discard, no temperature, and its suspect reads
+    parts = ["link", "path", "controller", "cache", "link_power", "iommu", "cpu_clock", "purge", "heat", "flagged"]
+    assert [d.split(":")[0] for d in row["testbed_differs"]] == [testbed.PARTS[p] for p in parts]
     assert all(
         d.endswith("(the reference testbed's: " + testbed.REFERENCE[p] + ")")
-        for d, p in zip(row["testbed_differs"], ("controller", "purge", "flagged"))
+        for d, p in zip(row["testbed_differs"], parts)
     )
     assert row["testbed"].startswith("CPU ") and "controller none" in row["testbed"]
 

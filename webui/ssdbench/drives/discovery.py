@@ -158,6 +158,39 @@ def pci_functions(name):
     return found
 
 
+def _aspm_states(pci):
+    """The ASPM states enabled on a function's link ({"l0s": "1", "l1": "0", ...}: its link/*_aspm files, on
+    kernels since 5.5 built with PCIEASPM), or why they are unknown."""
+    files = sorted(glob.glob(f"{pci}/link/*_aspm"))
+    if not files:
+        return "unavailable: no link/*_aspm in sysfs (no ASPM control on this link, or a kernel before 5.5)"
+    return {os.path.basename(f).removesuffix("_aspm"): sysfs.read(f, "?") for f in files}
+
+
+def pcie_path(name):
+    """Every PCIe link from the drive's nearest PCI function up to its root port, nearest first: each function's
+    address, its link's current and most speed and width, and its ASPM states. A SATA drive's path starts at its
+    host adapter, so a Gen2 x1 adapter shows as the link that bounds it. Empty without a PCI function (a loop
+    device), or where the functions show no link (a virtual machine's conventional PCI)."""
+    path = []
+    for pci in pci_functions(name):
+        speed = sysfs.read(f"{pci}/current_link_speed")
+        if not speed or speed.startswith("Unknown"):
+            continue
+        width = sysfs.read(f"{pci}/current_link_width")
+        path.append(
+            {
+                "pci": os.path.basename(pci),
+                "speed": speed,
+                "width": f"x{width}" if width else None,
+                "max_speed": sysfs.read(f"{pci}/max_link_speed"),
+                "max_width": sysfs.read(f"{pci}/max_link_width"),
+                "aspm": _aspm_states(pci),
+            }
+        )
+    return path
+
+
 def _driver(pci):
     link = f"{pci}/driver"
     return os.path.basename(os.path.realpath(link)) if os.path.exists(link) else None
@@ -345,6 +378,7 @@ def describe(node, named=False, allow_usb=False, root_disks=(), boot=NO_BOOT):
         "rotational": node["rota"],
         "link": _pcie_link(name) if transport == "nvme" else _sata_link(name) if transport == "sata" else None,
         "host_controller": host_controller(name),
+        "pcie_path": pcie_path(name),
         "trim_supported": bool(node.get("disc-max")),
         "erase": {"format": False, "sanitize": False, "ata_security": None},
         "temperature_source": None,

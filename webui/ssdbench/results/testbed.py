@@ -1,8 +1,9 @@
-"""A run's testbed, read from its stored document alone: what it was (CPU, host controller, link, purge, fio),
-what in it is flagged (a link below the drive's maximum, thermal throttling, a purge weaker than the suite asks, a
-fio outside the validated range), and the one rule that says whether two runs' testbeds compare
-(docs/methodology.md, "The summary, compare and the bench"): the same class in each of six parts, a part that a
-run did not record setting nothing apart.
+"""A run's testbed, read from its stored document alone: what it was (CPU, kernel, host controller, link and the
+PCIe path above it, each control's outcome, the host's cost, purge, fio), what in it is flagged (a link below the
+drive's maximum or a narrower one above it, thermal throttling, a purge weaker than the suite asks, a fio outside
+the validated range), and the one rule that says whether two runs' testbeds compare (docs/methodology.md, "The
+summary, compare and the bench"): the same class in each part. A part that a run did not record, or that could
+not be read, is a class of its own: it never matches a known one.
 """
 
 import re
@@ -19,7 +20,12 @@ NOT_RECORDED = "not recorded"
 # reference.
 PARTS = {
     "link": "link",
+    "path": "host path",
     "controller": "host controller",
+    "cache": "write cache",
+    "link_power": "link power",
+    "iommu": "IOMMU",
+    "cpu_clock": "CPU clock",
     "purge": "purge",
     "fio": "fio",
     "heat": "ran hot",
@@ -27,12 +33,19 @@ PARTS = {
 }
 REFERENCE = {
     "link": "at the drive's maximum",
+    "path": "no narrower link",
     "controller": "the drive's own",
+    "cache": "on",
+    "link_power": "ASPM performance, L-states none; power saving off",
+    "iommu": "identity",
+    "cpu_clock": "governor performance; turbo on",
     "purge": "an erase",
     "fio": VALIDATED,
     "heat": "no",
     "flagged": "none",
 }
+# fio had a whole CPU in the host-cost calibration when the median of its jobs' CPU shares is at least this.
+WHOLE_CPU = 90.0
 # The driver and mode a drive's own controller runs in, by transport: anything else (a RAID mode, an Intel VMD
 # domain, a USB bridge) puts its own logic between the drive and the host.
 OWN = {"nvme": ("nvme", "NVMe"), "sata": ("ahci", "AHCI")}
@@ -50,6 +63,8 @@ def link(drive):
     smartctl), with the most its port can beside it."""
     found = drive.get("link")
     if not isinstance(found, dict) or _number(found.get("speed")) is None:
+        if "host_controller" in drive and drive["host_controller"] is None:
+            return "none (a loop device)", "none", None
         return "none known", NOT_RECORDED, None
     speed = _number(found["speed"])
     if found.get("kind") == "pcie":
@@ -77,6 +92,111 @@ def link(drive):
         "bounds (sequential MB/s, high queue depth IOPS) is the link's, not the drive's"
     )
     return f"{now} (the drive can {most})", f"below the drive's maximum: {now}", flag
+
+
+def host_path(drive):
+    """(what the PCIe path above the drive is, its class, the flag when a link on it is narrower than the drive
+    needs). The drive needs its own link at its maximum (NVMe), or its SATA link's maximum in payload; a link of
+    the path that carries less bounds every figure that link bounds: a SATA drive behind a Gen2 x1 adapter, an
+    NVMe drive behind a switch on fewer lanes. An NVMe drive's own link and the port facing it are the link that
+    `link` judges: here only a link narrower than the drive's own as it runs counts."""
+    if "pcie_path" not in drive:
+        return NOT_RECORDED, NOT_RECORDED, None
+    path = drive["pcie_path"] or []
+    if not path:
+        return "none (no PCIe link above the drive)", "none", None
+    rates = [(validity.link_limit({"kind": "pcie", "speed": hop["speed"], "width": hop["width"]}), hop) for hop in path]
+    known = [(rate, hop) for rate, hop in rates if rate]
+    shown = " → ".join(f"{hop['pci']} {hop['speed']} {hop['width'] or ''}".strip() for hop in path)
+    if not known:
+        return shown, NOT_RECORDED, None
+    own = drive.get("link") or {}
+    if drive.get("transport") == "sata":
+        need = validity.link_limit({"kind": "sata", "speed": own.get("max") or own.get("speed")})
+    else:
+        need = validity.link_limit({"kind": "pcie", "speed": own.get("speed"), "width": own.get("width")})
+    rate, narrowest = min(known, key=lambda pair: pair[0])
+    if need is None:
+        return shown, NOT_RECORDED, None
+    if rate >= need:
+        return shown, REFERENCE["path"], None
+    hop = f"{narrowest['speed']} {narrowest['width']} at {narrowest['pci']}"
+    flag = (
+        f"a link above the drive is narrower than the drive needs: {hop} carries {rate / 1e6:,.0f} MB/s, where the "
+        f"drive's own link can {need / 1e6:,.0f} MB/s: every figure that link bounds (sequential MB/s, high queue "
+        "depth IOPS) is the host's, not the drive's"
+    )
+    return shown, f"bounded by {narrowest['speed']} {narrowest['width']}", flag
+
+
+def _outcome(control):
+    """A control's outcome as a class: the value it was set to, or, where it could not be set, what it was left
+    at (unavailable when that is unknown too)."""
+    if not isinstance(control, dict):
+        return NOT_RECORDED
+    if control.get("state") == "applied":
+        return str(control.get("value"))
+    before = control.get("before")
+    return f"left {before}" if isinstance(before, str) else "unavailable"
+
+
+def _l_states(drive):
+    """The ASPM states enabled on the drive's link, from both its ends (the drive's function and the port facing
+    it: the first two functions of its PCIe path)."""
+    path = drive.get("pcie_path")
+    if path is None:
+        return NOT_RECORDED
+    states = [hop.get("aspm") for hop in path[:2]]
+    if not states:
+        return "none (no PCIe link)"
+    if not all(isinstance(s, dict) for s in states):
+        return "unavailable"
+    on = sorted({name for s in states for name, value in s.items() if value == "1"})
+    return ", ".join(on) or "none"
+
+
+def controls(run):
+    """The class of each control the run sets, by its outcome during the run: the write cache, link power (the
+    ASPM policy and the L-states of the drive's link, NVMe's APST or SATA's link power management), the IOMMU
+    domain of the drive's function, and the CPU clock (the governor and turbo)."""
+    env = run.get("environment") or {}
+    found = env.get("controls")
+    if not isinstance(found, dict):
+        return dict.fromkeys(("cache", "link_power", "iommu", "cpu_clock"), NOT_RECORDED)
+    saving = found.get("power_management")
+    saving = "off" if isinstance(saving, dict) and saving.get("state") == "applied" else _outcome(saving)
+    aspm = _outcome(found.get("aspm"))
+    domain = ((env.get("kernel") or {}).get("iommu") or {}).get("drive_domain") or NOT_RECORDED
+    turbo = str((env.get("cpu") or {}).get("turbo") or NOT_RECORDED).split(" ")[0].rstrip(":")
+    return {
+        "cache": _outcome(found.get("write_cache")),
+        "link_power": f"ASPM {aspm}, L-states {_l_states(run['drive'])}; power saving {saving}",
+        "iommu": "unavailable" if domain.startswith("unavailable") else domain,
+        "cpu_clock": f"governor {_outcome(found.get('governor'))}; turbo {turbo}",
+    }
+
+
+def host(run):
+    """(what the host cost, the flag when fio did not have a whole CPU): the host-cost calibration
+    (run/host_cost.py), its cost per IO and the share of a CPU fio had in it, the median of its jobs'. Below
+    WHOLE_CPU percent, other work or a limit on the host (a CPU quota, a busy neighbour) held fio back as the run
+    began: the run's testbed is flagged, whatever its steps' own waits (validity rule 9) show."""
+    cost = (run.get("environment") or {}).get("host_cost")
+    if not isinstance(cost, dict):
+        return NOT_RECORDED, None
+    jobs = [job for job in cost.get("jobs") or [] if isinstance(job.get("cpu_percent"), (int, float))]
+    if not jobs:
+        return f"unavailable: {cost.get('unavailable', 'no job measured')}", None
+    median = sorted(job["cpu_percent"] for job in jobs)[len(jobs) // 2]
+    costs = sorted(job["us_per_io"] for job in jobs if job.get("us_per_io"))
+    shown = f"fio had {median:g}% of a CPU on the null engine, {costs[0]:.2f} to {costs[-1]:.2f} us per IO"
+    if median >= WHOLE_CPU:
+        return shown, None
+    flag = (
+        f"fio had {median:g}% of a CPU when the host's cost was measured before the run, under {WHOLE_CPU:.0f}%: "
+        "other work or a limit on the host held it back, so every figure may be partly the PC's"
+    )
+    return shown, flag
 
 
 def controller(drive):
@@ -171,45 +291,55 @@ def heat(run):
 
 def flags(run):
     """The testbed's flags, in words for the report's warnings: none when it is as the suite asks."""
-    found = [link(run["drive"])[2], purge_used(run)[2], fio(run)[2], throttled(run)]
+    drive = run["drive"]
+    found = [link(drive)[2], host_path(drive)[2], host(run)[1], purge_used(run)[2], fio(run)[2], throttled(run)]
     return [f for f in found if f]
 
 
 def of(run, suspects):
-    """The testbed as a card carries it: what its CPU, host controller, link, purge and fio were, and its class in
-    each part of the rule. `suspects`: validity.suspects(run), which decides its flags' class with its throttling."""
+    """The testbed as a card carries it: what its CPU, kernel, host controller, link and path, host cost, purge
+    and fio were, and its class in each part of the rule. `suspects`: validity.suspects(run), which decides its
+    flags' class with its throttling and the flags of the testbed itself."""
     env = run.get("environment") or {}
     drive = run["drive"]
     shown_link, link_class, _ = link(drive)
+    shown_path, path_class, _ = host_path(drive)
     shown_controller, controller_class = controller(drive)
+    shown_host, _ = host(run)
     shown_purge, purge_class, _ = purge_used(run)
     version, fio_class, _ = fio(run)
-    flagged = any(suspects) or throttled(run) is not None
+    flagged = any(suspects) or bool(flags(run))
     return {
         "cpu": (env.get("cpu") or {}).get("model") or NOT_RECORDED,
+        "kernel": (env.get("kernel") or {}).get("release") or NOT_RECORDED,
         "controller": shown_controller,
         "link": shown_link,
+        "path": shown_path,
+        "host": shown_host,
         "purge": shown_purge,
         "fio": version,
         "classes": {
             "link": link_class,
+            "path": path_class,
             "controller": controller_class,
+            **controls(run),
             "purge": purge_class,
             "fio": fio_class,
             "heat": heat(run),
-            "flagged": "some: a suspect step or thermal throttling" if flagged else REFERENCE["flagged"],
+            "flagged": "some: a suspect step or a flagged testbed" if flagged else REFERENCE["flagged"],
         },
     }
 
 
 def differences(reference, testbed, whose="the current run's"):
     """The parts in which a testbed's class (testbed["classes"]) differs from `reference` (classes), in words:
-    none when the two compare. A part either did not record sets nothing apart."""
+    none when the two compare. A part that either did not record is a class of its own ("not recorded"), as is
+    one that could not be read ("unavailable"): neither matches a known class."""
     classes = (testbed or {}).get("classes") or {}
     out = []
     for part, name in PARTS.items():
         theirs, ours = classes.get(part, NOT_RECORDED), reference.get(part, NOT_RECORDED)
-        if NOT_RECORDED not in (theirs, ours) and theirs != ours:
+        if theirs != ours:
             out.append(f"{name}: {theirs} ({whose}: {ours})")
     return out
 

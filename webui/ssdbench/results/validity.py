@@ -23,6 +23,9 @@ HOT_MARGIN_C = 3.0
 # IDLE_PASS_S (fio's log clocks a pass in whole milliseconds), was not one continuous pass.
 IDLE_PASS_SHARE = 5.0
 IDLE_PASS_S = 0.01
+# Rule 9: above this share of a job's time per IO, the host's own work (its cost on fio's null engine), or above
+# this share of the step's time waiting for a CPU, the PC is in the figure.
+HOST_SHARE_LIMIT = 5.0
 UNWRITTEN = "reads of LBAs never written"
 
 
@@ -60,7 +63,7 @@ def suspects(run):
     for step, never_written in zip(run["steps"], unwritten):
         metrics = _metrics(step)
         found = cpu_bound(metrics) + over_link(metrics, limit, link) + never_written + busy_mismatch(metrics)
-        found += overran(metrics) + paused(metrics)
+        found += overran(metrics) + paused(metrics) + host_bound(metrics)
         out.append(found + unsettled(step, idle_c) + heated(step, metrics, run["drive"].get("warning_temp_c")))
     return out
 
@@ -129,6 +132,33 @@ def cpu_bound(metrics):
         f"fio used {', '.join(busy)} of a CPU (user + system), over {CPU_LIMIT:.0f}%: the host, not the drive, "
         "set the pace"
     ]
+
+
+@cause("the PC, not the drive, is in part of the figure")
+def host_bound(metrics):
+    """Rule 9: the PC is in the step's figures. A job whose IOs the host alone, on fio's null engine, would take
+    more than HOST_SHARE_LIMIT percent of the time of (`host_share_percent`: a slow CPU, costly data), or fio's
+    processes that waited for a CPU more than HOST_SHARE_LIMIT percent of the step's time (`host.cpu_wait_percent`:
+    other work on its CPU, a CPU quota). Runs recorded before the host was measured have neither figure."""
+    shares = [
+        (value, name.removesuffix("host_share_percent"))
+        for name, value in metrics.items()
+        if name.endswith("host_share_percent") and value > HOST_SHARE_LIMIT
+    ]
+    out = []
+    if shares:
+        jobs = ", ".join(f"{value:.1f}%" + (f" in {prefix[:-1]}" if prefix else "") for value, prefix in shares)
+        out.append(
+            f"the host's own work per IO, measured on fio's null engine before the run, is {jobs} of the job's time "
+            f"per IO, over {HOST_SHARE_LIMIT:.0f}%: part of the figure is the PC's, not the drive's"
+        )
+    waited = metrics.get("host.cpu_wait_percent")
+    if waited is not None and waited > HOST_SHARE_LIMIT:
+        out.append(
+            f"fio waited for a CPU {waited:.1f}% of the step's time, over {HOST_SHARE_LIMIT:.0f}%: other work or a "
+            "limit on the host held it back, so part of the figure is the PC's, not the drive's"
+        )
+    return out
 
 
 def link_limit(link):

@@ -168,6 +168,7 @@ def fingerprint(suite, drive):
                 "transport",
                 "link",
                 "host_controller",
+                "pcie_path",
                 "trim_supported",
                 "erase",
             )

@@ -91,15 +91,28 @@ class StatusReader:
 
 
 def run(
-    job_file_text, step_key, out_dir, device, on_tick, should_stop, cpus=None, sections=(), output="fio", status=True
+    job_file_text,
+    step_key,
+    out_dir,
+    device,
+    on_tick,
+    should_stop,
+    cpus=None,
+    sections=(),
+    output="fio",
+    status=True,
+    watch=None,
 ):
     """Run a step (or the `sections` of its job file) to its end. Twice a second, on_tick(latest status
-    document or None, IOPS, bytes/s), the rates None until two status documents have come."""
+    document or None, IOPS, bytes/s), the rates None until two status documents have come, and watch(fio's pid)
+    while fio runs."""
     proc = start(job_file_text, step_key, out_dir, device, cpus, sections, output, status)
     reader = StatusReader(os.path.join(out_dir, f"{output}.json"))
     latest, iops, bw = None, None, None
     stopped_at = None
     while True:
+        if watch:
+            watch(proc.pid)
         rc = proc.poll()
         for doc in reader.poll():
             if latest is not None:

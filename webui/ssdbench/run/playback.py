@@ -154,7 +154,7 @@ def _pack(out_dir, names):
             os.remove(path)
 
 
-def play(trace, job_text, step, out_dir, device, on_tick, should_stop, cpus=None):
+def play(trace, job_text, step, out_dir, device, on_tick, should_stop, cpus=None, watch=None):
     """Play the trace part by part (see the module docstring). Returns fio.Outcome: the last part's state
     and error, and one document with the jobs of every part."""
     segments = trace_file.segments(trace)
@@ -165,7 +165,9 @@ def play(trace, job_text, step, out_dir, device, on_tick, should_stop, cpus=None
         for name in names:
             _, ios = next(segments)
             _write_replay(os.path.join(out_dir, f"{name}.replay"), ios)
-        outcome = fio.run(job_text, step.id, out_dir, device, on_tick, should_stop, cpus, names, f"fio-{n:02d}", False)
+        outcome = fio.run(
+            job_text, step.id, out_dir, device, on_tick, should_stop, cpus, names, f"fio-{n:02d}", False, watch
+        )
         _pack(out_dir, names)
         if outcome.doc is not None:
             docs.append(outcome.doc)

@@ -19,7 +19,7 @@ from ..errors import SsdbenchError
 from ..results import store
 from ..suites import locked
 from ..system import durable, tools
-from . import burst, derive, environment, fio, fio_output, plan, playback, quiet, space
+from . import burst, cpu_wait, derive, environment, fio, fio_output, host_cost, plan, playback, quiet, space
 
 LOCK_NAME = "run.lock"
 STOPPED = fio.STOPPED
@@ -117,6 +117,16 @@ class Run:
         os.makedirs(self.run_dir, exist_ok=True)
         self.serial = discovery.serial_now(drive)
         self.temperatures = None  # the run's TemperatureLog, while the steps run
+        self.calibration = None  # what this PC costs each job's IO (host_cost), once calibrate() has run
+
+    def calibrate(self):
+        """The host's cost of each job of the plan, measured on fio's CPU before the first step, as the environment
+        keeps it; why it is unknown when fio could not measure it (the figures then carry no host share)."""
+        try:
+            self.calibration = host_cost.calibrate(self.suite, self.steps, self.run_dir, self.cpus, self.should_stop)
+        except SsdbenchError as exc:
+            return {"unavailable": str(exc)}
+        return self.calibration or {"unavailable": "no step of the suite plays a job the null engine can"}
 
     def should_stop(self, now=False):
         """A signal, or a cancel in the database (read at most once a second, unless `now`)."""
@@ -226,6 +236,7 @@ class Run:
             detail["adapted"] = adapted
         started = time.monotonic()
         clock = environment.StepClock(self.cpus)  # fio's CPU's clock while the step runs
+        waited = cpu_wait.CpuWait()
 
         def tick(doc, iops, bw):
             clock.sample()
@@ -240,13 +251,18 @@ class Run:
 
         with self.io_only():
             if trace is not None:
-                outcome = playback.play(trace, job_text, step, out_dir, self.drive["path"], tick, stop, self.cpus)
+                outcome = playback.play(
+                    trace, job_text, step, out_dir, self.drive["path"], tick, stop, self.cpus, waited.sample
+                )
             else:
-                outcome = fio.run(job_text, step.id, out_dir, self.drive["path"], tick, stop, self.cpus)
+                outcome = fio.run(
+                    job_text, step.id, out_dir, self.drive["path"], tick, stop, self.cpus, watch=waited.sample
+                )
         # The step's wall time around fio, its start and end included: a sweep's passes are measured against it.
         detail["fio_s"] = round(time.monotonic() - started, 3)
         ticks_after = discovery.io_ticks(self.drive["path"]) if ticks_before is not None else None
         detail["cpu_clock"] = clock.record()
+        detail["cpu_wait"] = waited.record()
         full = self.no_room()
         if full:  # what fio wrote is cut short somewhere: none of it is a result
             outcome.state, outcome.error, outcome.doc = "failed", full, None
@@ -260,6 +276,7 @@ class Run:
                 )
             except SsdbenchError as exc:
                 outcome.state, outcome.error = "failed", f"step {step.id}: {exc}"
+            metrics += host_cost.shares(step, outcome.doc, self.calibration) + cpu_wait.metrics(detail["cpu_wait"])
             if ticks_after is not None:
                 detail["io_ticks"] = {"file": ticks_before[0], "before_ms": ticks_before[1], "after_ms": ticks_after[1]}
                 metrics.append(kernel_busy(detail["io_ticks"]))
@@ -592,10 +609,11 @@ def run_under_lock(db, data_dir, lock, run_id, suite, drive, steps, signals, on_
         # drive's now, or for a later run of a repeat set its first run's, so that a run of a set that starts in
         # the heat the one before it left is flagged.
         env["idle"] = set_idle or {"temperature_c": health.read_temperature(drive.get("temperature_source"))}
-        store.set_environment(db, run_id, env)
         run = Run(
             db, data_dir, run_id, drive, suite, steps, signals, on_progress, controls.fio_cpus, set_idle is not None
         )
+        env["host_cost"] = run.calibrate()
+        store.set_environment(db, run_id, env)
         run.write_json("environment.json", env)
 
         def ending(before, after):

@@ -1,0 +1,123 @@
+"""The host's share of a figure (issue 32, item 2): a run measures what this PC costs each of its jobs' IOs on fio's
+null engine before its first step, and every step carries its jobs' host share and the time fio waited for a CPU,
+each traced to fio's own output and the kernel's count; a share or a wait over the limit flags the step (validity
+rule 9), and a calibration in which fio lacked a whole CPU flags the testbed. On real loop devices, real fio, and a
+real CPU cgroup quota (cgroup v1 `cpu.cfs_quota_us`, or v2 `cpu.max`) for the slow host."""
+
+import os
+import uuid
+
+import pytest
+from conftest import ENGINE_SUITE, needs_root, ssdbench
+from test_review import runs_of
+
+from ssdbench.results import card, document, store, testbed, validity
+from ssdbench.run import fio_output, host_cost, plan
+from ssdbench.suites import locked
+
+V1 = "/sys/fs/cgroup/cpu"
+
+
+def fio_job(path, name):
+    """A job of fio's final document in `path` (a step's fio.json holds a status document every second first)."""
+    with open(path) as f:
+        doc = fio_output.fio_documents(f.read())[-1]
+    return next(job for job in doc["jobs"] if job["jobname"] == name)
+
+
+def iops(job):
+    return sum(job[d]["iops"] for d in ("read", "write", "trim"))
+
+
+@needs_root()
+def test_a_run_measures_the_hosts_cost_and_every_figure_carries_its_share(finished_run):
+    data_dir, _ = finished_run
+    run = runs_of(data_dir)[0]
+    cost = run["environment"]["host_cost"]
+    run_dir = store.run_dir(str(data_dir), run["id"])
+    suite = locked.load(path=ENGINE_SUITE[1], allow_non_standard=True)
+    steps = plan.compile_plan(suite, run["drive"]["capacity_bytes"], run["drive"]["logical_block_size"])
+    # every job of the plan that the null engine plays, once, each traced to the calibration's own fio output
+    assert [job["key"] for job in cost["jobs"]] == list(host_cost.jobs_of(steps))
+    with open(os.path.join(run_dir, cost["job_file"])) as f:
+        assert f.read().count("ioengine=null") == 1
+    for n, job in enumerate(cost["jobs"]):
+        measured = iops(fio_job(os.path.join(run_dir, cost["output"]), f"job{n}"))
+        assert job["iops"] == measured > 0 and job["us_per_io"] == pytest.approx(1e6 / measured)
+    null = {job["key"]: job for job in cost["jobs"]}
+    done = {s["key"]: s for s in document.run_document(store.connect(data_dir), run["id"])["steps"]}
+    for step in steps:
+        if step.kind != "fio":
+            continue
+        stored = done[step.id]
+        metrics = {m["name"]: m["value"] for m in stored["metrics"]}
+        job = fio_job(os.path.join(data_dir, store.step_folder(run["id"], step.index, step.id), "fio.json"), step.id)
+        expected = 100 * iops(job) / null[host_cost.key(step.jobs[0][1])]["iops"]
+        assert metrics["host_share_percent"] == pytest.approx(expected), step.id
+        # the kernel's count of fio's wait for a CPU, as the step's detail records it
+        waited = stored["detail"]["cpu_wait"]
+        assert waited["tasks"] >= 1 and waited["ran_s"] > 0
+        assert metrics["host.cpu_wait_percent"] == waited["wait_percent"]
+        assert validity.host_bound(metrics) == [r for r in stored["suspect"] if "the PC's" in r]
+    assert "host" in card.of(run)["testbed"] and "us per IO" in card.of(run)["testbed"]["host"]
+
+
+def test_a_share_or_a_wait_over_the_limit_flags_the_figure():
+    limit = validity.HOST_SHARE_LIMIT
+    assert validity.host_bound({"host_share_percent": limit, "host.cpu_wait_percent": limit}) == []
+    over = validity.host_bound({"a.host_share_percent": limit + 0.1, "b.host_share_percent": 1.0})
+    assert len(over) == 1 and f"{limit + 0.1:.1f}% in a" in over[0] and " in b" not in over[0]
+    assert "waited for a CPU 12.0%" in validity.host_bound({"host.cpu_wait_percent": 12.0})[0]
+
+
+@pytest.fixture
+def slow_host():
+    """A CPU cgroup whose processes get a fifth of one CPU: the slow host of issue 32 (item 7's (b))."""
+    name = f"ssdbench-test-{uuid.uuid4().hex[:8]}"
+    if os.path.isdir(V1):
+        folder = os.path.join(V1, name)
+        os.mkdir(folder)
+        with open(os.path.join(folder, "cpu.cfs_period_us"), "w") as f:
+            f.write("100000")
+        with open(os.path.join(folder, "cpu.cfs_quota_us"), "w") as f:
+            f.write("20000")
+    else:
+        folder = os.path.join("/sys/fs/cgroup", name)
+        os.mkdir(folder)
+        with open(os.path.join(folder, "cpu.max"), "w") as f:
+            f.write("20000 100000")
+    try:
+        yield folder
+    finally:
+        os.rmdir(folder)  # its processes have ended: the run waited for them
+
+
+def join(folder):
+    with open(os.path.join(folder, "cgroup.procs"), "w") as f:
+        f.write(str(os.getpid()))
+
+
+@needs_root()
+def test_a_slow_host_is_flagged_in_every_step_and_in_its_testbed(loopdev, tmp_path, slow_host):
+    data_dir = tmp_path / "data"
+    dev, _ = loopdev()
+    proc = ssdbench(
+        "run",
+        *ENGINE_SUITE,
+        "--drive",
+        dev,
+        "--confirm",
+        os.path.basename(dev),
+        data_dir=data_dir,
+        preexec_fn=lambda: join(slow_host),
+    )
+    assert proc.returncode == 0, proc.stderr
+    run = runs_of(data_dir)[0]
+    doc = document.run_document(store.connect(data_dir), run["id"])
+    shares = sorted(job["cpu_percent"] for job in run["environment"]["host_cost"]["jobs"])
+    assert shares[len(shares) // 2] < testbed.WHOLE_CPU
+    assert any("when the host's cost was measured before the run" in f for f in testbed.flags(run))
+    for step in doc["steps"]:
+        if step["kind"] == "fio":
+            assert any("fio waited for a CPU" in reason for reason in step["suspect"]), step["key"]
+    assert card.of(run)["testbed"]["classes"]["flagged"] != testbed.REFERENCE["flagged"]
