@@ -78,9 +78,9 @@ def test_migrate_is_idempotent_and_the_server_wants_a_current_schema(postgres, t
     proc = lab("runs", db=url)
     assert proc.returncode == 2 and "run `ssdbench lab migrate`" in proc.stderr
     first, again = lab("migrate", db=url), lab("migrate", db=url)
-    assert first.stdout.strip() == "applied 1, 2, 3: schema version 3"
-    assert again.stdout.strip() == "schema version 3, current"
-    assert rows(url, "SELECT version FROM schema_migrations ORDER BY version") == [(1,), (2,), (3,)]
+    assert first.stdout.strip() == "applied 1, 2, 3, 4: schema version 4"
+    assert again.stdout.strip() == "schema version 4, current"
+    assert rows(url, "SELECT version FROM schema_migrations ORDER BY version") == [(1,), (2,), (3,), (4,)]
     assert lab("runs", db=url).stdout == ""
     proc = ssdbench("lab", "runs", env={**os.environ, "SSDBENCH_LAB_DB": ""})
     assert proc.returncode == 2 and "--db postgresql://USER@HOST/DB, or $SSDBENCH_LAB_DB" in proc.stderr

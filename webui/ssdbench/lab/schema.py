@@ -116,6 +116,14 @@ MIGRATIONS = [
         UPDATE runs SET card = NULL;
         """,
     ),
+    (
+        4,
+        "each run's card carries its testbed in the rule's eleven parts (the PCIe path above the drive, each "
+        "control's outcome, the host's cost; unknown matches nothing): every card is made again from its bundle",
+        """
+        UPDATE runs SET card = NULL;
+        """,
+    ),
 ]
 
 

@@ -204,9 +204,22 @@ def _start(db, body, config, enqueue, trace=None):
         store.check_idle(db)
     except store.RunBusy as exc:
         return {"error": f"a run is already active: {exc}"}, 409
-    if drive not in listed_drives(config)[0]:
+    listed = listed_drives(config)[0].get(drive)
+    if listed is None:
         return {"error": f"{drive} is not one of the drives this appliance lists (see the drives page)"}, 404
     destroy_data = body.get("destroy_data") in (True, "1", "on", "true")
+    # The two refusals a tester meets at Start, in the page's words; the queue checks them again, in the
+    # command line's.
+    if listed["eligible"] and confirm != listed["confirm_id"]:
+        return {
+            "error": f"Not started: the ID typed does not match this drive's. Type {listed['confirm_id']} exactly, "
+            "to confirm that every byte on it may be destroyed."
+        }, 409
+    if listed["eligible"] and listed["needs_wipe_confirmation"] and not destroy_data:
+        return {
+            "error": 'Not started: this drive holds data (a partition table or a file system). Tick "I know it '
+            'holds data" to destroy it.'
+        }, 409
     try:
         return enqueue(suite, drive, confirm, destroy_data, config["SSDBENCH_ALLOW_USB"]), 201
     except store.RunBusy as exc:

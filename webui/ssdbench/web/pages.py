@@ -28,6 +28,8 @@ from . import data
 from .db import get_db, get_results, lab_mode
 
 bp = Blueprint("pages", __name__)
+# The suite a Start form offers first: minutes, not the hours of a longer one.
+DEFAULT_SUITE = "quick"
 bp.add_app_template_filter(clock)
 bp.add_app_template_filter(figure)
 bp.add_app_template_filter(when)
@@ -38,13 +40,20 @@ def gigabytes(nbytes):
     return f"{(nbytes or 0) / 1e9:,.1f} GB"
 
 
-def drives_page(message=None, status=200):
+def drives_page(message=None, status=200, chosen=None):
+    """The drives, each with its Start form. `chosen`: the form that was refused, whose choices its drive's form
+    keeps (the suite, the ID typed, the tick, the repeat count)."""
     found, problems = data.drive_list(current_app.config)
+    suites = data.suite_list()[0]
+    for d in found:
+        # shortest first on this drive, so that the first suite offered is the quick one, not the longest name
+        d["suites"] = sorted(suites, key=lambda s, est=d["estimates"]: (est.get(s.name) is None, est.get(s.name) or 0))
     return render_template(
         "drives.html",
         drives=found,
         problems=problems,
-        suites=data.suite_list()[0],
+        chosen=chosen or {},
+        default_suite=DEFAULT_SUITE,
         busy=store.busy_run(get_db()),
         busy_repeat=store.busy_repeat(get_db()),
         max_times=MAX_TIMES,
@@ -61,7 +70,7 @@ def drives():
 def start():
     body, status = data.start_run(get_db(), request.form, current_app.config)
     if status != 201:
-        return drives_page(body["error"], status)
+        return drives_page(body["error"], status, request.form)
     return redirect(body["url"])
 
 
@@ -69,7 +78,7 @@ def start():
 def start_repeat():
     body, status = data.start_repeat(get_db(), request.form, current_app.config)
     if status != 201:
-        return drives_page(body["error"], status)
+        return drives_page(body["error"], status, request.form)
     return redirect(body["url"])
 
 

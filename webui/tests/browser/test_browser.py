@@ -33,6 +33,12 @@ TIMELINE = """() => {
 }"""
 
 
+def clock_s(text):
+    """h:mm:ss as the page shows a time, in seconds."""
+    h, m, s = (int(part) for part in text.split(":"))
+    return h * 3600 + m * 60 + s
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -97,7 +103,22 @@ def test_log_in_start_the_smoke_suite_watch_it_and_read_the_report(appliance):
         page.click("button[type=submit]")
 
         form = page.locator(f"form.start:has(input[name=drive][value='{dev}'])")
+        # the shortest suite first, quick offered; Start the one primary button, Repeat folded under More
+        suites = form.locator("select[name=suite] option")
+        shown = [t.split("(")[-1].rstrip(")") for t in suites.all_inner_texts()]
+        timed = [clock_s(t) for t in shown if t != "–"]  # a suite too big for the drive has no time, and goes last
+        assert timed == sorted(timed) and shown[len(timed) :] == ["–"] * (len(shown) - len(timed))
+        assert form.locator("select[name=suite]").input_value() == "quick"
+        assert form.locator("button.primary").all_inner_texts() == ["Start"]
+        assert not form.get_by_role("button", name="Repeat ×N", exact=True).is_visible()
+        # a wrong ID: refused in the page's words, every choice kept
         form.locator("select[name=suite]").select_option("smoke")
+        form.locator("input[name=confirm]").fill("not-its-id")
+        form.get_by_role("button", name="Start", exact=True).click()
+        alert = page.locator("p.error[role=alert]")
+        assert f"Type {os.path.basename(dev)} exactly" in alert.inner_text() and "--" not in alert.inner_text()
+        assert form.locator("select[name=suite]").input_value() == "smoke"
+        assert form.locator("input[name=confirm]").input_value() == "not-its-id"
         form.locator("input[name=confirm]").fill(os.path.basename(dev))
         form.get_by_role("button", name="Start", exact=True).click()
         page.wait_for_url(re.compile(r"/runs/1$"))
@@ -178,6 +199,7 @@ def test_repeat_n_beside_start_follows_the_set_and_cancels_it(appliance):
         form = page.locator(f"form.start:has(input[name=drive][value='{dev}'])")
         form.locator("select[name=suite]").select_option("smoke")
         form.locator("input[name=confirm]").fill(os.path.basename(dev))
+        form.locator("details.more > summary").click()
         form.locator("input[name=times]").fill("3")
         form.get_by_role("button", name="Repeat ×N", exact=True).click()
         page.wait_for_url(re.compile(r"/repeats/1$"))
