@@ -354,7 +354,9 @@ def test_start_checks_the_confirmation_then_queues_once(loopdev, data_dir):
     headers = {"X-CSRF-Token": login(client)}
     body = {"drive": dev, "suite": "smoke", "confirm": "not-the-serial"}
     wrong = client.post("/api/runs", json=body, headers=headers)
-    assert wrong.status_code == 409 and f"--confirm {os.path.basename(dev)}" in wrong.get_json()["error"]
+    # in the page's words, not the command line's
+    error = wrong.get_json()["error"]
+    assert wrong.status_code == 409 and f"Type {os.path.basename(dev)} exactly" in error and "--" not in error
     body["confirm"] = os.path.basename(dev)
     first = client.post("/api/runs", json=body, headers=headers)
     assert first.status_code == 201 and first.get_json() == {"id": 1, "url": "/runs/1"}
@@ -478,7 +480,10 @@ def test_repeat_n_next_to_start_queues_a_set_with_its_first_run(loopdev, data_di
         refused = client.post("/repeat", data={**form, "times": times})
         assert refused.status_code == 400 and expect in refused.data.decode(), times
     wrong = client.post("/repeat", data={**form, "confirm": "nope", "times": "3"})
-    assert wrong.status_code == 409 and f"--confirm {os.path.basename(dev)}" in wrong.data.decode()
+    assert wrong.status_code == 409 and f"Type {os.path.basename(dev)} exactly" in wrong.data.decode()
+    # the refused form keeps every choice: the suite, the ID typed, the count, and More open to show it
+    assert '<option value="smoke" selected>' in wrong.data.decode() and 'value="nope"' in wrong.data.decode()
+    assert 'value="3" required' in wrong.data.decode() and '<details class="more" open>' in wrong.data.decode()
     made = client.post("/repeat", data={**form, "times": "3"})
     assert made.status_code == 302 and made.headers["Location"].endswith("/repeats/1")
     held = store.get_repeat(store.connect(data_dir), 1)
