@@ -1,6 +1,7 @@
 """Durations and sizes as people read them, the same on the console, in the CLI and in the web UI.
 Only for display: results keep their exact values."""
 
+import math
 import time
 import unicodedata
 
@@ -19,12 +20,21 @@ def when(timestamp):
 
 
 def figure(value):
-    """A measured value at a precision that fits its size (the exact value stays in the results); – for none."""
+    """A measured value to four significant digits, no trailing zero, whole above 1000, the same wherever it is
+    shown (static/report.js's num() rounds alike); the exact value stays in the results; – for none."""
     if value is None:
         return "–"
-    if abs(value) >= 1000:
+    if value == 0 or abs(value) >= 1000:
         return f"{value:,.0f}"
-    return f"{value:,.2f}" if abs(value) >= 1 else f"{value:.3g}"
+    shown = f"{value:,.{max(0, 3 - math.floor(math.log10(abs(value))))}f}"
+    return shown.rstrip("0").rstrip(".") if "." in shown else shown
+
+
+def quantity(value, unit):
+    """A value with its unit, a time under a second in ms or µs: "6.880 ms", not "0.00688 s"."""
+    if unit == "s" and value is not None and 0 < abs(value) < 1:
+        value, unit = (value * 1e3, "ms") if abs(value) >= 1e-3 else (value * 1e6, "µs")
+    return f"{figure(value)} {unit}"
 
 
 def size(nbytes):

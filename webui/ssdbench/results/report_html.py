@@ -5,7 +5,7 @@ extras. Every value from a run (a drive's model, a step's source) is escaped."""
 import re
 from html import escape
 
-from ..human import figure, size
+from ..human import figure, quantity, size
 from . import store, testbed
 
 
@@ -57,7 +57,7 @@ def summary(s):
             hover = f"{f['name']} = {f['value']} {f['unit']}\nsource: {f['source']}"
             out.append(
                 f'<tr data-figure="{_e(f["id"])}"><td class="test">{_e(f["test"])}</td><th>{_e(f["label"])}</th>'
-                f'<td class="num" title="{_e(hover)}">{_e(figure(f["value"]))} {_e(f["unit"])}'
+                f'<td class="num" title="{_e(hover)}">{_e(quantity(f["value"], f["unit"]))}'
                 f"{' ' + ''.join(marks[f['step']]) if f['step'] in marks else ''}</td>"
                 f'<td class="better">{_e(f["better"])} is better</td></tr>'
             )
@@ -139,6 +139,8 @@ def bar_chart(c, fineprint):
         hover = f"{b['label']}: {b['value']} {c['unit']} ({b['source']})\ntestbed: {b['testbed']}"
         if b["why"]:
             hover += "\nnot comparable: " + "; ".join(b["why"])
+        if b.get("host"):
+            hover += "\nthe PC is in this figure: " + b["host"]
         if spread:
             hover += f"; repeat set of {spread['n']}: min {spread['min']}, max {spread['max']}, stdev {spread['stdev']}"
         classes = "bar" + (" current" if b["current"] else "") + (" apart" if b["apart"] else "")
@@ -160,7 +162,7 @@ def bar_chart(c, fineprint):
             )
             end = max(end, x(spread["max"]))
         note = f" (min–max of {spread['n']})" if spread else ""
-        value = f"{figure(b['value'])}{note}"
+        value = f"{figure(b['value'])}{note}" + (" ⚠ host" if b.get("host") else "")
         out.append(f'<text x="{LABEL_W + end + 6:.1f}" y="{y + 16}" class="value">{_e(value)}</text>')
         if b["why"]:
             # each difference by its name alone ("workload", "purge"); the hover holds them whole

@@ -35,15 +35,17 @@
     return node;
   }
 
+  // Four significant digits, whole above 1000, as human.figure() shows them on the server: "502.7" in both.
   function num(v, digits) {
     if (v === null || v === undefined || Number.isNaN(v)) return "–";
     const abs = Math.abs(v);
-    const d = digits !== undefined ? digits : abs >= 1000 ? 0 : abs >= 100 ? 1 : abs >= 1 ? 2 : 3;
+    const d = digits !== undefined ? digits : abs >= 1000 || abs === 0 ? 0 : Math.max(0, 3 - Math.floor(Math.log10(abs)));
     return v.toLocaleString("en-US", {minimumFractionDigits: 0, maximumFractionDigits: d});
   }
 
   // A value in a unit people read easily; the exact value stays in the cell's tooltip.
   function human(value, unit) {
+    if (unit === "s" && value > 0 && value < 1) return value >= 1e-3 ? num(value * 1e3) + " ms" : num(value * 1e6) + " µs";
     if (unit === "ns") {
       if (Math.abs(value) >= 1e6) return num(value / 1e6) + " ms";
       if (Math.abs(value) >= 1e3) return num(value / 1e3) + " µs";
