@@ -5,10 +5,13 @@ rule 9), and a calibration in which fio lacked a whole CPU flags the testbed. On
 real CPU cgroup quota (cgroup v1 `cpu.cfs_quota_us`, or v2 `cpu.max`) for the slow host."""
 
 import os
+import re
+import shutil
+import sqlite3
 import uuid
 
 import pytest
-from conftest import ENGINE_SUITE, needs_root, ssdbench
+from conftest import ENGINE_SUITE, login, make_app, needs_root, ssdbench
 from test_review import runs_of
 
 from ssdbench.results import card, document, store, testbed, validity
@@ -121,3 +124,31 @@ def test_a_slow_host_is_flagged_in_every_step_and_in_its_testbed(loopdev, tmp_pa
         if step["kind"] == "fio":
             assert any("fio waited for a CPU" in reason for reason in step["suspect"]), step["key"]
     assert card.of(run)["testbed"]["classes"]["flagged"] != testbed.REFERENCE["flagged"]
+
+
+@needs_root()
+def test_a_figure_the_pc_is_in_is_marked_in_the_summary_compare_bars_and_bench(finished_repeat, tmp_path):
+    """The engine's three runs, their host figures set (in their database) so that the 4K random read's step waited
+    12% for a CPU and every other figure is the drive's: that figure alone is marked, on the run page, its compare
+    bars and its bench cell."""
+    data_dir = tmp_path / "data"
+    shutil.copytree(finished_repeat[0], data_dir, ignore=shutil.ignore_patterns("run.lock"))
+    db = sqlite3.connect(data_dir / "ssdbench.db")
+    with db:
+        db.execute("UPDATE metrics SET value = 1.0 WHERE name LIKE '%host_share_percent' OR name LIKE 'host.%'")
+        db.execute(
+            "UPDATE metrics SET value = 12.0 WHERE name = 'host.cpu_wait_percent' AND step_id IN "
+            "(SELECT id FROM steps WHERE key = 'rand-read-4k')"
+        )
+    db.close()
+    client = make_app(data_dir).test_client()
+    login(client)
+    page = client.get("/runs/1").get_data(as_text=True)
+    assert "fio waited for a CPU 12.0% of the step&#39;s time" in page
+    bars = client.get("/compare?runs=1,2").get_data(as_text=True)
+    charts = dict(re.findall(r'<figure class="chart bars" data-chart="([^"]+)"(.*?)</figure>', bars, re.S))
+    assert {chart: body.count("⚠ host") for chart, body in charts.items() if "⚠ host" in body} == {
+        "rand-read-4k-qd3": 2
+    }
+    bench = client.get("/bench").get_data(as_text=True)
+    assert bench.count('<span class="badge host"') == 1 and "the PC is in this figure: fio waited" in bench

@@ -36,8 +36,9 @@ def table(rows):
     """{columns, rows} of `latest`'s rows: columns in headline.REVIEW's order, each {id, label, unit, better},
     only those some row has; rows in the given order, each {model, run, suite, suite_hash, comparable, runs (how
     many done runs the model has), created_at, origin, appliance (on a lab, the one that sent it), values
-    (column id to value), not_reached, testbed (its CPU, controller and link, in words), testbed_differs (how it
-    differs from the reference testbed; empty: it does not)}."""
+    (column id to value), host (column id to why the PC is in that figure, where it is), not_reached, testbed
+    (its CPU, controller and link, in words), testbed_differs (how it differs from the reference testbed; empty:
+    it does not)}."""
     out, columns = [], {}
     for chosen, count in rows:
         for fig in chosen["review"]:
@@ -56,6 +57,8 @@ def table(rows):
                 "origin": chosen.get("origin", "local"),
                 "appliance": chosen.get("appliance"),
                 "values": {fig["id"]: fig["value"] for fig in chosen["review"]},
+                # why the PC is in a figure (validity rule 9), by column: a card made before has none
+                "host": {fig["id"]: fig["host"] for fig in chosen["review"] if fig.get("host")},
                 # a steady state not reached is said so, not left as "not measured" (headline.not_reached)
                 "not_reached": chosen.get("not_reached", []),
                 "testbed": testbed.summary(chosen.get("testbed")),

@@ -19,6 +19,7 @@ has the same headline figures as a local one.
 import re
 from dataclasses import dataclass
 
+from . import validity
 from .validity import fio_jobs
 
 # A fio job's latency at QD1 has a threshold of its own (the suite's [repeat] qd1_latency_cov_percent).
@@ -212,9 +213,19 @@ def review(run):
                 "unit": metric["unit"],
                 "better": r.better,
                 "source": metric["source"],
+                "host": host_bound(step, r.name),
             }
         )
     return out
+
+
+def host_bound(step, name):
+    """Why the PC is in a figure (validity rule 9), in words, or None: the host share of the figure's own job
+    (a matrix's job by the name's prefix) and the step's wait for a CPU."""
+    prefix = name.rsplit(".", 2)[0] + "." if name.count(".") >= 2 else ""
+    names = (f"{prefix}host_share_percent", "host.cpu_wait_percent")
+    metrics = {m["name"]: m["value"] for m in step["metrics"] if m["name"] in names and _value(step, m["name"])}
+    return "; ".join(validity.host_bound(metrics)) or None
 
 
 def not_reached(run):

@@ -20,7 +20,8 @@ def charts(runs, sets=None):
     current run. `sets`, beside `runs`, holds for each run the done runs of its repeat set (cards), whose spread
     of the figure (n, mean, stdev, min, max) its bar carries, or None. Each bar:
     run, label, step, value, current, apart (its workload or testbed differs from the current run's), why (how,
-    in words; empty when it is not apart), testbed (its CPU, controller and link), spread."""
+    in words; empty when it is not apart), testbed (its CPU, controller and link), spread, host (why the PC is in
+    the figure, validity rule 9, or None)."""
     sets = sets or [None] * len(runs)
     why = [set_apart(runs[0], run) for run in runs]
     found = {}
@@ -35,6 +36,7 @@ def charts(runs, sets=None):
                     "step": fig["step"],
                     "value": fig["value"],
                     "source": fig["source"],
+                    "host": fig.get("host"),
                     "current": run is runs[0],
                     "apart": apart,
                     "why": reasons,

@@ -4,8 +4,8 @@ other work held the CPU or the host's limits held fio back (docs/methodology.md,
 The kernel counts it for every task (/proc/PID/task/TID/schedstat: time on a CPU, time waiting on a run queue,
 in ns; a task of a CPU cgroup over its quota waits there too). fio's processes are read at each of the step's
 ticks, fio and every process below it, and each keeps its last reading: a job that ends between two ticks loses
-at most its last half second, and one that lasts less than a tick may not be read at all. Without schedstat (a kernel built without it) nothing is counted, and the record
-says so.
+at most its last half second, and one that lasts less than a tick may not be read at all. Without schedstat (a
+kernel built without it) nothing is counted, and the record says so.
 """
 
 import os

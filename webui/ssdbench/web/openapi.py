@@ -100,6 +100,12 @@ DRIVE = _object(
             "NUMA node, IOMMU domain type); null: none (a loop device)",
             nullable=True,
         ),
+        "pcie_path": {
+            "type": "array",
+            "items": {"type": "object"},
+            "description": "every PCIe link from its nearest PCI function up to the root port, nearest first: "
+            "address, current and most speed and width, ASPM states; empty: none (a loop device)",
+        },
         "volatile_write_cache": {"type": "boolean", "description": "NVMe: the controller has a volatile write cache"},
         "trim_supported": {"type": "boolean"},
         "erase": _record("the erase methods it supports (NVMe Format and Sanitize, ATA security), as found"),
@@ -127,7 +133,8 @@ DRIVE = _object(
         },
     },
     ["path", "name", "transport", "model", "serial", "firmware", "identity_source", "capacity_bytes"]
-    + ["logical_block_size", "physical_block_size", "rotational", "link", "host_controller", "trim_supported", "erase"]
+    + ["logical_block_size", "physical_block_size", "rotational", "link", "host_controller", "pcie_path"]
+    + ["trim_supported", "erase"]
     + ["temperature_source", "partitions", "mounts", "signatures", "confirm_id", "development_target", "notes"]
     + ["eligible", "needs_wipe_confirmation", "reason", "temperature_c", "estimates"],
 )
