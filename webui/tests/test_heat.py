@@ -148,6 +148,7 @@ def test_a_sata_drives_temperature_is_read_between_its_io_only(loopdev, tmp_path
     drive, steps = runner.prepare(data_dir, suite, dev, os.path.basename(dev))
     run_id = store.create_run(db, drive, suite, steps)
     sata = drive | {"transport": "sata", "temperature_source": f"hwmon:{sensor}", "warning_temp_c": WARNING_C}
+    main = threading.get_ident()
     with runner.TemperatureLog(data_dir, run_id, sata) as log:
         wait_until(lambda: len(log.reads) >= 2, "two reads")
         began = time.time()
@@ -158,7 +159,12 @@ def test_a_sata_drives_temperature_is_read_between_its_io_only(loopdev, tmp_path
             during = [t for t, _ in log.reads if t > entered]
             set_sensor(sensor, 40)
         ended = time.time()
+        # the read as the IO ended was the step's last: the step's own read at its end sends no second command
+        mine, read = [], log.read
+        log.read = lambda: mine.append(threading.get_ident() == main) or read()
         log.read_now()
+        log.read = read
+        assert not any(mine)
         wait_until(lambda: any(t > ended + 1.5 for t, _ in log.reads), "the once-a-second reads to resume")
     assert during == []
     edge = [v for t, v in log.reads if began <= t <= entered]
@@ -166,7 +172,7 @@ def test_a_sata_drives_temperature_is_read_between_its_io_only(loopdev, tmp_path
     figures = {m.name: m for m in log.figures(began, ended + 0.5)}
     assert set(figures) == {"temperature.max_c"} and figures["temperature.max_c"].value == 40.0
     assert "never during it" in figures["temperature.max_c"].source
-    # Every read reached the run's series, the edges and the one as the step ended included, and no read was
+    # Every read reached the run's series, the edges included, and no read was
     # taken in the 3.5 s of IO.
     series = next(s for s in store.get_run(db, run_id)["series"] if s["name"] == "temperature")
     points = store.series_points(db, series["id"])

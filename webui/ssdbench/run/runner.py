@@ -440,8 +440,9 @@ class TemperatureLog:
         return value
 
     def read_now(self):
-        """One read now, beside the sampler's, as a step ends (its IO is over)."""
-        if self.source:
+        """One read now, beside the sampler's, as a step ends (its IO is over). A SATA or USB drive was read as its
+        IO ended (between_io): a second read at once would only send the drive another non-queued command."""
+        if self.source and not self.between_steps_only:
             with self.lock:
                 self.read()
 
