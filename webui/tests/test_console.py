@@ -1,8 +1,9 @@
 """The status screen (`ssdbench status`): on a real SQLite file, a real loop device and this host's network."""
 
 import os
+import subprocess
 
-from conftest import add_run, needs_root, ssdbench
+from conftest import add_run, needs_root, ssdbench, wait_until
 
 from ssdbench.appliance import access, console
 from ssdbench.drives import discovery
@@ -27,6 +28,21 @@ def test_status_shows_address_pin_drives_and_the_running_run(loopdev, tmp_path):
     assert f"Run {run_id}: standard on /dev/nvme0n1: running" in text
     assert "step 4/4 sweep-clean   42.5%  ETA 0:20:34" in text
     assert "5,000 IOPS  20.5 MB/s  41 C" in text
+
+
+@needs_root()
+def test_each_port_shows_its_link():
+    """Issue 34, item 2, on a real veth pair: its near end shows no cable until its far end is up, then a cable
+    and its speed."""
+    near, far = f"ssdb{os.getpid() % 100000}a", f"ssdb{os.getpid() % 100000}b"
+    subprocess.run(["ip", "link", "add", near, "type", "veth", "peer", "name", far], check=True)
+    try:
+        subprocess.run(["ip", "link", "set", near, "up"], check=True)
+        assert console.ports([near]) == {near: "no cable"}
+        subprocess.run(["ip", "link", "set", far, "up"], check=True)
+        wait_until(lambda: console.ports([near]) == {near: "cable 10000 Mb/s"}, "the veth's carrier", timeout=60)
+    finally:
+        subprocess.run(["ip", "link", "del", near], check=True)
 
 
 def test_status_names_results_kept_in_ram():

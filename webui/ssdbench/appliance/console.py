@@ -19,6 +19,7 @@ from ..drives import discovery
 from ..errors import SsdbenchError
 from ..human import clock, printable, size
 from ..results import store
+from ..system import sysfs
 from . import access
 
 WIDTH = 80
@@ -39,6 +40,21 @@ def addresses():
             except OSError:  # no IPv4 address (yet)
                 continue
             found.append((name, socket.inet_ntoa(reply[20:24])))
+    return found
+
+
+def ports(names=None, net="/sys/class/net"):
+    """Each wired port's link, {"eth0": "cable 1000 Mb/s", "eth1": "no cable"}: the physical interfaces (those
+    with a device), or those `names`."""
+    found = {}
+    for name in names or sorted(os.listdir(net)):
+        if names is None and (not os.path.exists(f"{net}/{name}/device") or os.path.exists(f"{net}/{name}/wireless")):
+            continue
+        if sysfs.read(f"{net}/{name}/carrier") != "1":  # 0, or unreadable while the port is down
+            found[name] = "no cable"
+            continue
+        speed = sysfs.read(f"{net}/{name}/speed", "")
+        found[name] = "cable" + (f" {speed} Mb/s" if speed.isdigit() else "")
     return found
 
 
@@ -101,10 +117,15 @@ def render(data_dir, port, drives_text, db):
     suffix = "" if port == 80 else f":{port}"
     addrs = addresses()
     lines = [f"ssdbench {__version__}", ""]
-    if addrs:
-        lines += [f"Web UI: http://{ip}{suffix}/   ({name})" for name, ip in addrs]
-    else:
+    links = ports()
+    for name, ip in addrs:
+        about = [name, links.pop(name, None)]
+        if ip.startswith("169.254."):  # no DHCP answer: udhcpc.script's, for a computer on a direct cable
+            about.append("link-local: a direct cable")
+        lines.append(f"Web UI: http://{ip}{suffix}/   ({', '.join(a for a in about if a)})")
+    if not addrs:
         lines.append("Web UI: no network address yet (DHCP on every wired port)")
+    lines += [f"Port:   {name}: {link}, no address yet" for name, link in links.items()]
     busy = store.busy_run(db) is not None
     lines += [
         f"PIN:    {access.pin(data_dir)}",
