@@ -55,7 +55,7 @@ def test_the_testbeds_bench_runs():
     is flagged whatever else the machine runs; the count of silent differences is printed, and judged only by the
     full bench (make bench), with five runs for each figure's CoV."""
     result = short_bench("bench_testbeds.py")
-    assert result["ok"] and result["flagged"]["b: slow"] and isinstance(result["silent"], int)
+    assert result["ok"] and result["flagged"]["b: slow"] > 0 and isinstance(result["silent"], int)
 
 
 @needs_root()
