@@ -440,12 +440,20 @@ def lab_serve(args):
         raise SsdbenchError(
             f"the lab needs flask, gunicorn and psycopg ({exc}); install them with pip install 'ssdbench[lab]'"
         ) from exc
+    behind_proxy = getattr(args, "behind_proxy", False)
+    if not behind_proxy and not upload.loopback(args.host):
+        # Its own deadlines bound what one client costs it, but the proxy is what sets a connection limit per
+        # client, terminates TLS and buffers what the network sends: docs/lab.md, In production.
+        raise SsdbenchError(
+            f"--host {args.host}: a lab listens on the network only behind a reverse proxy (docs/lab.md, In "
+            "production): listen on 127.0.0.1 for the proxy and add --behind-proxy"
+        )
     os.makedirs(args.store, exist_ok=True)
     filled = lab_index.fill_cards(lab_connect(args), args.store)
     if filled:
         print(f"ssdbench lab: {filled} runs indexed by an older ssdbench got their cards", file=sys.stderr)
     app = create_app({"SSDBENCH_LAB_DB": lab_schema.url(args.db), "SSDBENCH_LAB_STORE": args.store})
-    if getattr(args, "behind_proxy", False):
+    if behind_proxy:
         from werkzeug.middleware.proxy_fix import ProxyFix
 
         # The client's address is the one the proxy adds to X-Forwarded-For (one proxy: its last entry), and
@@ -853,13 +861,14 @@ def add_lab(sub):
     local.add_argument("folder", metavar="FOLDER", help="where the PostgreSQL and the bundles are kept")
     for p in (serve, sweep):
         p.add_argument("--store", required=True, metavar="DIR", help="the folder that keeps the bundles")
-    serve.add_argument(
-        "--behind-proxy",
-        action="store_true",
-        help="the lab is reached through one reverse proxy: take the client's address from its X-Forwarded-For",
-    )
     for p in (serve, local):
-        p.add_argument("--host", default="127.0.0.1", help="address to listen on; 0.0.0.0 for every interface")
+        p.add_argument(
+            "--behind-proxy",
+            action="store_true",
+            help="the lab is reached through one reverse proxy: take the client's address from its "
+            "X-Forwarded-For; needed to listen on any address but the loopback",
+        )
+        p.add_argument("--host", default="127.0.0.1", help="address to listen on (the loopback, for the proxy)")
         p.add_argument("--port", type=int, default=8090)
     runs.add_argument("--json", action="store_true", help="print JSON")
     for what, verbs, about in (

@@ -10,6 +10,7 @@ sent twice, even at once by two clients, is one row (the sha256 is the bundle's 
 clients are told it is there.
 """
 
+import contextlib
 import os
 
 from ..results import bundle
@@ -17,18 +18,49 @@ from . import access, admit, index, shelf
 
 # A full suite's bundle is some hundreds of MB: a limit well above, still far from filling a disk at one request.
 MAX_BUNDLE_BYTES = 4 << 30
+# The uploads one token may have in flight, on every server of the lab: an appliance sends one at a time, and a
+# token that sends many slowly holds no more than these of the servers' threads.
+IN_FLIGHT = 4
+# The advisory locks (PostgreSQL's pair of 32-bit keys: this plus a slot, the appliance's id) that count them.
+IN_FLIGHT_LOCK = 0x55D8E4C2
 
 
 def receive(conn, hold, stream, length, token):
-    """Take one upload: (answer document, HTTP status). 201: kept now; 200: it was there already; 401: no valid
-    token; 413: too large; 422: not a bundle that verifies (nothing of it is kept)."""
+    """Take one upload: (answer document, HTTP status). 201: kept now; 200: it was there already; 400:
+    its body ended short; 401: no valid token; 413: too large; 422: not a bundle that verifies (nothing of it is
+    kept); 429: the token has IN_FLIGHT uploads going already."""
     appliance = access.appliance(conn, token)
     if appliance is None:
         return {"error": "no valid token: ask the lab for one (ssdbench lab token add NAME)"}, 401
+    with _in_flight(conn, appliance["id"]) as slot:
+        if slot is None:
+            return {"error": f"this token has {IN_FLIGHT} uploads in flight: send one at a time"}, 429
+        return _receive(conn, hold, stream, length, appliance)
+
+
+@contextlib.contextmanager
+def _in_flight(conn, appliance_id):
+    """One of the token's IN_FLIGHT slots, held (a session advisory lock, which a connection that dies lets go
+    of) until the upload is answered; None when all are taken."""
+    for slot in range(IN_FLIGHT):
+        key = (IN_FLIGHT_LOCK + slot, appliance_id)
+        if conn.execute("SELECT pg_try_advisory_lock(%s, %s) AS got", key).fetchone()["got"]:
+            try:
+                yield slot
+            finally:
+                if not conn.broken:
+                    conn.execute("SELECT pg_advisory_unlock(%s, %s)", key)
+            return
+    yield None
+
+
+def _receive(conn, hold, stream, length, appliance):
     try:
         part, sha256 = hold.receive(stream, length, MAX_BUNDLE_BYTES)
     except shelf.TooLarge as exc:
         return {"error": f"refused: {exc}"}, 413
+    except OSError as exc:  # the client stopped, or fell so far behind that the server cut it (web/lab_server)
+        return {"error": f"refused, nothing was kept: {exc}"}, 400
     try:
         manifest, runs = admit.documents(part)
         host, rows = admit.index_rows(manifest, runs)

@@ -61,7 +61,7 @@ def lab_url(url, insecure=False):
     parts = urllib.parse.urlsplit(url or "")
     if parts.scheme not in ("http", "https") or not parts.hostname or parts.query or parts.fragment:
         raise SsdbenchError(f"the lab's URL must be https://HOST[:PORT][/PATH], not {url!r}")
-    if parts.scheme == "http" and not insecure and not _loopback(parts.hostname):
+    if parts.scheme == "http" and not insecure and not loopback(parts.hostname):
         raise SsdbenchError(
             f"{url}: http:// would send the token in clear across the network: use the lab's https:// URL, "
             "or --insecure (ssdbench.insecure=1 on the appliance) for a lab on a network you trust"
@@ -69,7 +69,7 @@ def lab_url(url, insecure=False):
     return parts
 
 
-def _loopback(host):
+def loopback(host):
     try:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:

@@ -923,10 +923,12 @@ UPLOAD = {
     "responses": {
         "200": _uploaded("the lab had the bundle already", stored=False),
         "201": _uploaded("kept; the lab's ids of its runs", stored=True),
+        "400": _json("the body ended before its Content-Length, or came too slowly: nothing is kept", ERROR),
         "401": _json("no valid token (Authorization: Bearer TOKEN, from ssdbench lab token add NAME)", ERROR),
         "411": _json("the body has no Content-Length", ERROR),
         "413": _json(f"the bundle is over {MAX_BUNDLE_BYTES >> 30} GiB", ERROR),
         "422": _json("not a bundle that verifies: nothing of it is kept", ERROR),
+        "429": _json("the token has as many uploads in flight as it may: send one at a time", ERROR),
     },
 }
 # What a lab's server (gunicorn, web/lab_server.py) refuses itself, before the app sees the request, with an HTML
