@@ -601,6 +601,13 @@ def two_appliances(lab_db, finished_bundle, tmp_path, url):
     return tokens
 
 
+def login_from(url, user, password, forwarded):
+    """A login through the form, the request carrying X-Forwarded-For as a proxy adds it: its HTTP status."""
+    browser = Browser(url)
+    browser.opener.addheaders = [("X-Forwarded-For", forwarded)]
+    return browser.login(user, password)[0]
+
+
 class Browser:
     """Plain HTTP with cookies, as a browser logs in: the form's CSRF token, then the session cookie."""
 

@@ -3,6 +3,7 @@ PostgreSQL and the real `ssdbench lab serve`. Slow and half-sent requests hold n
 deadline, guesses slow the guesser and not the owner, a token's uploads are bounded, and every bound is a
 refusal with its status, not a worker's memory or a page's 500."""
 
+import concurrent.futures
 import contextlib
 import pathlib
 import selectors
@@ -16,9 +17,10 @@ import urllib.request
 
 import psycopg
 import pytest
-from conftest import Browser, answers, free_port, lab, lab_server, needs_root, ssdbench, wait_until
+from conftest import Browser, answers, free_port, lab, lab_server, login_from, needs_root, ssdbench, wait_until
 
 from ssdbench.lab import receive
+from ssdbench.web import auth
 from ssdbench.web import lab_server as server
 
 pytestmark = needs_root()
@@ -247,3 +249,26 @@ def test_a_lab_listens_on_the_network_only_behind_a_proxy(lab_db, tmp_path):
     for host in ("0.0.0.0", "192.0.2.1"):
         proc = ssdbench("lab", "serve", "--db", lab_db, "--store", str(tmp_path), "--host", host, "--port", "1")
         assert proc.returncode == 2 and "only behind a reverse proxy" in proc.stderr, proc.stderr
+
+
+def test_guesses_slow_the_guesser_never_the_owner_and_are_counted_before_they_are_checked(lab_db, tmp_path):
+    """Issue 35, item 2: five wrong passwords for admin, from five addresses, kept admin out from everywhere for
+    as long as the guesses went on; and 16 wrong guesses sent at once from one address all reached scrypt."""
+    password = lab("user", "add", "admin", db=lab_db).stdout.strip()
+    limit = auth.MAX_FAILURES
+    with lab_server(lab_db, tmp_path / "store", options=("--behind-proxy",)) as (_, url):
+        for _ in range(limit):
+            assert login_from(url, "admin", "wrong", "198.51.100.1") == 401
+        assert login_from(url, "admin", "wrong", "198.51.100.1") == 429  # that address waits
+        # Now that admin is guessed at, each other address that guesses wrong gets that one guess, then waits.
+        for n in range(2, 6):
+            assert login_from(url, "admin", "wrong", f"198.51.100.{n}") == 401
+            assert login_from(url, "admin", "wrong", f"198.51.100.{n}") == 429
+            assert login_from(url, "admin", "wrong", f"2001:db8:{n}::1") == 401
+            assert login_from(url, "admin", "wrong", f"2001:db8:{n}::2") == 429  # one /64
+        # The owner, from anywhere else, all along.
+        assert login_from(url, "admin", password, "203.0.113.9") == 200
+        assert login_from(url, "admin", password, "2001:db8:99::1") == 200
+        with concurrent.futures.ThreadPoolExecutor(16) as pool:
+            at_once = list(pool.map(lambda _: login_from(url, "bob", "wrong", "192.0.2.200"), range(16)))
+        assert sorted(at_once) == [401] * limit + [429] * (16 - limit), at_once

@@ -9,6 +9,7 @@ every lab server behind a load balancer accepts the same cookies.
 import functools
 import hashlib
 import hmac
+import ipaddress
 import re
 import secrets
 
@@ -21,6 +22,8 @@ TOKEN_BYTES = 32
 TOKEN_PREFIX = "ssdb_"
 # scrypt's cost: about 50 ms and 16 MiB a login, so that a stolen table is slow to guess from.
 SCRYPT = {"n": 2**14, "r": 8, "p": 1}
+# The advisory locks (a pair of 32-bit keys: this, and the prefix's hash) under which a try is checked and counted.
+TRIES_LOCK = 0x55D8E4C3
 
 
 def check_name(name, what):
@@ -147,21 +150,46 @@ def secret_key(conn):
     return conn.execute("SELECT value FROM settings WHERE name='secret_key'").fetchone()["value"]
 
 
-def recent_failures(conn, keys, window_s):
-    """The wrong passwords of the last `window_s` seconds, per key (a client address, a user name): {key: count}.
-    In the database, so that every worker and every server of a lab counts the same guesses."""
-    found = conn.execute(
-        """SELECT client, count(*) AS n FROM login_failures
-           WHERE client = ANY(%s) AND at > now() - make_interval(secs => %s) GROUP BY client""",
-        (list(keys), window_s),
-    )
-    return {r["client"]: r["n"] for r in found}
+def prefix(address):
+    """The part of a client's address that one client holds: an IPv4 address, an IPv6 /64."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return str(address)[:64]
+    if ip.version == 4:
+        return str(ip)
+    if ip.ipv4_mapped:
+        return str(ip.ipv4_mapped)
+    return str(ipaddress.ip_network(f"{ip}/64", strict=False))
 
 
-def count_failure(conn, keys, window_s):
-    """One wrong password, counted for each key; what has left the window goes, so the table stays as small as
-    the guesses of one window."""
+def take_try(conn, prefix, user, limit, window_s):
+    """Count one try at a password before it is checked: its id, or why it must wait ("address", "user").
+
+    A prefix that has failed `limit` times in the window waits, whichever user it names. A user whose password
+    has failed `limit` times is not locked: only the prefixes that have failed at it wait, so the guesses of
+    others never keep its owner out. The check and the count are one step under a lock on the prefix: tries
+    sent at once from one address get no more than the limit between them."""
     with conn.transaction():
-        conn.execute("DELETE FROM login_failures WHERE at <= now() - make_interval(secs => %s)", (window_s,))
-        with conn.cursor() as cur:
-            cur.executemany("INSERT INTO login_failures (client) VALUES (%s)", [(k,) for k in keys])
+        conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (TRIES_LOCK, prefix))
+        conn.execute("DELETE FROM login_tries WHERE at <= now() - make_interval(secs => %s)", (window_s,))
+        seen = conn.execute(
+            """SELECT count(*) FILTER (WHERE prefix = %(p)s) AS from_prefix,
+                      count(*) FILTER (WHERE username = %(u)s) AS at_user,
+                      count(*) FILTER (WHERE prefix = %(p)s AND username = %(u)s) AS at_user_from_prefix
+               FROM login_tries WHERE prefix = %(p)s OR username = %(u)s""",
+            {"p": prefix, "u": user},
+        ).fetchone()
+        if seen["from_prefix"] >= limit:
+            return None, "address"
+        if seen["at_user"] >= limit and seen["at_user_from_prefix"]:
+            return None, "user"
+        made = conn.execute(
+            "INSERT INTO login_tries (prefix, username) VALUES (%s, %s) RETURNING id", (prefix, user)
+        ).fetchone()
+    return made["id"], None
+
+
+def forgive_try(conn, try_id):
+    """A try whose password was right counts for nothing."""
+    conn.execute("DELETE FROM login_tries WHERE id = %s", (try_id,))

@@ -124,6 +124,22 @@ MIGRATIONS = [
         UPDATE runs SET card = NULL;
         """,
     ),
+    (
+        5,
+        "each try at a password, counted before it is checked, per address prefix and user name",
+        """
+        DROP TABLE login_failures;
+        CREATE TABLE login_tries (
+            id bigserial PRIMARY KEY,
+            prefix text NOT NULL,
+            username text NOT NULL,
+            at timestamptz NOT NULL DEFAULT now()
+        );
+        CREATE INDEX login_tries_prefix ON login_tries (prefix, at);
+        CREATE INDEX login_tries_username ON login_tries (username, at);
+        CREATE INDEX login_tries_at ON login_tries (at);
+        """,
+    ),
 ]
 
 

@@ -153,23 +153,22 @@ def check_pin(given):
 
 
 def check_user(name, password):
-    """A lab user's login: (ok, error message, HTTP status). Wrong passwords are counted per client address (the
-    proxy's X-Forwarded-For when the lab is told it is behind one: lab serve --behind-proxy) and per user name, so
-    that guessing from many addresses is slowed too, and one address that guesses does not lock out the rest. The
-    lab counts them in its database: its workers and servers share one count."""
+    """A lab user's login: (ok, error message, HTTP status). Each try is counted before its scrypt, per client
+    address prefix (the proxy's X-Forwarded-For when the lab is told it is behind one: lab serve --behind-proxy)
+    and user name, in the lab's database, which its workers and servers share (lab/access.take_try): an address
+    that guesses waits, and so does each address that guessed at a user, never the user."""
     client = request.remote_addr or "unknown"
-    keys = {"client": f"address {client}", "user": f"user {str(name)[:64]}"}
     conn = get_lab()
-    failures = lab_access.recent_failures(conn, keys.values(), FAILURE_WINDOW_S)
-    if failures.get(keys["client"], 0) >= MAX_FAILURES:
+    try_id, wait = lab_access.take_try(conn, lab_access.prefix(client), str(name)[:64], MAX_FAILURES, FAILURE_WINDOW_S)
+    if wait == "address":
         return False, f"too many wrong passwords from {client}: wait a minute (at most {MAX_FAILURES} a minute)", 429
-    if failures.get(keys["user"], 0) >= MAX_FAILURES:
-        return False, f"too many wrong passwords for this user: wait a minute (at most {MAX_FAILURES} a minute)", 429
+    if wait == "user":
+        return False, "too many wrong passwords for this user from here: wait a minute", 429
     epoch = lab_access.login(conn, name, password)
     if epoch is not None:
+        lab_access.forgive_try(conn, try_id)
         _start_session(str(name), epoch)
         return True, None, 200
-    lab_access.count_failure(conn, keys.values(), FAILURE_WINDOW_S)
     return False, "wrong user or password: the lab's admin gives them (ssdbench lab user add NAME)", 401
 
 
