@@ -48,6 +48,14 @@ def summary(s):
             marks.setdefault(step["key"], []).append(
                 f'<a class="flag" href="#cause-{n}" title="{_e(c["cause"])}">⚠</a>'
             )
+    corners = [f for f in s["figures"] if f["test"] == "four corners"]
+    if s["cdm"] or corners:
+        out.append('<div class="glance">')
+        if s["cdm"]:
+            out.append(cdm_grid(s["cdm"]))
+        if corners:
+            out.append(corners_strip(corners))
+        out.append("</div>")
     if s["figures"] or s["not_reached"]:
         out.append(
             '<table class="headline"><thead><tr><th>Test</th><th>Figure</th><th class="num">Value</th><th></th>'
@@ -70,8 +78,134 @@ def summary(s):
     else:
         out.append('<p class="note">No headline figure yet: the steps that measure them have not ended done.</p>')
     out.append(flags(s["causes"], s["state"]))
-    out.append("</section>")
+    out.append(
+        '<p class="save-summary"><button type="button" data-save-summary>Save summary image</button></p>'
+        f'<div class="summary-image" hidden>{summary_image(s)}</div></section>'
+    )
     return "".join(out)
+
+
+def cdm_grid(rows):
+    """CrystalDiskMark's grid (summary.cdm_grid): a row for each preset, its read and write MB/s large, a random
+    test's IOPS under them."""
+    out = [
+        '<table class="cdm-grid" aria-label="CrystalDiskMark"><thead><tr><th></th><th>Read <span class="unit">MB/s'
+        '</span></th><th>Write <span class="unit">MB/s</span></th></tr></thead><tbody>'
+    ]
+    for r in rows:
+        out.append(f'<tr data-cdm="{_e(r["test"])}"><th>{_e(r["test"].replace("-", " "))}</th>')
+        for rw in ("read", "write"):
+            mb_s, iops = r[rw]["mb_s"], r[rw]["iops"]
+            if mb_s is None:
+                out.append('<td class="num">–</td>')
+                continue
+            below = f"<small>{_e(figure(iops['value']))} IOPS</small>" if iops and r["test"].startswith("RND") else ""
+            hover = f"{mb_s['name']} = {mb_s['value']} MB/s\nsource: {mb_s['source']}"
+            out.append(f'<td class="num" title="{_e(hover)}"><span>{_e(figure(mb_s["value"]))}</span>{below}</td>')
+        out.append("</tr>")
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+STRIP_W, STRIP_LABEL, STRIP_VALUE, STRIP_ROW = 420, 170, 90, 22
+
+
+def corners_strip(corners):
+    """The four corners as a strip of bars: each pair (random in IOPS, sequential in MB/s) read against write on
+    one scale of its own, as IOPS and MB/s share none."""
+    height = STRIP_ROW * len(corners) + 4
+    bar_w = STRIP_W - STRIP_LABEL - STRIP_VALUE
+    top = {}
+    for f in corners:
+        top[f["unit"]] = max(top.get(f["unit"], 0), f["value"])
+    out = [
+        f'<svg class="corners" xmlns="http://www.w3.org/2000/svg" width="{STRIP_W}" height="{height}" '
+        f'viewBox="0 0 {STRIP_W} {height}" font-family="sans-serif" font-size="12" role="img" '
+        'aria-label="The four corners: read against write, random in IOPS, sequential in MB/s">'
+    ]
+    for i, f in enumerate(corners):
+        y = 2 + i * STRIP_ROW
+        width = bar_w * f["value"] / (top[f["unit"]] or 1)
+        color = "#1f77b4" if f["name"].startswith("read") else "#d62728"
+        out.append(
+            f'<g data-figure="{_e(f["id"])}"><title>{_e(f["label"])}: {_e(f["value"])} {_e(f["unit"])}</title>'
+            f'<text x="{STRIP_LABEL - 6}" y="{y + 15}" text-anchor="end">{_e(f["label"])}</text>'
+            f'<rect x="{STRIP_LABEL}" y="{y + 3}" width="{width:.1f}" height="{STRIP_ROW - 6}" fill="{color}"/>'
+            f'<text x="{STRIP_LABEL + width + 4:.1f}" y="{y + 15}">{_e(quantity(f["value"], f["unit"]))}</text></g>'
+        )
+    out.append("</svg>")
+    return "".join(out)
+
+
+CARD_W = 640
+
+
+def summary_image(s):
+    """The summary as one card for a forum post, an SVG that the page saves as PNG: the drive, the suite, the
+    CrystalDiskMark grid (or, without one, the headline figures) and the verdict."""
+    d = s["drive"]
+    capacity = size(d["capacity_bytes"]) if d.get("capacity_bytes") else ""
+    lines = []  # (y, x, text, attributes)
+    y = 30
+    lines.append((y, 16, d.get("model") or d.get("path") or "unknown drive", 'font-size="18" font-weight="bold"'))
+    y += 20
+    lines.append((y, 16, f"{d.get('transport') or ''} {capacity} · firmware {d.get('firmware') or 'not reported'}", ""))
+    y += 20
+    lines.append(
+        (
+            y,
+            16,
+            f"ssdbench suite {s['suite']} {s['suite_hash'][:12]}" + (f" · {s['fio']}" if s["fio"] else ""),
+            'fill="#555"',
+        )
+    )
+    y += 14
+    if s["cdm"]:
+        y += 22
+        lines += [
+            (y, 200, "Read MB/s", 'font-weight="bold" text-anchor="end"'),
+            (y, 330, "Write MB/s", 'font-weight="bold" text-anchor="end"'),
+        ]
+        for r in s["cdm"]:
+            y += 28
+            lines.append((y, 16, r["test"].replace("-", " "), 'font-weight="bold" fill="#2e7d32"'))
+            for x, rw in ((200, "read"), (330, "write")):
+                mb_s = r[rw]["mb_s"]
+                lines.append((y, x, figure(mb_s["value"]) if mb_s else "–", 'font-size="20" text-anchor="end"'))
+    else:
+        for f in s["figures"][:8]:
+            y += 24
+            lines += [
+                (y, 16, f["label"], ""),
+                (y, 460, quantity(f["value"], f["unit"]), 'font-weight="bold" text-anchor="end"'),
+            ]
+    y += 34
+    if s["state"] in store.ACTIVE:
+        verdict, color = f"Run {s['state']}: not every step has ended", "#666"
+    elif s["causes"]:
+        n = len(s["causes"])
+        verdict, color = (
+            f"⚠ {n} validity flag{'s' if n > 1 else ''}: " + "; ".join(c["cause"] for c in s["causes"]),
+            "#b26a00",
+        )
+    else:
+        verdict, color = "No validity flag: every step's figures are the drive's", "#2e7d32"
+    lines.append((y, 16, ("comparable · " if s["comparable"] else "not comparable · ") + verdict, f'fill="{color}"'))
+    if s["emulated"]:
+        y += 20
+        lines.append((y, 16, "An emulated drive: these figures are QEMU's.", 'fill="#1f5fa8"'))
+    height = y + 22
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{CARD_W}" height="{height}" viewBox="0 0 {CARD_W} {height}" '
+        f'font-family="sans-serif" font-size="13"><rect width="100%" height="100%" fill="#ffffff" stroke="#ccd"/>'
+    ]
+    for ty, tx, text, attrs in lines:
+        if len(text) > 90:
+            text = text[:89] + "…"
+        out.append(f'<text x="{tx}" y="{ty}" {attrs}>{_e(text)}</text>')
+    out.append("</svg>")
+    return "".join(out)
+
 
 
 def flags(causes, state):

@@ -21,11 +21,37 @@ def of(run):
         "comparable": not reasons,
         "incomparable": reasons,
         "figures": headline.review(run),
+        "cdm": cdm_grid(run),
         "not_reached": headline.not_reached(run),
         "causes": causes.of(run),
         "emulated": causes.emulated(run),
         "origin": run.get("origin", "local"),
     }
+
+
+# CrystalDiskMark's four presets, in its order (the suites' cdm step, methodology 9): a test's read and write are
+# the jobs <test>-read and <test>-write, and fio names their metrics after them.
+CDM_TESTS = ("SEQ1M-Q8T1", "SEQ1M-Q1T1", "RND4K-Q32T1", "RND4K-Q1T1")
+
+
+def cdm_grid(run):
+    """CrystalDiskMark's grid from the run's done cdm step: a row for each preset with its read and write MB/s
+    and IOPS (metric dicts, None where not measured); None when the run has no such step."""
+    step = next((s for s in run["steps"] if s["key"].startswith("cdm") and s["state"] == "done"), None)
+    if step is None:
+        return None
+    metrics = {m["name"]: m for m in step["metrics"] if isinstance(m["value"], (int, float))}
+    rows = [
+        {
+            "test": test,
+            **{
+                rw: {what: metrics.get(f"{test}-{rw}.{rw}.{what}") for what in ("mb_s", "iops")}
+                for rw in ("read", "write")
+            },
+        }
+        for test in CDM_TESTS
+    ]
+    return rows if any(r[rw]["mb_s"] for r in rows for rw in ("read", "write")) else None
 
 
 def workload(run):

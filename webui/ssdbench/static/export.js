@@ -9,6 +9,7 @@
  *   SsdbenchExport.uplotSvg(u, title, fineprint, {bands, dots})  an SVG (text) of a uPlot chart
  *   SsdbenchExport.uplotPng(u, title, fineprint)        a Promise of a PNG Blob of a uPlot chart
  *   SsdbenchExport.svgPng(svg)                          a Promise of a PNG Blob of an <svg> element
+ *   SsdbenchExport.summaryButton(root)                  "Save summary image" saves the summary's card as PNG
  */
 (function (global) {
   "use strict";
@@ -202,5 +203,14 @@
     }
   }
 
-  global.SsdbenchExport = {buttons, uplotSvg, uplotPng, svgPng, barButtons};
+  // "Save summary image": the summary's card, drawn by the server as an SVG kept hidden beside it, as one PNG.
+  function summaryButton(root) {
+    const button = root.querySelector("#summary button[data-save-summary]");
+    if (!button) return;
+    const svg = root.querySelector("#summary .summary-image svg");
+    const name = `${root.querySelector("#summary .model").textContent} summary`;
+    button.addEventListener("click", async () => download(`${fileName(name)}.png`, await svgPng(svg)));
+  }
+
+  global.SsdbenchExport = {buttons, uplotSvg, uplotPng, svgPng, barButtons, summaryButton};
 })(window);

@@ -677,6 +677,7 @@
     global.addEventListener("hashchange", openTarget);
     openTarget();
     SsdbenchExport.barButtons(document);
+    SsdbenchExport.summaryButton(document);
   }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
   else init();

@@ -130,6 +130,36 @@ def test_a_run_opens_on_its_summary_and_folds_to_under_three_screens(site):
     assert errors == []
 
 
+# The CrystalDiskMark grid as the page shows it: each row's preset, and its read and write MB/s.
+CDM_GRID = """() => [...document.querySelectorAll('#summary table.cdm-grid tbody tr')].map((tr) =>
+  [tr.dataset.cdm, ...[...tr.querySelectorAll('td > span')].map((s) => s.textContent)])"""
+
+
+def test_a_run_opens_on_crystaldiskmarks_grid_and_the_four_corners_and_saves_its_summary_as_one_image(site):
+    page, base, errors = site
+    page.goto(f"{base}/runs/1")
+    drawn(page)
+    grid = page.evaluate(CDM_GRID)
+    assert [row[0] for row in grid] == ["SEQ1M-Q8T1", "SEQ1M-Q1T1", "RND4K-Q32T1", "RND4K-Q1T1"]
+    assert all(len(row) == 3 and all(v.replace(",", "").replace(".", "").isdigit() for v in row[1:]) for row in grid)
+    # above the headline figures, within the first screen
+    box = page.locator("#summary table.cdm-grid").bounding_box()
+    assert box["y"] + box["height"] < page.locator("#summary table.headline").bounding_box()["y"] + 1
+    assert box["y"] + box["height"] <= SCREEN["height"]
+    # the four corners, a bar each, read against write on a scale of each pair's own: the larger of a pair is whole
+    bars = page.locator("#summary svg.corners g[data-figure]")
+    assert bars.count() == 4
+    widths = {g.get_attribute("data-figure"): float(g.locator("rect").get_attribute("width")) for g in bars.all()}
+    for pair in (("rand-read-4k-qd3", "rand-write-4k-qd3"), ("seq-read-128k", "seq-write-128k")):
+        assert max(widths[k] for k in pair) == pytest.approx(420 - 170 - 90), widths
+    name, content = saved(page, page.get_by_role("button", name="Save summary image", exact=True))
+    assert name.endswith("-summary.png") and valid_png(content)
+    card = ET.fromstring(page.locator("#summary .summary-image").inner_html())
+    words = " ".join(t.text or "" for t in card.iter("{http://www.w3.org/2000/svg}text"))
+    assert "smoke" in words and "SEQ1M Q8T1" in words and grid[0][1] in words and "flag" in words, words
+    assert errors == []
+
+
 def test_each_figure_has_its_chart_units_and_small_print_and_no_legend_shows_a_dash(site):
     page, base, errors = site
     page.goto(f"{base}/runs/1")
