@@ -131,6 +131,16 @@ def test_the_bench_has_a_row_per_drive_model_with_its_latest_done_runs_figures(f
     assert order == sorted(order) and {c["id"] for c in table["columns"]} == SMOKE_REVIEW
     for row, run in zip(table["rows"], [runs[1], runs[2], smoke]):
         assert row["values"] == {f["id"]: f["value"] for f in headline.review(run)}
+    # the bench as bars (issue 37, item 8): each model that has the figure ranked best first, the best marked once
+    for column in table["columns"]:
+        chart = bench.chart(table, column["id"])
+        values = [b["value"] for b in chart["bars"]]
+        assert values == sorted(values, reverse=column["better"] == headline.HIGHER)
+        assert [b.get("best", False) for b in chart["bars"]] == [i == 0 for i in range(len(values))]
+        assert {b["label"] for b in chart["bars"]} == {r["model"] for r in table["rows"] if column["id"] in r["values"]}
+        drawn = report_html.bar_chart(chart, bench.fineprint(table))
+        assert drawn.count("★ best") == min(1, len(values)) and drawn.count("testbed: ") == len(values)
+    assert bench.chart(table, "no-such-figure") is None
 
 
 def test_the_tortured_drives_random_write_latency_is_a_figure_of_the_torture_step(smoke_run):

@@ -166,3 +166,8 @@ def test_web_download_and_export(finished_run, stick, tmp_path, monkeypatch):
         assert bad.status_code == 404 and "is not one of the sticks found" in bad.get_json()["error"]
     page = client.get("/runs/1").get_data(as_text=True)
     assert "Download the bundle" in page and "Export to USB" in page
+    # history exports every ended run, as `export --all` does (issue 37, item 8)
+    assert "Export all to USB" in client.get("/history").get_data(as_text=True)
+    client.post("/history/export", data={"device": dev, "csrf_token": token})
+    flashed = client.get("/history").get_data(as_text=True)
+    assert f"Exported to {dev}: " in flashed and ".zip, already on the stick" in flashed, flashed

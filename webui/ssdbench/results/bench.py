@@ -10,7 +10,7 @@ reference testbed, the one that is all the suite asks (results/testbed.py's rule
 Plain functions over run cards (results/card.py). An appliance picks each model's run here (`latest`); a lab
 keeps the pick in its index as bundles arrive (lab/index.py), by the same rule, and only tabulates."""
 
-from . import headline, testbed
+from . import headline, ranking, testbed
 
 
 def model(run):
@@ -68,3 +68,38 @@ def table(rows):
             }
         )
     return {"columns": sorted(columns.values(), key=lambda c: headline.review_order(c["id"])), "rows": out}
+
+
+def chart(bench, figure_id):
+    """The bench as a review site's Bench shows one figure: every model that has it as a ranked bar (a chart of
+    results/report_html.bar_chart), the best first and marked, its testbed and how it differs from the reference
+    testbed in the bar's hover. None when no row has the figure."""
+    column = next((c for c in bench["columns"] if c["id"] == figure_id), None)
+    if column is None:
+        return None
+    bars = [
+        {
+            "run": r["run"],
+            "label": r["model"],
+            "value": r["values"][figure_id],
+            "source": f"run {r['run']}, {r['suite']}",
+            "host": r["host"].get(figure_id),
+            "current": False,
+            "apart": bool(r["testbed_differs"]),
+            "why": [f"testbed {d}" for d in r["testbed_differs"]],
+            "testbed": r["testbed"],
+            "spread": None,
+        }
+        for r in bench["rows"]
+        if figure_id in r["values"]
+    ]
+    bars = ranking.ranked(bars, column["better"])
+    if bars:
+        bars[0]["best"] = True
+    gone = [r["model"] for r in bench["rows"] if figure_id in r["not_reached"]]
+    return {**column, "bars": bars, "scale": max([0.0] + [b["value"] for b in bars]), "not_reached": gone}
+
+
+def fineprint(bench):
+    """The small print under the bench's chart: the suites its rows ran."""
+    return "suite " + " / ".join(dict.fromkeys(f"{r['suite']} {r['suite_hash'][:12]}" for r in bench["rows"]))

@@ -242,7 +242,7 @@ def bar_chart(c, fineprint):
     """One ranked bar chart (an entry of results/ranking.charts) as a figure holding an SVG: drawn on the server,
     the same in the web UI and offline, and saved as SVG or PNG as it is. Every run on one scale; a run that does
     not compare with the current one hatched, with a badge that names how. A chart with no bar (its steady state
-    not reached by any run) is a line that says so."""
+    not reached by any run) is a line that says so. A bar marked best (the bench's first) says so after its value."""
     if not c["bars"]:
         return (
             f'<p class="note no-bars" data-chart="{_e(c["id"])}">{_e(c["label"])}: not reached by '
@@ -278,6 +278,7 @@ def bar_chart(c, fineprint):
         if spread:
             hover += f"; repeat set of {spread['n']}: min {spread['min']}, max {spread['max']}, stdev {spread['stdev']}"
         classes = "bar" + (" current" if b["current"] else "") + (" apart" if b["apart"] else "")
+        classes += " best" if b.get("best") else ""
         color = "#d62728" if b["current"] else f"url(#{hatch})" if b["apart"] else "#1f77b4"
         label = b["label"] if len(b["label"]) <= LABEL_CHARS else b["label"][: LABEL_CHARS - 1] + "…"
         weight = "bold" if b["current"] else "normal"
@@ -296,7 +297,9 @@ def bar_chart(c, fineprint):
             )
             end = max(end, x(spread["max"]))
         note = f" (min–max of {spread['n']})" if spread else ""
-        value = f"{figure(b['value'])}{note}" + (" ⚠ host" if b.get("host") else "")
+        value = (
+            f"{figure(b['value'])}{note}" + (" ⚠ host" if b.get("host") else "") + (" ★ best" if b.get("best") else "")
+        )
         out.append(f'<text x="{LABEL_W + end + 6:.1f}" y="{y + 16}" class="value">{_e(value)}</text>')
         if b["why"]:
             # each difference by its name alone ("workload", "purge"); the hover holds them whole

@@ -21,7 +21,7 @@ from markupsafe import Markup
 
 from ..errors import SsdbenchError
 from ..human import clock, figure, when
-from ..results import repeatability, report_html, store, summary, testbed
+from ..results import bench, repeatability, report_html, store, summary, testbed
 from ..run.repeat import MAX_TIMES
 from ..suites import user_traces
 from . import data
@@ -164,10 +164,7 @@ def run(run_id):
         files, sticks = [], []
     else:
         files = store.run_files(current_app.config["SSDBENCH_DATA_DIR"], run_id)
-        try:
-            sticks = data.stick_list(current_app.config)
-        except SsdbenchError:
-            sticks = []  # no lsblk: the page still shows the report, and the download
+        sticks = _sticks()
     return render_template(
         "run.html",
         run=doc,
@@ -177,6 +174,13 @@ def run(run_id):
         sticks=sticks,
         live=doc["state"] in store.ACTIVE,
     )
+
+
+def _sticks():
+    try:
+        return data.stick_list(current_app.config)
+    except SsdbenchError:
+        return []  # no lsblk: the page still shows the rest
 
 
 @bp.post("/runs/<int:run_id>/cancel")
@@ -191,15 +195,25 @@ def cancel(run_id):
 
 @bp.post("/runs/<int:run_id>/export")
 def export(run_id):
-    body, status = data.export_runs(
-        get_db(), {"runs": [run_id], "device": request.form.get("device")}, current_app.config
-    )
+    _export([run_id])
+    return redirect(url_for("pages.run", run_id=run_id))
+
+
+@bp.post("/history/export")
+def export_all():
+    # every ended run, as the CLI's `export --all`
+    _export(None)
+    return redirect(url_for("pages.history"))
+
+
+def _export(runs):
+    """Export `runs` (None: every ended run) to the stick the form picked, and say how it went."""
+    body, status = data.export_runs(get_db(), {"runs": runs, "device": request.form.get("device")}, current_app.config)
     if status != 200:
         flash(f"Not exported: {body['error']}")
-    else:
-        item = body["exported"][0]
-        flash(f"Exported to {body['device']}: {item['file']}, {item['state']}; {body['pull']}.")
-    return redirect(url_for("pages.run", run_id=run_id))
+        return
+    done = "; ".join(f"{item['file']}, {item['state']}" for item in body["exported"]) or "no run has ended"
+    flash(f"Exported to {body['device']}: {done}; {body['pull']}.")
 
 
 @bp.post("/runs/<int:run_id>/delete")
@@ -232,7 +246,12 @@ def history():
     repeats = [] if lab_mode() or before else store.list_repeats(get_db())
     page = data.runs_page(get_results(), before, data.HISTORY_PAGE)
     return render_template(
-        "history.html", page=page, repeats=repeats, older=before is not None, max_compare=data.MAX_COMPARE
+        "history.html",
+        page=page,
+        repeats=repeats,
+        older=before is not None,
+        max_compare=data.MAX_COMPARE,
+        sticks=[] if lab_mode() else _sticks(),
     )
 
 
@@ -258,4 +277,16 @@ def compare():
 
 @bp.get("/bench")
 def drive_bench():
-    return render_template("bench.html", bench=data.drive_bench(get_results()))
+    # ?figure=ID: the review figure the bars rank the models by; when none is asked, the one most models have
+    table = data.drive_bench(get_results())
+    ids = [c["id"] for c in table["columns"]]
+    figure_id = request.args.get("figure")
+    if figure_id not in ids:
+        figure_id = max(ids, key=lambda i: sum(i in r["values"] for r in table["rows"]), default=None)
+    chart = bench.chart(table, figure_id) if figure_id else None
+    return render_template(
+        "bench.html",
+        bench=table,
+        figure=figure_id,
+        chart=Markup(report_html.bar_chart(chart, bench.fineprint(table))) if chart else None,
+    )
