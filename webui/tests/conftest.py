@@ -36,6 +36,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+import zipfile
 from collections import namedtuple
 from types import SimpleNamespace
 
@@ -43,7 +44,7 @@ import pytest
 from contract import ContractClient, assert_keeps
 
 from ssdbench.errors import SsdbenchError
-from ssdbench.results import store
+from ssdbench.results import bundle, store
 from ssdbench.run import fio_output, quiet
 from ssdbench.run.fio_output import Metric
 from ssdbench.web import openapi
@@ -599,6 +600,21 @@ def two_appliances(lab_db, finished_bundle, tmp_path, url):
         tokens[name] = lab("token", "add", name, db=lab_db).stdout.strip()
         ssdbench("upload", path, "--to", url, "--token", tokens[name], check=True)
     return tokens
+
+
+def rewritten(path, out, change, compression=zipfile.ZIP_STORED):
+    """A copy of a bundle whose members pass through change(name, bytes) -> bytes (None drops one); the
+    manifest lists the new hashes, plus any member change(None, None) returns as {name: bytes}."""
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(out, "w", compression) as dst:
+        manifest = json.loads(src.read(bundle.MANIFEST))
+        members = {n: change(n, src.read(n)) for n in src.namelist() if n != bundle.MANIFEST}
+        members.update(change(None, None) or {})
+        for name, content in members.items():
+            if content is not None:
+                dst.writestr(name, content)
+                manifest["files"][name] = hashlib.sha256(content).hexdigest()
+        dst.writestr(bundle.MANIFEST, json.dumps(manifest))
+    return str(out)
 
 
 def login_from(url, user, password, forwarded):

@@ -33,6 +33,7 @@ from conftest import (
     login_from,
     make_ca,
     needs_root,
+    rewritten,
     ssdbench,
     two_appliances,
     wait_until,
@@ -67,21 +68,6 @@ def kept(store):
             with open(os.path.join(folder, name), "rb") as f:
                 found[name.removesuffix(".zip")] = hashlib.sha256(f.read()).hexdigest()
     return found
-
-
-def rewritten(path, out, change):
-    """A copy of a bundle whose members pass through change(name, bytes) -> bytes (None drops one); the
-    manifest lists the new hashes, plus any member change(None, None) returns as {name: bytes}."""
-    with zipfile.ZipFile(path) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as dst:
-        manifest = json.loads(src.read(bundle.MANIFEST))
-        members = {n: change(n, src.read(n)) for n in src.namelist() if n != bundle.MANIFEST}
-        members.update(change(None, None) or {})
-        for name, content in members.items():
-            if content is not None:
-                dst.writestr(name, content)
-                manifest["files"][name] = hashlib.sha256(content).hexdigest()
-        dst.writestr(bundle.MANIFEST, json.dumps(manifest))
-    return str(out)
 
 
 def test_migrate_is_idempotent_and_the_server_wants_a_current_schema(postgres, tmp_path):

@@ -5,7 +5,10 @@ refusal with its status, not a worker's memory or a page's 500."""
 
 import concurrent.futures
 import contextlib
+import json
+import os
 import pathlib
+import re
 import selectors
 import shutil
 import socket
@@ -13,13 +16,27 @@ import ssl
 import subprocess
 import threading
 import time
+import urllib.error
 import urllib.request
+import zipfile
 
 import psycopg
 import pytest
-from conftest import Browser, answers, free_port, lab, lab_server, login_from, needs_root, ssdbench, wait_until
+from conftest import (
+    Browser,
+    answers,
+    free_port,
+    lab,
+    lab_server,
+    login_from,
+    needs_root,
+    rewritten,
+    ssdbench,
+    wait_until,
+)
 
 from ssdbench.lab import receive
+from ssdbench.results import bundle
 from ssdbench.web import auth
 from ssdbench.web import lab_server as server
 
@@ -272,3 +289,92 @@ def test_guesses_slow_the_guesser_never_the_owner_and_are_counted_before_they_ar
         with concurrent.futures.ThreadPoolExecutor(16) as pool:
             at_once = list(pool.map(lambda _: login_from(url, "bob", "wrong", "192.0.2.200"), range(16)))
         assert sorted(at_once) == [401] * limit + [429] * (16 - limit), at_once
+
+
+def with_manifest(path, out, change):
+    """A copy of a bundle whose manifest (its files' hashes left as they are) passes through change(dict)."""
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+        for name in src.namelist():
+            content = src.read(name)
+            if name == bundle.MANIFEST:
+                content = json.dumps(change(json.loads(content))).encode()
+            dst.writestr(name, content)
+    return str(out)
+
+
+def peak_memory(server):
+    """The largest peak resident size of the server's worker processes, in bytes."""
+    children = pathlib.Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()
+    peaks = []
+    for pid in children:
+        status = pathlib.Path(f"/proc/{pid}/status").read_text()
+        peaks.append(int(re.search(r"VmHWM:\s+(\d+) kB", status)[1]) * 1024)
+    return max(peaks)
+
+
+def test_a_tokens_bundles_are_bounded_member_by_member_and_hour_by_hour(lab_db, finished_bundle, tmp_path):
+    """Issue 35, item 3: a 28 MB manifest took a worker from 141 to 689 MB and was stored whole. Every JSON member
+    the lab parses is held to its size first, a member inflating over zip_safety's ratio is refused, only what
+    the lab reads of a manifest is kept, and a token's hour has its quotas (429 with Retry-After)."""
+    token = lab("token", "add", "bench-a", db=lab_db).stdout.strip()
+    noise = os.urandom(14 << 20).hex()  # 28 MB that deflate barely compresses: no ratio refuses it
+    hostile = {
+        "a manifest of 28 MB": (
+            with_manifest(finished_bundle, tmp_path / "m.zip", lambda m: {**m, "padding": noise}),
+            ("manifest.json of 2", " bytes: the lab takes 1048576"),
+        ),
+        "a repeat set's document of 2 MiB": (
+            rewritten(finished_bundle, tmp_path / "r.zip", lambda n, c: c if n else {"repeat.json": b" " * (2 << 20)}),
+            ("repeat.json of 2097152 bytes: the lab takes 1048576",),
+        ),
+        "a member that inflates 1000:1": (
+            rewritten(
+                finished_bundle,
+                tmp_path / "b.zip",
+                lambda n, c: c if n else {"raw/zeros": bytes(64 << 20)},
+                zipfile.ZIP_DEFLATED,
+            ),
+            ("unsafe: compressed more than 200:1",),
+        ),
+    }
+    with lab_server(lab_db, tmp_path / "store") as (server, url):
+        for what, (path, said) in hostile.items():
+            proc = ssdbench("upload", path, "--to", url, "--token", token)
+            assert proc.returncode == 2 and all(part in proc.stderr for part in said), (what, proc.stderr)
+        assert peak_memory(server) < 200 << 20
+        assert ssdbench("upload", finished_bundle, "--to", url, "--token", token).returncode == 0
+        # The manifest kept: what the lab reads of it, nothing of what a sender may add.
+        assert rows(lab_db, "SELECT manifest FROM bundles") == [({"format_version": 1, "run": {"host": "vm"}},)]
+        # The hour's quotas: uploads, then bytes, each refused with when to send again.
+        for hour in (
+            [(0, 30)] * receive.UPLOADS_AN_HOUR,
+            [(receive.BYTES_AN_HOUR, 30)],
+        ):
+            with psycopg.connect(lab_db) as conn:
+                conn.execute("DELETE FROM uploads")
+                for size, minutes_ago in hour:
+                    conn.execute(
+                        "INSERT INTO uploads (appliance_id, bytes, at) SELECT id, %s, now() - %s * interval '1 minute'"
+                        " FROM appliances",
+                        (size, minutes_ago),
+                    )
+            status, headers = post_bundle(url, token, finished_bundle)
+            assert status == 429 and 29 * 60 <= int(headers["Retry-After"]) <= 30 * 60, (status, headers)
+
+
+def post_bundle(url, token, path):
+    """One upload: (its status, its headers)."""
+    body = pathlib.Path(path).read_bytes()
+    request = urllib.request.Request(
+        url + "/lab/bundles", data=body, method="POST", headers={"Authorization": f"Bearer {token}"}
+    )
+    try:
+        with urllib.request.urlopen(request) as response:
+            return response.status, response.headers
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.headers
+
+
+def rows(db, sql):
+    with psycopg.connect(db) as conn:
+        return conn.execute(sql).fetchall()

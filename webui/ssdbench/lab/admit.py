@@ -15,6 +15,10 @@ from ..results import bundle, card, headline, store
 from ..run.repeat import MAX_TIMES
 
 # A run's document: a full suite's is a few MB. A bundle holds one run, or a repeat set of at most MAX_TIMES.
+# The manifest lists a few hundred files (about 10 kB a run), and a repeat set's document is smaller than one run's:
+# each JSON member is held to its size before it is parsed (a 28 MB manifest took a worker from 141 to 689 MB).
+MAX_MANIFEST_BYTES = 1 << 20
+MAX_REPEAT_BYTES = 1 << 20
 MAX_DOCUMENT_BYTES = 16 << 20
 MAX_DOCUMENTS_BYTES = 64 << 20
 MAX_RUNS = MAX_TIMES
@@ -39,8 +43,17 @@ class Run(NamedTuple):
 
 
 def documents(part):
-    """The verified bundle's manifest and documents (bundle.read_documents' runs), each within its bounds (and,
-    as bundle.read_json reads them, holding only finite numbers). Raises Refused, or bundle.BundleError."""
+    """The verified bundle's manifest (the part of it the lab keeps) and documents (bundle.read_documents' runs),
+    each within its bounds (and, as bundle.read_json reads them, holding only finite numbers). Every member's
+    size and compression ratio are held to zip_safety's before a byte is inflated, and zipfile inflates no member
+    past the size it states. Raises Refused, or bundle.BundleError."""
+    try:
+        with zipfile.ZipFile(part) as zf:
+            for name, limit in ((bundle.MANIFEST, MAX_MANIFEST_BYTES), (bundle.REPEAT, MAX_REPEAT_BYTES)):
+                if name in zf.NameToInfo and zf.getinfo(name).file_size > limit:
+                    raise Refused(f"{name} of {zf.getinfo(name).file_size} bytes: the lab takes {limit}")
+    except (OSError, zipfile.BadZipFile) as exc:
+        raise Refused(f"not a readable bundle ({exc})") from exc
     try:
         manifest = bundle.verify(part)
         with zipfile.ZipFile(part) as zf:
@@ -59,6 +72,12 @@ def documents(part):
         # An encrypted member, a compression method zipfile cannot read, a stream that breaks.
         raise Refused(f"a member cannot be read ({exc})") from exc
     return manifest, runs
+
+
+def kept_manifest(manifest, host):
+    """What the lab keeps of a manifest: what it reads, its format and the bundle's kind and host."""
+    kind = "repeat" if "repeat" in manifest else "run"
+    return {"format_version": manifest.get("format_version"), kind: {"host": host}}
 
 
 def index_rows(manifest, runs):

@@ -23,19 +23,44 @@ MAX_BUNDLE_BYTES = 4 << 30
 IN_FLIGHT = 4
 # The advisory locks (PostgreSQL's pair of 32-bit keys: this plus a slot, the appliance's id) that count them.
 IN_FLIGHT_LOCK = 0x55D8E4C2
+# What one token may send in an hour: an appliance ends a run every few hours at most, a queue that waited for
+# the network sends a few dozen; a full suite's bundle is some hundreds of MB.
+UPLOADS_AN_HOUR = 60
+BYTES_AN_HOUR = 16 << 30
 
 
 def receive(conn, hold, stream, length, token):
-    """Take one upload: (answer document, HTTP status). 201: kept now; 200: it was there already; 400:
+    """Take one upload: (answer document, HTTP status, headers). 201: kept now; 200: it was there already; 400:
     its body ended short; 401: no valid token; 413: too large; 422: not a bundle that verifies (nothing of it is
-    kept); 429: the token has IN_FLIGHT uploads going already."""
+    kept); 429: the token has IN_FLIGHT uploads going already, or has sent its hour's quota (with Retry-After)."""
     appliance = access.appliance(conn, token)
     if appliance is None:
-        return {"error": "no valid token: ask the lab for one (ssdbench lab token add NAME)"}, 401
+        return {"error": "no valid token: ask the lab for one (ssdbench lab token add NAME)"}, 401, {}
     with _in_flight(conn, appliance["id"]) as slot:
         if slot is None:
-            return {"error": f"this token has {IN_FLIGHT} uploads in flight: send one at a time"}, 429
-        return _receive(conn, hold, stream, length, appliance)
+            return {"error": f"this token has {IN_FLIGHT} uploads in flight: send one at a time"}, 429, {}
+        wait = _quota(conn, appliance["id"], length)
+        if wait:
+            error = f"this token has sent its hour's {UPLOADS_AN_HOUR} uploads or {BYTES_AN_HOUR} bytes"
+            return {"error": error}, 429, {"Retry-After": str(wait)}
+        return (*_receive(conn, hold, stream, length, appliance), {})
+
+
+def _quota(conn, appliance_id, length):
+    """Count an upload of `length` bytes in the token's hour, or, over its quota, the seconds until the oldest
+    upload of that hour leaves it (0 when it is counted)."""
+    with conn.transaction():
+        conn.execute("DELETE FROM uploads WHERE appliance_id = %s AND at <= now() - interval '1 hour'", (appliance_id,))
+        hour = conn.execute(
+            """SELECT count(*) AS uploads, coalesce(sum(bytes), 0) AS bytes,
+                      ceil(extract(epoch FROM min(at) + interval '1 hour' - now())) AS wait
+               FROM uploads WHERE appliance_id = %s""",
+            (appliance_id,),
+        ).fetchone()
+        if hour["uploads"] >= UPLOADS_AN_HOUR or hour["bytes"] + length > BYTES_AN_HOUR:
+            return max(1, int(hour["wait"] or 1))
+        conn.execute("INSERT INTO uploads (appliance_id, bytes) VALUES (%s, %s)", (appliance_id, length))
+    return 0
 
 
 @contextlib.contextmanager
@@ -64,6 +89,7 @@ def _receive(conn, hold, stream, length, appliance):
     try:
         manifest, runs = admit.documents(part)
         host, rows = admit.index_rows(manifest, runs)
+        manifest = admit.kept_manifest(manifest, host)
     except (bundle.BundleError, admit.Refused) as exc:
         os.unlink(part)
         return {"error": f"refused, nothing was kept: {str(exc).replace(part, 'the bundle')}"}, 422

@@ -140,6 +140,18 @@ MIGRATIONS = [
         CREATE INDEX login_tries_at ON login_tries (at);
         """,
     ),
+    (
+        6,
+        "each upload a token sends, with the length it announces, for its hourly quotas",
+        """
+        CREATE TABLE uploads (
+            appliance_id integer NOT NULL REFERENCES appliances,
+            bytes bigint NOT NULL,
+            at timestamptz NOT NULL DEFAULT now()
+        );
+        CREATE INDEX uploads_appliance ON uploads (appliance_id, at);
+        """,
+    ),
 ]
 
 

@@ -207,7 +207,6 @@ def summary_image(s):
     return "".join(out)
 
 
-
 def flags(causes, state):
     """The validity flags, one line for each cause (results/causes.py), its details folded under it. That no step
     is flagged is said only once the run has ended: a step still to come may be."""

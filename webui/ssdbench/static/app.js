@@ -21,36 +21,61 @@
     container.replaceChildren(p);
   }
 
-  function liveChart(parent, label, unit, color) {
+  // A live chart on the seconds since the run started; a note stands in it until its first sample comes.
+  function liveChart(parent, label, unit, color, range) {
     const box = document.createElement("figure");
     box.className = "chart live";
+    const waiting = document.createElement("p");
+    waiting.className = "note waiting";
+    waiting.textContent = `${label}: waiting for the first sample`;
+    box.append(waiting);
     parent.append(box);
     const opts = {
       width: Math.max(300, Math.min(1100, parent.clientWidth || 900)), height: 160,
-      series: [{}, {label, stroke: color, width: 1.5, spanGaps: true,
-                    value: (u, v) => (v === null ? "–" : SsdbenchReport.num(v))}],
-      axes: [{}, {label: unit, size: 70, values: (u, splits) => splits.map((v) => SsdbenchReport.num(v))}],
+      scales: {x: {time: false}, y: range ? {range} : {}},
+      series: [{label: "elapsed", value: (u, v) => (v === null ? "–" : SsdbenchReport.clock(v))},
+               {label, stroke: color, width: 1.5, spanGaps: true,
+                value: (u, v) => (v === null ? "–" : SsdbenchReport.num(v))}],
+      axes: [{label: "elapsed (h:mm:ss)", values: (u, splits) => splits.map((v) => SsdbenchReport.clock(v))},
+             {label: unit, size: 70, values: (u, splits) => splits.map((v) => SsdbenchReport.num(v))}],
     };
-    return new uPlot(opts, [[], []], box);
+    const u = new uPlot(opts, [[], []], box);
+    return {
+      set(xs, ys) {
+        if (ys.some((v) => v !== null)) waiting.remove();
+        u.setData([xs, ys]);
+      },
+    };
+  }
+
+  // A temperature's scale: its own range with a degree either side, not from zero, so that a change shows.
+  function fitted(u, min, max) {
+    return min === null ? [20, 60] : [Math.floor(min) - 1, Math.ceil(max) + 1];
   }
 
   function live(runId) {
     const $ = (id) => document.getElementById(id);
     const parent = $("live-charts");
     const charts = [liveChart(parent, "IOPS", "IOPS", "#1f77b4"), liveChart(parent, "MB/s", "MB/s", "#d62728"),
-                    liveChart(parent, "temperature", "°C", "#2ca02c")];
+                    liveChart(parent, "Temperature", "°C", "#2ca02c", fitted)];
     const samples = {t: [], iops: [], mb_s: [], temp: []};
     let lastAt = null;
 
     function show(p) {
+      const percent = Math.floor(p.percent);
       $("progress-bar").value = p.percent;
-      $("percent").textContent = `${p.percent.toFixed(1)}%`;
+      $("percent").textContent = `${percent} %`;
+      document.title = `${percent} % · Run ${runId}`;
+      const now = p.step_index === null ? null : p.steps[p.step_index];
+      $("step-now").textContent = `Step ${now ? p.step_index + 1 : "–"} of ${p.step_count}${now ? `: ${now.title}` : ""}`;
       $("eta").textContent = SsdbenchReport.clock(p.eta_s);
+      $("finish").textContent = p.eta_s === null ? "–"
+        : new Date(Date.now() + p.eta_s * 1000).toLocaleTimeString([], {hour: "2-digit", minute: "2-digit"});
       $("state").textContent = p.state;
       $("state").className = `badge state-${p.state}`;
-      $("rate").textContent = p.cur_iops === null ? "" :
-        `${SsdbenchReport.num(p.cur_iops, 0)} IOPS, ${SsdbenchReport.num(p.cur_bw / 1e6, 1)} MB/s`;
-      $("temperature").textContent = p.temperature ? `${p.temperature.value} °C` : "";
+      $("live-iops").textContent = p.cur_iops === null ? "–" : SsdbenchReport.num(p.cur_iops);
+      $("live-mb-s").textContent = p.cur_bw === null ? "–" : SsdbenchReport.num(p.cur_bw / 1e6);
+      $("temperature").textContent = p.temperature ? Math.round(p.temperature.value) : "–";
       $("status").textContent = p.state === "queued" ? "Queued: waiting for the runner service (ssdbench runner)."
         : p.cancel_requested && ACTIVE.includes(p.state) ? "Cancel requested: stopping fio cleanly…" : "";
       for (const step of p.steps) {
@@ -60,13 +85,13 @@
       }
       if (p.state === "running" && p.progress_at !== null && p.progress_at !== lastAt) {
         lastAt = p.progress_at;
-        samples.t.push(p.progress_at);
+        samples.t.push(p.progress_at - (p.started_at ?? p.progress_at));
         samples.iops.push(p.cur_iops);
         samples.mb_s.push(p.cur_bw === null ? null : p.cur_bw / 1e6);
         samples.temp.push(p.temperature ? p.temperature.value : null);
-        charts[0].setData([samples.t, samples.iops]);
-        charts[1].setData([samples.t, samples.mb_s]);
-        charts[2].setData([samples.t, samples.temp]);
+        charts[0].set(samples.t, samples.iops);
+        charts[1].set(samples.t, samples.mb_s);
+        charts[2].set(samples.t, samples.temp);
       }
     }
 
@@ -82,6 +107,31 @@
         $("status").textContent = `Lost contact with the appliance, retrying: ${error.message}`;
       }
       setTimeout(tick, POLL_MS);
+    }
+    tick();
+  }
+
+  // The drive list while a run goes on: its drive's line follows the run, and the page is drawn again as it ends,
+  // so that every Start is offered again.
+  function followOnDrives(runId) {
+    const row = document.querySelector("details.drive.running .row-progress");
+    async function tick() {
+      try {
+        const p = await getJSON(`/api/runs/${runId}/progress`);
+        if (!ACTIVE.includes(p.state)) {
+          window.location.reload();
+          return;
+        }
+        if (row) {
+          row.querySelector("progress").value = p.percent;
+          row.querySelector(".percent").textContent = `${Math.floor(p.percent)} %`;
+          const now = p.step_index === null ? null : p.steps[p.step_index];
+          row.querySelector(".step").textContent = now ? `step ${p.step_index + 1} of ${p.step_count}: ${now.title}` : "";
+        }
+      } catch (error) {
+        // the next tick tries again: the list itself stays as it was drawn
+      }
+      setTimeout(tick, REPEAT_POLL_MS);
     }
     tick();
   }
@@ -133,7 +183,9 @@
   }
 
   const page = body.dataset.page;
-  if (page === "live") {
+  if (page === "drives" && body.dataset.run) {
+    followOnDrives(body.dataset.run);
+  } else if (page === "live") {
     live(body.dataset.run);
   } else if (page === "report") {
     const container = document.getElementById("report");

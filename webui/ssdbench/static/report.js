@@ -113,6 +113,26 @@
     return {label, x: d.x, y: d.y, unit: d.unit};
   }
 
+  // A series' name in the tester's words: "read.qd1.mb_s" is "Read, QD1", "write.clat" "Write, completion
+  // latency"; the unit is the axis's, so it is left out. A part the words do not know stays as it is.
+  // A matrix job's name says its direction, queue depth, block size and mix: "read.qd1.bs4k" is "Read, QD1, 4K".
+  const WORDS = {read: "Read", write: "Write", trim: "TRIM", lat: "total latency", clat: "completion latency",
+                 slat: "submission latency", randread: "Read", randwrite: "Write"};
+  const UNIT_PARTS = new Set(["bw", "mb_s", "iops", "clat_hist", "burst", "service_s", "period_s"]);
+
+  function words(name) {
+    const parts = name.split(".").filter((p) => !UNIT_PARTS.has(p)).map((p) => WORDS[p] ||
+      (/^qd\d+$/.test(p) ? p.toUpperCase() : /^bs\d+[km]$/.test(p) ? p.slice(2).toUpperCase()
+        : /^mix\d+$/.test(p) ? `${p.slice(3)}% read` : p));
+    return parts.join(", ") || name;
+  }
+
+  // A step's percentile curve: its job in words, its direction first unless the job names it already.
+  function curveLabel(c) {
+    const job = c.job ? words(c.job) : "";
+    return job.startsWith(WORDS[c.dir]) ? job : [WORDS[c.dir], job].filter(Boolean).join(", ");
+  }
+
   // --- the charts of one run, as specs that compare() can merge by id ---------------------------
 
   // lat_p: total latency, the one basis of every latency figure since suite format 1's second versions;
@@ -149,11 +169,12 @@
     const byDir = {read: [], write: [], trim: []};
     for (const step of doc.steps.filter((st) => st.kind !== "matrix")) {
       for (const c of percentileCurves(step)) {
-        byDir[c.dir].push({label: c.job ? `${step.key} ${c.job}` : step.key, x: c.x, y: c.y, basis: c.basis});
+        byDir[c.dir].push({label: c.job ? `${step.title}, ${words(c.job)}` : step.title, x: c.x, y: c.y,
+                           basis: c.basis});
       }
     }
     return Object.entries(byDir).filter(([, lines]) => lines.length).map(([dir, lines]) => ({
-      ...PERCENTILE_AXES, id: `latency-${dir}`, title: `${dir} ${basisWords(lines)} percentiles`, lines}));
+      ...PERCENTILE_AXES, id: `latency-${dir}`, title: `${WORDS[dir]}: ${basisWords(lines)} percentiles`, lines}));
   }
 
   // Consistency (methodology 5): every second's IOPS as a dot, the window the steady-state rule judged shaded
@@ -168,7 +189,7 @@
     for (const step of steps) {
       const m = metricMap(step);
       for (const s of stepSeries(doc, step).filter((s) => s.name.endsWith(".iops"))) {
-        const l = line(`${step.key}: ${s.name}`, s);
+        const l = line(steps.length > 1 ? `${step.title}: ${words(s.name)}` : words(s.name), s);
         lines.push(l);
         if (m["steady.window_from_s"] && m["steady.window_to_s"]) {
           const verdict = m["steady.reached"]?.value === 1 ? "steady" : "not steady";
@@ -205,10 +226,10 @@
     const hists = stepSeries(doc, step).filter((s) => s.x_unit === "ns");
     if (!hists.length) return [];
     const markers = hists.flatMap((s) => histogramPercentiles(s).map(({at, p}) => ({
-      at, label: `${s.name.replace(".clat_hist", "")} p${p}`})));
+      at, label: hists.length > 1 ? `${words(s.name)} p${p}` : `p${p}`})));
     return [{id: `hist-${step.key}`, title: `${step.title}: completion latency histogram, its percentiles marked`,
              xAxis: X_AXES.ns, yAxis: {label: "IOs per bin (count)"}, histogram: true,
-             lines: hists.map((s) => line(s.name, s)), markers}];
+             lines: hists.map((s) => line(words(s.name), s)), markers}];
   }
 
   function histogramFigures(doc) {
@@ -219,7 +240,7 @@
     return doc.steps.filter((s) => s.key.startsWith("seq-fill")).map((step) => ({
       id: `slc-${step.key}`, title: `SLC cache: write MB/s during ${step.title}`,
       xAxis: {kind: "time", label: "time (s)"}, yAxis: {label: "MB/s"},
-      lines: stepSeries(doc, step).filter((s) => s.name === "write.bw").map((s) => line("write MB/s", s)),
+      lines: stepSeries(doc, step).filter((s) => s.name === "write.bw").map((s) => line("Write", s)),
     })).filter((spec) => spec.lines.length);
   }
 
@@ -231,7 +252,7 @@
       }
     }
     return Object.entries(byName).map(([name, lines]) => ({
-      id: `sweep-${name}`, title: `Sweep ${name}: before, during and after the torture`,
+      id: `sweep-${name}`, title: `Zone sweep, ${words(name)}: before, during and after the torture`,
       xAxis: X_AXES.offset, yAxis: {label: lines[0].unit}, lines}));
   }
 
@@ -239,7 +260,7 @@
     return doc.steps.map((step) => ({
       id: `xfer-${step.key}`, title: `${step.title}: MB/s against transfer size`, xAxis: X_AXES.bytes,
       yAxis: {label: "MB/s"},
-      lines: stepSeries(doc, step).filter((s) => s.x_unit === "bytes").map((s) => line(s.name, s)),
+      lines: stepSeries(doc, step).filter((s) => s.x_unit === "bytes").map((s) => line(words(s.name), s)),
     })).filter((spec) => spec.lines.length);
   }
 
@@ -254,7 +275,7 @@
         title: `${step.title}: each read burst's service time, over the background's writes`,
         xAxis: {kind: "time", label: "time from the background's first period (s)"}, yAxis: {label: "service time (s)"},
         dots: true,
-        lines: own.filter((s) => s.name === "burst.read.service_s").map((s) => line("read burst service time (s)", s)),
+        lines: own.filter((s) => s.name === "burst.read.service_s").map((s) => line("Read burst", s)),
         bands: periods && periods.x.length ? periods.x.map((x, i) => ({
           label: `background writes ${num(periods.y[i])} s`, from: x / 1000, to: x / 1000 + periods.y[i]})) : null,
       };
@@ -265,7 +286,7 @@
   // step a band from its start to its end, in the same seconds since the run started.
   function temperatureCharts(doc) {
     const lines = doc.series.filter((s) => s.step_id === null && s.name === "temperature")
-      .map((s) => line("°C", s));
+      .map((s) => line("Drive", s));
     return lines.length ? [{id: "temperature", title: "Drive temperature over the run, under its steps", lines,
                             xAxis: {kind: "time", label: "time since the run started (s)"}, yAxis: {label: "°C"},
                             bands: stepBands(doc)}] : [];
@@ -285,29 +306,39 @@
       .filter((spec) => spec.lines.length || spec.note);
   }
 
+  const ALONG = {ms: "over time", offset: "by zone", bytes: "by transfer size"};
+
   // Every series of a step, whatever its kind: one chart per x unit and display unit; and its percentiles.
   function stepCharts(doc, step) {
     const curves = percentileCurves(step);
     const percentiles = curves.length ? [{
       ...PERCENTILE_AXES, id: `step-${step.key}-percentiles`, title: `${step.title}: ${basisWords(curves)} percentiles`,
-      lines: curves.map((c) => ({label: [c.job, c.dir].filter(Boolean).join(" "), x: c.x, y: c.y}))}] : [];
+      lines: curves.map((c) => ({label: curveLabel(c), x: c.x, y: c.y}))}] : [];
     const groups = {};
     for (const s of stepSeries(doc, step).filter((s) => s.x_unit !== "ns")) { // the histogram is a figure
-      const l = line(s.name, s);
+      const l = line(words(s.name), s);
       const key = `${s.x_unit}|${l.unit}`;
       (groups[key] = groups[key] || {xUnit: s.x_unit, unit: l.unit, lines: []}).lines.push(l);
     }
-    return [...percentiles, ...Object.entries(groups).map(([key, g]) => ({
-      id: `step-${step.key}-${key}`, title: `${step.title}: ${g.unit}`, xAxis: xAxis(g.xUnit),
-      yAxis: {label: g.unit}, lines: g.lines}))];
+    return [...percentiles.map((spec) => ({...spec, tab: "Latency percentiles"})),
+            ...Object.entries(groups).map(([key, g]) => ({
+              id: `step-${step.key}-${key}`, title: `${step.title}: ${g.unit} ${ALONG[g.xUnit] || ""}`.trim(),
+              tab: `${g.unit} ${ALONG[g.xUnit] || ""}`.trim(), xAxis: xAxis(g.xUnit), yAxis: {label: g.unit},
+              lines: g.lines}))];
   }
 
   // --- drawing -----------------------------------------------------------------------------------
 
+  // A log axis labels 1, 2 and 5 of each decade, and hands the values function null for its other ticks: no
+  // label there, not num()'s dash.
+  function tickValues(u, splits) {
+    return splits.map((v) => (v === null ? "" : num(v)));
+  }
+
   function xValues(axis, categories) {
     if (axis.kind === "category") return (u, splits) => splits.map((i) => categories[i] ?? "");
-    if (axis.kind === "bytes") return (u, splits) => splits.map(bytes);
-    return (u, splits) => splits.map((v) => num(v));
+    if (axis.kind === "bytes") return (u, splits) => splits.map((v) => (v === null ? "" : bytes(v)));
+    return tickValues;
   }
 
   // Spans of the x axis under a chart's lines (a run's steps under its temperature), drawn first, under the
@@ -366,6 +397,8 @@
   }
 
   // Values across a chart at x (a step's latency percentiles over its histogram): a dashed line each, labelled.
+  // Markers at one place (p50 and p90 in one bin) share a line and a label; a label goes on the first row where
+  // it clears the one before it, so that none overlaps another.
   function markersPlugin(markers) {
     const draw = (u) => {
       const {ctx, bbox} = u;
@@ -373,17 +406,29 @@
       ctx.save();
       ctx.font = `${10 * r}px sans-serif`;
       ctx.setLineDash([4 * r, 3 * r]);
-      markers.forEach((m, i) => {
-        const x = u.valToPos(m.at, "x", true);
-        if (x < bbox.left || x > bbox.left + bbox.width) return;
+      const at = new Map();
+      for (const m of markers) {
+        const x = Math.round(u.valToPos(m.at, "x", true));
+        if (x < bbox.left || x > bbox.left + bbox.width) continue;
+        at.set(x, [...(at.get(x) || []), m.label]);
+      }
+      const rows = []; // each row's right end so far
+      for (const [x, labels] of [...at.entries()].sort((a, b) => a[0] - b[0])) {
         ctx.strokeStyle = "rgba(0, 0, 0, 0.55)";
         ctx.beginPath();
         ctx.moveTo(x, bbox.top);
         ctx.lineTo(x, bbox.top + bbox.height);
         ctx.stroke();
+        const text = labels.join(", ");
+        const width = ctx.measureText(text).width;
+        // right of its line, or left of it where the plot ends first
+        const left = x + 2 * r + width <= bbox.left + bbox.width ? x + 2 * r : x - 2 * r - width;
+        let row = rows.findIndex((end) => end + 4 * r <= left);
+        if (row < 0) row = rows.push(0) - 1;
+        rows[row] = left + width;
         ctx.fillStyle = "#333";
-        ctx.fillText(m.label, x + 2 * r, bbox.top + (10 + 11 * (i % 6)) * r);
-      });
+        ctx.fillText(text, left, bbox.top + (10 + 11 * row) * r);
+      }
       ctx.restore();
     };
     return {hooks: {draw: [draw]}};
@@ -396,13 +441,84 @@
     return `${fios.join(" / ")} · suite ${suites.join(" / ")}`;
   }
 
+  // The figures a report opens on (the key charts), then the rest, each kind a tab of its own.
+  const FIGURE_TABS = [["consistency", "Key charts"], ["latency-", "Key charts"], ["xfer-", "Key charts"],
+                       ["hist-", "Latency histograms"], ["sweep-", "Zone sweeps"], ["slc-", "SLC cache"],
+                       ["burst-timeline-", "Mixed Burst"], ["temperature", "Temperature"]];
+
+  function figureTab(spec) {
+    return (FIGURE_TABS.find(([prefix]) => spec.id.startsWith(prefix)) || [null, "Other"])[1];
+  }
+
+  // Charts grouped into tabs (by `name`, in the order first seen), one tab's charts shown at a time; a single
+  // group needs no tab. Every chart is drawn at once: the page and its tests find each one; print shows them all.
+  let tabCount = 0;
+
+  function tabbed(parent, specs, name, fine) {
+    const groups = new Map();
+    for (const spec of specs) groups.set(name(spec), [...(groups.get(name(spec)) || []), spec]);
+    // an item with a node (a step's table of every metric) is shown as it is
+    const show = (spec, into) => (spec.node ? into.append(spec.node) : render(spec, into, fine));
+    if (groups.size < 2) {
+      for (const spec of specs) show(spec, parent);
+      return;
+    }
+    const list = el("div", {role: "tablist", class: "tabs"});
+    parent.append(list);
+    const tabs = [];
+    [...groups].forEach(([label, group], i) => {
+      const id = `tab-${++tabCount}`;
+      const tab = el("button", {type: "button", role: "tab", id, "aria-controls": `${id}-panel`,
+                                "aria-selected": String(i === 0), tabindex: i === 0 ? "0" : "-1"},
+                     group.length > 1 ? `${label} (${group.length})` : label);
+      const panel = el("div", {role: "tabpanel", id: `${id}-panel`, "aria-labelledby": id, class: "tab-panel"});
+      panel.hidden = i > 0;
+      list.append(tab);
+      parent.append(panel);
+      tabs.push([tab, panel]);
+      for (const spec of group) show(spec, panel);
+    });
+    const pick = (chosen) => tabs.forEach(([tab, panel], i) => {
+      tab.setAttribute("aria-selected", String(i === chosen));
+      tab.tabIndex = i === chosen ? 0 : -1;
+      panel.hidden = i !== chosen;
+    });
+    tabs.forEach(([tab], i) => {
+      tab.addEventListener("click", () => pick(i));
+      tab.addEventListener("keydown", (event) => { // the arrow keys move along the tabs
+        const step = {ArrowRight: 1, ArrowLeft: -1}[event.key];
+        if (!step) return;
+        const next = (i + step + tabs.length) % tabs.length;
+        pick(next);
+        tabs[next][0].focus();
+      });
+    });
+  }
+
+  // The chart in words, its text alternative: each line's count, range and mean, or its value at each category.
+  function chartText(spec) {
+    const unit = spec.yAxis.label;
+    const lines = spec.lines.map((l) => {
+      const ys = l.y.filter((v) => v !== null && v !== undefined);
+      if (!ys.length) return `${l.label}: no value`;
+      if (spec.xAxis.kind === "category") return `${l.label}: ${l.x.map((c, i) => `${c} ${num(l.y[i])}`).join(", ")}`;
+      const mean = ys.reduce((a, b) => a + b, 0) / ys.length;
+      return `${l.label}: ${ys.length} values from ${num(Math.min(...ys))} to ${num(Math.max(...ys))}, ` +
+        `mean ${num(mean)}`;
+    });
+    const marked = (spec.markers || []).map((m) => `${m.label} at ${num(m.at)}`);
+    return `${spec.title}, ${unit} against ${spec.xAxis.label}. ${lines.join("; ")}.` +
+      (marked.length ? ` Marked: ${marked.join(", ")}.` : "");
+  }
+
   function render(spec, parent, fine) {
     const figure = el("figure", {class: "chart", "data-chart": spec.id}, el("figcaption", {}, spec.title));
     if (spec.note) figure.append(el("p", {class: "note"}, spec.note));
     parent.append(figure);
     if (!spec.lines.length) return;
-    const holder = el("div", {class: "plot"});
-    figure.append(holder, el("p", {class: "fineprint"}, fine));
+    const text = el("p", {class: "chart-text visually-hidden", id: `text-${++tabCount}`}, chartText(spec));
+    const holder = el("div", {class: "plot", role: "img", "aria-label": spec.title, "aria-describedby": text.id});
+    figure.append(holder, text, el("p", {class: "fineprint"}, fine));
     let u = plot(spec, holder, parent, Boolean(spec.yAxis.log));
     if (spec.toggle) {
       const scale = el("button", {type: "button", class: "scale"}, spec.yAxis.log ? "Linear scale" : "Log scale");
@@ -453,7 +569,7 @@
         {label: spec.xAxis.label, values: xValues(spec.xAxis, categories),
          splits: isCategory ? () => categories.map((_, i) => i) : undefined, rotate: isCategory ? -20 : 0,
          size: isCategory ? 90 : 40},
-        {label: spec.yAxis.label, size: 70, values: (u, splits) => splits.map((v) => num(v))},
+        {label: spec.yAxis.label, size: 70, values: tickValues},
       ],
     };
     const u = new uPlot(opts, data, holder);
@@ -554,7 +670,7 @@
     tables.append(cdmTable([doc]) || "", summaryTable([doc]));
     const figs = fold("Figures", "figures");
     container.append(tables, figs);
-    for (const spec of figures(doc)) render(spec, figs, fine);
+    tabbed(figs, figures(doc), figureTab, fine);
     const stepsSection = fold("Steps: each one's metrics, series and fio job file", "steps");
     container.append(stepsSection);
     for (const step of doc.steps) {
@@ -575,9 +691,9 @@
         heading.append(" ", el("span", {class: "badge adapted", title: adapted.join("\n")}, "adapted"));
         box.append(el("ul", {class: "adapted"}, ...adapted.map((note) => el("li", {}, `adapted to the drive: ${note}`))));
       }
-      box.append(metricsTable([doc], step.key));
       stepsSection.append(box);
-      for (const spec of stepCharts(doc, step)) render(spec, box, fine);
+      const metrics = {tab: "Every metric", node: metricsTable([doc], step.key)};
+      tabbed(box, [...stepCharts(doc, step), metrics], (spec) => spec.tab, fine);
       if (step.job_file) box.append(el("details", {}, el("summary", {}, "fio job file"), el("pre", {}, step.job_file)));
     }
   }
@@ -635,20 +751,19 @@
     tables.append(cdmTable(docs) || "", summaryTable(docs));
     const figs = fold("Figures, overlaid", "figures");
     container.append(tables, figs);
-    for (const spec of merge(docs.map((doc) => ({doc, specs: figures(doc)})))) render(spec, figs, fine);
+    tabbed(figs, merge(docs.map((doc) => ({doc, specs: figures(doc)}))), figureTab, fine);
     const stepsSection = fold("Steps, side by side", "steps");
     container.append(stepsSection);
     for (const key of stepKeys(docs)) {
       const step = docs.map((d) => d.steps.find((s) => s.key === key)).find(Boolean);
       const box = el("details", {class: "step fold"}, el("summary", {}, el("h3", {}, step.title)),
                      el("p", {class: "meta"}, key));
-      box.append(metricsTable(docs, key));
       stepsSection.append(box);
       const perRun = docs.map((doc) => {
         const own = doc.steps.find((s) => s.key === key);
         return {doc, specs: own ? stepCharts(doc, own) : []};
       });
-      for (const spec of merge(perRun)) render(spec, box, fine);
+      tabbed(box, [...merge(perRun), {tab: "Every metric", node: metricsTable(docs, key)}], (spec) => spec.tab, fine);
     }
   }
 

@@ -11,7 +11,7 @@ from ..drives import discovery, health
 from ..errors import SsdbenchError
 from ..results import bench, card, document, ranking, store, usbexport
 from ..results.document import recorded
-from ..run import plan, queue, repeat
+from ..run import host_cost, plan, queue, repeat
 from ..suites import locked, user_traces
 
 MAX_COMPARE = 10
@@ -55,10 +55,17 @@ def drive_list(config):
         d["estimates"] = {}
         for s in available if d["capacity_bytes"] else ():
             try:
-                d["estimates"][s.name] = plan.estimate_seconds(plan.compile_plan(s, d["capacity_bytes"]))
+                d["estimates"][s.name] = run_seconds(plan.compile_plan(s, d["capacity_bytes"]))
             except (SsdbenchError, ValueError):
                 d["estimates"][s.name] = None  # e.g. a drive too small for the suite's spans
     return list(found.values()), problems
+
+
+def run_seconds(steps):
+    """A run's time on a drive: its steps', and before them the host-cost calibration, which plays each distinct
+    job of the plan for CALIBRATE_MS on fio's null engine, fio starting each (run/host_cost.py)."""
+    calibration = len(host_cost.jobs_of(steps)) * (host_cost.CALIBRATE_MS / 1000 + plan.JOB_START_S)
+    return plan.estimate_seconds(steps) + calibration
 
 
 class LocalResults:

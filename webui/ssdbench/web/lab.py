@@ -2,8 +2,9 @@
 
 POST /lab/bundles, the bundle's bytes as the body (Content-Length required), `Authorization: Bearer TOKEN`.
 Answers 201 {"sha256", "stored": true, "runs": [the lab's run ids]} when kept now, 200 with "stored": false
-when it was there already, 401 without a valid token, 411 without a length, 413 over the limit, 422 for a bundle
-that does not verify. The token is a header, never part of a URL, so that no access log records it.
+when it was there already, 400 for a body cut short, 401 without a valid token, 411 without a length, 413 over
+the limit, 422 for a bundle that does not verify, 429 over the token's limits (lab/receive). The token is a
+header, never part of a URL, so that no access log records it.
 """
 
 from flask import Blueprint, current_app, jsonify, request
@@ -19,11 +20,11 @@ def upload():
     scheme, _, token = request.headers.get("Authorization", "").partition(" ")
     if request.content_length is None:
         return jsonify(error="send the bundle with its Content-Length"), 411
-    body, status = receive.receive(
+    body, status, headers = receive.receive(
         get_lab(),
         current_app.extensions["ssdbench.shelf"],
         request.stream,
         request.content_length,
         token.strip() if scheme.lower() == "bearer" else "",
     )
-    return jsonify(body), status
+    return jsonify(body), status, headers

@@ -928,7 +928,11 @@ UPLOAD = {
         "411": _json("the body has no Content-Length", ERROR),
         "413": _json(f"the bundle is over {MAX_BUNDLE_BYTES >> 30} GiB", ERROR),
         "422": _json("not a bundle that verifies: nothing of it is kept", ERROR),
-        "429": _json("the token has as many uploads in flight as it may: send one at a time", ERROR),
+        "429": _json(
+            "the token has as many uploads in flight as it may (send one at a time), or has sent its hour's quota "
+            "of uploads or bytes (its Retry-After says when to send again)",
+            ERROR,
+        ),
     },
 }
 # What a lab's server (gunicorn, web/lab_server.py) refuses itself, before the app sees the request, with an HTML

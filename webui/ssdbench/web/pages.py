@@ -48,14 +48,19 @@ def drives_page(message=None, status=200, chosen=None):
     for d in found:
         # shortest first on this drive, so that the first suite offered is the quick one, not the longest name
         d["suites"] = sorted(suites, key=lambda s, est=d["estimates"]: (est.get(s.name) is None, est.get(s.name) or 0))
+    busy, busy_repeat = store.busy_run(get_db()), store.busy_repeat(get_db())
+    # the drive a run or repeat set is on: its row shows the progress, and no drive's Start can start another
+    held = busy or busy_repeat
     return render_template(
         "drives.html",
-        drives=found,
+        drives=[d for d in found if d["eligible"]],
+        untestable=[d for d in found if not d["eligible"]],
         problems=problems,
         chosen=chosen or {},
         default_suite=DEFAULT_SUITE,
-        busy=store.busy_run(get_db()),
-        busy_repeat=store.busy_repeat(get_db()),
+        busy=busy,
+        busy_repeat=busy_repeat,
+        busy_drive=json.loads(held["drive_json"]).get("path") if held else None,
         max_times=MAX_TIMES,
         message=message,
     ), status

@@ -60,14 +60,16 @@ def wait_until_serving(url, proc, timeout=30):
 
 @pytest.fixture
 def appliance(loopdev, tmp_path):
-    """The web UI and the runner service on a fresh data directory, with a loop device to test."""
+    """The web UI and the runner service on a fresh data directory, with a loop device to test and a second one
+    beside it."""
     dev, _ = loopdev()
+    other, _ = loopdev(name="other.img")
     data_dir = tmp_path / "data"
     port = free_port()
     cli = [sys.executable, "-m", "ssdbench.cli"]
     procs = []
     for name, args in (
-        ("web", ["web", "--host", "127.0.0.1", "--port", str(port), "--drive", dev]),
+        ("web", ["web", "--host", "127.0.0.1", "--port", str(port), "--drive", dev, "--drive", other]),
         ("runner", ["runner"]),
     ):
         with open(tmp_path / f"{name}.log", "w") as log:
@@ -93,7 +95,8 @@ def test_log_in_start_the_smoke_suite_watch_it_and_read_the_report(appliance):
     pin = ssdbench("pin", data_dir=data_dir, check=True).stdout.strip()
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--headless=new", "--disable-gpu"])
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        page = context.new_page()
         errors = []
         page.on("pageerror", lambda exc: errors.append(str(exc)))
 
@@ -102,6 +105,20 @@ def test_log_in_start_the_smoke_suite_watch_it_and_read_the_report(appliance):
         page.fill("input[name=pin]", pin)
         page.click("button[type=submit]")
 
+        # one line a drive: model, size, link, °C, verdict and Start, the rest folded; the untestable ones last
+        row = page.locator(f"details.drive[data-drive='{dev}']")
+        line = row.locator("summary.drive-row")
+        assert line.bounding_box()["height"] < 60 and not row.evaluate("(d) => d.open")
+        for part in (".model", ".size", ".link", ".temp", ".verdict", ".start-open"):
+            assert line.locator(part).is_visible(), part
+        assert line.locator(".verdict").inner_text() == "Eligible"
+        assert page.evaluate("""() => {
+          const last = document.querySelector('details.untestable');
+          return !last || !last.querySelector('details.drive.eligible') && !last.open &&
+            [...document.querySelectorAll('details.drive.eligible')].every(
+              (d) => d.compareDocumentPosition(last) & Node.DOCUMENT_POSITION_FOLLOWING);
+        }""")
+        line.click()
         form = page.locator(f"form.start:has(input[name=drive][value='{dev}'])")
         # the shortest suite first, quick offered; Start the one primary button, Repeat folded under More
         suites = form.locator("select[name=suite] option")
@@ -119,15 +136,40 @@ def test_log_in_start_the_smoke_suite_watch_it_and_read_the_report(appliance):
         assert f"Type {os.path.basename(dev)} exactly" in alert.inner_text() and "--" not in alert.inner_text()
         assert form.locator("select[name=suite]").input_value() == "smoke"
         assert form.locator("input[name=confirm]").input_value() == "not-its-id"
+        estimate = clock_s(form.locator("select[name=suite] option[value=smoke]").inner_text().split("(")[-1][:-1])
         form.locator("input[name=confirm]").fill(os.path.basename(dev))
         form.get_by_role("button", name="Start", exact=True).click()
         page.wait_for_url(re.compile(r"/runs/1$"))
 
-        # Live: the current step is marked, the percentage moves, the live charts fill, until 100%.
+        # Live: a header read across the room, the current step marked, the percentage moving in the page and in
+        # the tab's title, the live charts on elapsed time filling, until 100%.
         page.wait_for_selector("#steps li.current", timeout=60_000)
         page.wait_for_function("() => parseFloat(document.getElementById('percent').textContent) > 0", timeout=60_000)
+        assert float(page.locator("#percent").evaluate("(e) => parseFloat(getComputedStyle(e).fontSize)")) >= 40
+        assert re.fullmatch(r"\d+ % · Run 1", page.title()), page.title()
+        assert re.fullmatch(r"Step \d+ of 20: .+", page.locator("#step-now").inner_text())
+        assert re.fullmatch(r"\d\d:\d\d( [AP]M)?", page.locator("#finish").inner_text())
         assert page.locator("#live-charts canvas").count() == 3
-        page.wait_for_function("() => document.getElementById('percent').textContent === '100.0%'", timeout=240_000)
+        assert page.locator("#live-charts .u-label", has_text="elapsed").count() == 3
+        page.wait_for_function("() => document.getElementById('live-iops').textContent !== '–'", timeout=60_000)
+        # a loop device has no sensor: its temperature waits for a first sample, and says so, where the IOPS did not
+        waiting = page.locator("#live-charts p.waiting").all_inner_texts()
+        assert "Temperature: waiting for the first sample" in waiting and not any("IOPS" in w for w in waiting)
+
+        # the drive list meanwhile: the run's progress in its drive's line, every other Start disabled
+        drives = context.new_page()
+        drives.goto(f"{base}/")
+        busy = drives.locator(f"details.drive[data-drive='{dev}'] summary .row-progress")
+        drives.wait_for_function(
+            f"() => /^\\d+ %$/.test(document.querySelector(\"details.drive[data-drive='{dev}'] .percent\").textContent)"
+        )
+        assert busy.locator("a").inner_text() == "Run 1"
+        other = drives.locator("details.drive.eligible:not(.running)").first
+        assert other.locator(".start-open.disabled").count() == 1
+        other.locator("summary.drive-row").click()
+        assert other.locator("button.primary").is_disabled()
+        drives.close()
+        page.wait_for_function("() => document.getElementById('percent').textContent === '100 %'", timeout=240_000)
 
         # The page turns into the report when the run ends; the charts are drawn from the run's data.
         page.wait_for_selector("body[data-page=report]", timeout=30_000)
@@ -140,6 +182,10 @@ def test_log_in_start_the_smoke_suite_watch_it_and_read_the_report(appliance):
         assert page.evaluate(TIMELINE) == {"bursts": 3, "band": True}  # smoke's three read bursts
         run = page.evaluate("() => fetch('/api/runs/1').then((r) => r.json())")
         assert run["state"] == "done" and {s["state"] for s in run["steps"]} == {"done"}
+        # the drive list's estimate against the run as it went: within 20%
+        took = run["finished_at"] - run["started_at"]
+        print(f"smoke on a 512 MiB loop device: estimated {estimate} s, took {took:.0f} s")
+        assert abs(estimate - took) <= 0.2 * took, (estimate, took)
         assert any(len(s["x"]) > 0 for s in run["series"])
         os.makedirs(ARTIFACTS, exist_ok=True)
         page.screenshot(path=os.path.join(ARTIFACTS, "report.png"), full_page=True)
@@ -196,6 +242,7 @@ def test_repeat_n_beside_start_follows_the_set_and_cancels_it(appliance):
         page.fill("input[name=pin]", pin)
         page.click("button[type=submit]")
 
+        page.locator(f"details.drive[data-drive='{dev}'] > summary").click()
         form = page.locator(f"form.start:has(input[name=drive][value='{dev}'])")
         form.locator("select[name=suite]").select_option("smoke")
         form.locator("input[name=confirm]").fill(os.path.basename(dev))

@@ -4,6 +4,7 @@ screen, folding, ranked bars with the current run marked, the bench's sorting, P
 valid images, the print layout; and the screenshots of docs/screenshots/ (make screenshots)."""
 
 import os
+import re
 import shutil
 import sqlite3
 import xml.etree.ElementTree as ET
@@ -76,6 +77,14 @@ def drawn(page):
     page.wait_for_function("() => window.SsdbenchReport && SsdbenchReport.charts.length > 0")
 
 
+def shown(page, chart):
+    """The chart's tab picked, where it is behind one."""
+    panel = page.locator(f"figure.chart[data-chart='{chart}']").evaluate("(f) => f.closest('[role=tabpanel]')?.id")
+    if panel:
+        page.locator(f"[role=tab][aria-controls='{panel}']").click()
+    return page.locator(f"figure.chart[data-chart='{chart}']")
+
+
 def saved(page, button):
     with page.expect_download() as download:
         button.click()
@@ -118,7 +127,12 @@ def test_a_run_opens_on_its_summary_and_folds_to_under_three_screens(site):
     page.get_by_role("button", name="Unfold every section", exact=True).click()
     assert page.evaluate("[...document.querySelectorAll('details.fold')].every((d) => d.open)")
     unfolded = height(page)
-    assert unfolded > 5 * folded
+    # the figures open on their key charts, the rest behind tabs, each step's on its first chart (issue 37, item 6:
+    # 62,280 px unfolded before, 19,527 px after, at 1280 px)
+    assert 5 * folded < unfolded < 25_000, unfolded
+    key = page.locator("details.figures [role=tabpanel]:not([hidden]) figure.chart")
+    assert page.locator("details.figures [role=tab][aria-selected=true]").inner_text().startswith("Key charts")
+    assert 0 < key.count() <= 5
     # everything the page had before folding is in it: the tables, every chart, the steps, the bundle
     assert page.locator("table.summary tbody tr").count() >= 4
     assert page.locator("details.step").count() == 20
@@ -171,7 +185,17 @@ def test_each_figure_has_its_chart_units_and_small_print_and_no_legend_shows_a_d
     assert page.locator("figure[data-chart^=hist-]").count() >= 3
     for small in page.locator("figure.chart p.fineprint").all_inner_texts():
         assert small.startswith("fio-") and "suite smoke " in small
-    assert "–" not in "".join(page.locator(".u-legend").all_inner_texts())
+    legends = "".join(page.locator(".u-legend").all_inner_texts())
+    assert "–" not in legends
+    # in the tester's words: "Read, QD1", not "read.qd1.mb_s" or "write.clat_hist"
+    assert "Read, QD1" in legends and not re.search(r"\b(read|write)\.\w", legends), legends
+    # no tick of an axis labelled with a dash: a log scale's unlabelled ticks stay blank
+    ticks = page.evaluate("SsdbenchReport.charts.flatMap((u) => u.axes.flatMap((a) => a._values || []))")
+    assert ticks and not any("–" in str(t) for t in ticks)
+    # each chart's text alternative: the plot an image described by its lines' values in words
+    for plot in page.locator("figure.chart div.plot[role=img]").all():
+        text = page.locator("#" + plot.get_attribute("aria-describedby")).text_content()
+        assert text.startswith(plot.get_attribute("aria-label")) and ("values from" in text or "p50 " in text), text
     # every axis has a unit: in brackets, or the label is the unit
     for x, y in page.evaluate("SsdbenchReport.charts.map((u) => u.axes.map((a) => a.label))"):
         assert x.endswith(")") and (y.endswith(")") or y in ("IOPS", "MB/s", "µs", "s", "°C")), (x, y)
@@ -191,7 +215,7 @@ def test_every_chart_saves_as_a_valid_png_and_svg(site):
     drawn(page)
     page.get_by_role("button", name="Unfold every section", exact=True).click()
     for chart in ("consistency", "burst-timeline-burst", "slc-seq-fill"):
-        figure = page.locator(f"figure[data-chart={chart}]")
+        figure = shown(page, chart)
         name, content = saved(page, figure.locator("button[data-save=png]"))
         assert name.endswith(".png") and valid_png(content), name
         name, content = saved(page, figure.locator("button[data-save=svg]"))
@@ -284,6 +308,15 @@ def test_the_bench_lists_every_model_sorts_by_any_column_and_opens_two_side_by_s
         for i in range(2)
     ]
     assert again == values[::-1]
+    # the bars: one figure picked, the models ranked, the best marked, the testbed in each bar's hover
+    chart = page.locator("#ranked figure.bars")
+    assert chart.locator("g.bar").count() == 2 and chart.locator("g.bar.best").count() == 1
+    assert chart.locator("g.bar").first.get_attribute("class").endswith("best")
+    assert all("testbed: " in t for t in chart.locator("g.bar > title").all_text_contents())
+    page.locator("select[name=figure]").select_option("seq-read-128k")
+    page.get_by_role("button", name="Rank", exact=True).click()
+    values = [float(v) for v in page.locator("#ranked g.bar").evaluate_all("(gs) => gs.map((g) => g.dataset.value)")]
+    assert "figure=seq-read-128k" in page.url and values == sorted(values, reverse=True)
     page.screenshot(path=os.path.join(SCREENSHOTS, "bench.png"))
     page.locator("table.bench tbody input[type=checkbox]").nth(0).check()
     page.locator("table.bench tbody input[type=checkbox]").nth(1).check()
