@@ -10,7 +10,8 @@ set -eu
 IMAGE_DIR=$1
 DISKS=$IMAGE_DIR/demo
 PORT=${SSDBENCH_HOST_PORT:-8080}
-SSDBENCH_PIN=$(od -An -N4 -tu4 /dev/urandom | awk '{ printf "%06d", $1 % 1000000 }')
+# A new random PIN each start, unless one is given (make demo SSDBENCH_PIN=123456).
+SSDBENCH_PIN=${SSDBENCH_PIN:-$(od -An -N4 -tu4 /dev/urandom | awk '{ printf "%06d", $1 % 1000000 }')}
 export SSDBENCH_PIN SSDBENCH_HOST_PORT="$PORT"
 
 cat <<INFO
