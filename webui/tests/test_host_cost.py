@@ -14,7 +14,7 @@ import pytest
 from conftest import ENGINE_SUITE, login, make_app, needs_root, ssdbench
 from test_review import runs_of
 
-from ssdbench.results import card, document, store, testbed, validity
+from ssdbench.results import card, causes, document, store, testbed, validity
 from ssdbench.run import fio_output, host_cost, plan
 from ssdbench.suites import locked
 
@@ -124,6 +124,10 @@ def test_a_slow_host_is_flagged_in_every_step_and_in_its_testbed(loopdev, tmp_pa
         if step["kind"] == "fio":
             assert any("fio waited for a CPU" in reason for reason in step["suspect"]), step["key"]
     assert card.of(run)["testbed"]["classes"]["flagged"] != testbed.REFERENCE["flagged"]
+    # one cause for the tester: the testbed's flag and the steps' under one line
+    host = [group for group in causes.of(doc) if group["cause"] == validity.HOST_CAUSE]
+    assert len(host) == 1 and host[0]["steps"]
+    assert any("when the host's cost was measured" in detail for detail in host[0]["details"])
 
 
 @needs_root()

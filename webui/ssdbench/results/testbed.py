@@ -193,7 +193,8 @@ def host(run):
     if median >= WHOLE_CPU:
         return shown, None
     flag = (
-        f"fio had {median:g}% of a CPU when the host's cost was measured before the run, under {WHOLE_CPU:.0f}%: "
+        f"{validity.HOST_CAUSE}: fio had {median:g}% of a CPU when the host's cost was measured before the run, "
+        f"under {WHOLE_CPU:.0f}%: "
         "other work or a limit on the host held it back, so every figure may be partly the PC's"
     )
     return shown, flag

@@ -26,6 +26,8 @@ IDLE_PASS_S = 0.01
 # Rule 9: above this share of a job's time per IO, the host's own work (its cost on fio's null engine), or above
 # this share of the step's time waiting for a CPU, the PC is in the figure.
 HOST_SHARE_LIMIT = 5.0
+# Its cause, which a testbed whose calibration found fio short of a whole CPU shares (results/testbed.py).
+HOST_CAUSE = "the PC, not the drive, is in part of the figure"
 UNWRITTEN = "reads of LBAs never written"
 
 
@@ -134,7 +136,7 @@ def cpu_bound(metrics):
     ]
 
 
-@cause("the PC, not the drive, is in part of the figure")
+@cause(HOST_CAUSE)
 def host_bound(metrics):
     """Rule 9: the PC is in the step's figures. A job whose IOs the host alone, on fio's null engine, would take
     more than HOST_SHARE_LIMIT percent of the time of (`host_share_percent`: a slow CPU, costly data), or fio's
