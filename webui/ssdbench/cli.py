@@ -527,8 +527,21 @@ def lab_user(args):
 
 
 def lab_sweep(args):
-    seen, removed = lab_receive.sweep_store(lab_connect(args), args.store)
-    print(f"{seen} bundle files in {args.store}: {removed} without their row in the database, removed")
+    seen, stray = lab_receive.sweep_store(lab_connect(args), args.store, args.quarantine)
+    for sha256 in stray:
+        print(sha256)
+    done = f"moved to {os.path.join(args.store, 'quarantine')}" if args.quarantine else "left as they are"
+    print(f"{seen} bundle files in {args.store}: {len(stray)} without their row in the database, {done}")
+    if stray and not args.quarantine:
+        print("after a restore of the database, `ssdbench lab reindex` gives them their rows back", file=sys.stderr)
+
+
+def lab_reindex(args):
+    made, refused = lab_receive.reindex(lab_connect(args), args.store, args.appliance)
+    for sha256, why in refused:
+        print(printable(f"{sha256}: not indexed: {why}"), file=sys.stderr)
+    print(f"indexed {len(made)} runs" + (f" (lab runs {', '.join(map(str, made))})" if made else ""))
+    return EXIT_ERROR if refused else 0
 
 
 def when_utc(seconds):
@@ -541,6 +554,7 @@ LAB_ACTIONS = {
     "local": lab_local,
     "runs": lab_runs,
     "sweep": lab_sweep,
+    "reindex": lab_reindex,
     "token": lab_token,
     "user": lab_user,
 }
@@ -855,11 +869,16 @@ def add_lab(sub):
         actions.add_parser("migrate", help="create or update the lab's schema (idempotent)"),
         serve := actions.add_parser("serve", help="serve the lab: uploads, history, compare"),
         runs := actions.add_parser("runs", help="list the runs the lab holds"),
-        sweep := actions.add_parser("sweep", help="remove the store's bundle files that the database does not list"),
+        sweep := actions.add_parser("sweep", help="list the store's bundle files that the database does not list"),
+        reindex := actions.add_parser("reindex", help="index the store's bundle files that the database lacks"),
     ]
+    sweep.add_argument("--quarantine", action="store_true", help="move them into STORE/quarantine/ (never deleted)")
+    reindex.add_argument(
+        "--appliance", default="restored", help="the appliance they are indexed as sent by (default: restored)"
+    )
     local = actions.add_parser("local", help="try a lab: its own PostgreSQL in FOLDER, a first user, the server")
     local.add_argument("folder", metavar="FOLDER", help="where the PostgreSQL and the bundles are kept")
-    for p in (serve, sweep):
+    for p in (serve, sweep, reindex):
         p.add_argument("--store", required=True, metavar="DIR", help="the folder that keeps the bundles")
     for p in (serve, local):
         p.add_argument(

@@ -229,6 +229,14 @@ def hostile(doc, what):
         return ('{"nest": ' + "[" * 100_000 + "]" * 100_000 + "}").encode()
     elif what == "a document of 17 MiB":
         doc["padding"] = "x" * (17 << 20)
+    elif what == "a fio version of 8 MB":  # issue 35, item 4: the card took it twice
+        doc["environment"]["tools"]["fio"] = "fio-" + "3" * (8 << 20)
+    elif what == "an environment.suite that is not an object":  # the run page reads it
+        doc["environment"]["suite"] = "engine-test"
+    elif what == "a drive's text of 1 MB":
+        doc["drive"]["path"] = "/dev/" + "x" * (1 << 20)
+    elif what == "a long key in the environment":
+        doc["environment"]["k" * 5000] = 1
     return json.dumps(doc).encode()
 
 
@@ -243,16 +251,27 @@ HOSTILE = {
     "a model that is not text": "drive model is not text",
     "a deep nest": "nests too deeply",
     "a document of 17 MiB": "the lab takes 16777216 a run",
+    "a fio version of 8 MB": "environment: a text of 8388612 characters, over the 4096 a page shows",
+    "an environment.suite that is not an object": "environment.suite is not an object",
+    "a drive's text of 1 MB": "drive: a text of 1048581 characters",
+    "a long key in the environment": "environment: a text of 5000 characters",
 }
 
 
 def test_a_bundle_the_index_cannot_take_is_refused_before_it_is_kept(lab_db, finished_bundle, tmp_path):
     """Issue 26, items 2 and 3: each of these verifies (its manifest lists its hashes) but holds what the index
     cannot take. Each is refused with 422 and what was wrong; nothing of any is kept: no row, no file in the
-    store, no part file; and the lab's pages still answer."""
+    store, no part file; and the lab's pages are as they were, byte for byte (issue 35, item 4)."""
     token = lab("token", "add", "bench-a", db=lab_db).stdout.strip()
+    other = lab("token", "add", "bench-b", db=lab_db).stdout.strip()
+    password = lab("user", "add", "ann", db=lab_db).stdout.strip()
     store = tmp_path / "store"
     with lab_server(lab_db, store) as (_, url):
+        ssdbench("upload", finished_bundle, "--to", url, "--token", other, check=True)
+        browser = Browser(url)
+        browser.login("ann", password)
+        pages = ("/history", "/bench", "/runs/1", "/compare?run=1", "/api/runs", "/api/runs/1")
+        before = {page: browser.get(page) for page in pages}
         for n, (what, said) in enumerate(HOSTILE.items()):
             path = rewritten(
                 finished_bundle,
@@ -264,20 +283,21 @@ def test_a_bundle_the_index_cannot_take_is_refused_before_it_is_kept(lab_db, fin
             proc = ssdbench("upload", path, "--to", url, "--token", token)
             assert proc.returncode == 2 and "the lab refused it: refused, nothing was kept" in proc.stderr, what
             assert said in proc.stderr, (what, proc.stderr)
-        assert rows(lab_db, "SELECT count(*) FROM bundles") == [(0,)] and kept(store) == {}
+        assert rows(lab_db, "SELECT count(*) FROM bundles") == [(1,)] and len(kept(store)) == 1
         assert not list(store.glob("incoming/*/*"))
-        password = lab("user", "add", "ann", db=lab_db).stdout.strip()
-        browser = Browser(url)
-        browser.login("ann", password)
-        assert browser.get("/bench")[0] == 200
-        ssdbench("upload", finished_bundle, "--to", url, "--token", token, check=True)
-    # A store file without its row, whatever left it, is found by the sweep; a kept one stays.
+        assert {page: browser.get(page) for page in pages} == before
+    # A store file without its row, whatever left it, is found by the sweep, and put aside when told; a kept one
+    # stays. Nothing is deleted (issue 35, item 5).
     stray = pathlib.Path(shelf.bundle_path(str(store), "ab" * 32))
     stray.parent.mkdir(parents=True, exist_ok=True)
     stray.write_bytes(b"left by a crash")
     swept = lab("sweep", "--store", str(store), db=lab_db)
-    assert "2 bundle files in" in swept.stdout and "1 without their row in the database, removed" in swept.stdout
-    assert not stray.exists() and len(kept(store)) == 1
+    assert "2 bundle files in" in swept.stdout and "1 without their row in the database, left" in swept.stdout
+    assert "ab" * 32 in swept.stdout and stray.exists()
+    swept = lab("sweep", "--store", str(store), "--quarantine", db=lab_db)
+    assert "1 without their row in the database, moved to" in swept.stdout
+    assert not stray.exists() and (store / "quarantine" / stray.name).read_bytes() == b"left by a crash"
+    assert len(kept(store)) == 1
 
 
 def test_bench_shows_a_models_run_the_lab_received_last_and_who_sent_it(lab_db, finished_bundle, tmp_path):

@@ -35,7 +35,7 @@ from conftest import (
     wait_until,
 )
 
-from ssdbench.lab import receive
+from ssdbench.lab import cluster, receive
 from ssdbench.results import bundle
 from ssdbench.web import auth
 from ssdbench.web import lab_server as server
@@ -197,10 +197,13 @@ def test_the_compose_labs_proxy_holds_slow_and_half_sent_requests_off_the_lab(la
         proxy(url, tmp_path / "proxy") as front,
     ):
         browser = Browser(front)
-        browser.opener = urllib.request.build_opener(
-            urllib.request.HTTPCookieProcessor(), urllib.request.HTTPSHandler(context=unverified())
-        )
+        cookies = urllib.request.HTTPCookieProcessor()
+        browser.opener = urllib.request.build_opener(cookies, urllib.request.HTTPSHandler(context=unverified()))
         assert browser.login("ann", password)[0] == 200
+        # Issue 35, item 8: over HTTPS the session cookie is Secure, and the browser is told to keep to HTTPS.
+        assert [c.secure for c in cookies.cookiejar] == [True]
+        with browser.opener.open(front + "/history") as response:
+            assert response.headers["Strict-Transport-Security"] == "max-age=31536000"
         context = unverified()
         attack = Attack(int(front.rsplit(":", 1)[1]), slow=200, partial=200, bodies=False, wrap=context.wrap_socket)
         waits = under_attack(browser, attack)
@@ -378,3 +381,32 @@ def post_bundle(url, token, path):
 def rows(db, sql):
     with psycopg.connect(db) as conn:
         return conn.execute(sql).fetchall()
+
+
+def test_a_restore_drill_loses_nothing(lab_db, finished_bundle, tmp_path):
+    """Issue 35, item 5: after the documented restore (the database from its backup, then the store, whose backup
+    is newer), the store's newest bundles have no row, and `lab sweep` deleted exactly them. Now the sweep lists
+    them and deletes nothing, and `lab reindex` gives them their rows back."""
+    token = lab("token", "add", "bench-a", db=lab_db).stdout.strip()
+    store = tmp_path / "store"
+    later = rewritten(finished_bundle, tmp_path / "later.zip", lambda name, content: content if name else {"x": b"1"})
+    pg = pathlib.Path(cluster.bindir())
+    with lab_server(lab_db, store) as (_, url):
+        ssdbench("upload", finished_bundle, "--to", url, "--token", token, check=True)
+        subprocess.run([pg / "pg_dump", "-Fc", "-d", lab_db, "-f", tmp_path / "lab.dump"], check=True)
+        ssdbench("upload", later, "--to", url, "--token", token, check=True)
+        files = sorted(p.name for p in store.glob("bundles/*/*.zip"))
+    subprocess.run([pg / "pg_restore", "--clean", "--if-exists", "-d", lab_db, tmp_path / "lab.dump"], check=True)
+    assert rows(lab_db, "SELECT count(*) FROM bundles") == [(1,)] and len(files) == 2
+    swept = lab("sweep", "--store", str(store), db=lab_db)
+    assert swept.returncode == 0 and "1 without their row in the database, left as they are" in swept.stdout
+    assert sorted(p.name for p in store.glob("bundles/*/*.zip")) == files
+    again = lab("reindex", "--store", str(store), db=lab_db)
+    assert again.returncode == 0 and "indexed 1 runs (lab runs" in again.stdout, again.stderr
+    assert rows(lab_db, "SELECT count(*) FROM bundles") == [(2,)]
+    assert rows(
+        lab_db,
+        "SELECT a.name FROM runs r JOIN testbeds t ON t.id = r.testbed_id JOIN appliances a"
+        " ON a.id = t.appliance_id ORDER BY r.id",
+    ) == [("bench-a",), ("restored",)]
+    assert "0 without their row" in lab("sweep", "--store", str(store), db=lab_db).stdout

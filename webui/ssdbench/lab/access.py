@@ -67,6 +67,18 @@ def list_tokens(conn):
     return list(rows)
 
 
+def appliance_named(conn, name):
+    """The appliance of that name ({id, name}), made without a valid token when the lab has none: what `lab
+    reindex` says sent the bundles it indexes."""
+    check_name(name, "appliance")
+    conn.execute(
+        """INSERT INTO appliances (name, token_sha256, revoked_at) VALUES (%s, %s, now())
+           ON CONFLICT (name) DO NOTHING""",
+        (name, _token_hash(new_token())),
+    )
+    return conn.execute("SELECT id, name FROM appliances WHERE name=%s", (name,)).fetchone()
+
+
 def revoke_token(conn, name):
     found = conn.execute(
         "UPDATE appliances SET revoked_at=now() WHERE name=%s AND revoked_at IS NULL RETURNING id", (name,)

@@ -90,6 +90,11 @@ def index_rows(manifest, runs):
 def _run(host, doc, prefix):
     where = prefix + bundle.RESULT
     env = _object(doc.get("environment"), f"{where}: environment")
+    # What the run page reads of the environment and the drive, and the card they make, are text a page shows
+    # whole: each string of them is bounded (an 8 MB fio version made a 16.8 MB card and a 58.7 MB compare page).
+    _object(env.get("suite"), f"{where}: environment.suite")  # the run page reads it, when there is one
+    _bounded(env, f"{where}: environment")
+    _bounded(doc.get("drive"), f"{where}: drive")
     kernel = _text(_object(env.get("kernel"), f"{where}: environment.kernel").get("release"), f"{where}: kernel")
     cpu = _text(_object(env.get("cpu"), f"{where}: environment.cpu").get("model"), f"{where}: cpu model")
     d = _object(doc.get("drive"), f"{where}: drive")
@@ -123,7 +128,22 @@ def _run(host, doc, prefix):
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         # What the compare page would have met reading the document, met now, while it can be refused.
         raise Refused(f"{where}: its figures and warnings cannot be read ({exc!r})") from exc
+    _bounded(summarised, f"{where}: its card")
     return Run(prefix, testbed, drive, row, headline.figures(doc), summarised)
+
+
+def _bounded(value, where):
+    """Every string in `value`, keys too, within MAX_TEXT characters."""
+    left = [value]
+    while left:
+        item = left.pop()
+        if isinstance(item, str):
+            if len(item) > MAX_TEXT:
+                raise Refused(f"{where}: a text of {len(item)} characters, over the {MAX_TEXT} a page shows")
+        elif isinstance(item, dict):
+            left += [*item.keys(), *item.values()]
+        elif isinstance(item, list):
+            left += item
 
 
 def _step(step, where):

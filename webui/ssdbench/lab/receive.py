@@ -29,10 +29,11 @@ UPLOADS_AN_HOUR = 60
 BYTES_AN_HOUR = 16 << 30
 
 
-def receive(conn, hold, stream, length, token):
+def receive(conn, hold, stream, length, token, fresh):
     """Take one upload: (answer document, HTTP status, headers). 201: kept now; 200: it was there already; 400:
     its body ended short; 401: no valid token; 413: too large; 422: not a bundle that verifies (nothing of it is
-    kept); 429: the token has IN_FLIGHT uploads going already, or has sent its hour's quota (with Retry-After)."""
+    kept); 429: the token has IN_FLIGHT uploads going already, or has sent its hour's quota (with Retry-After).
+    `fresh()` is a new connection to the lab's database, for the cleaning up after `conn` itself failed."""
     appliance = access.appliance(conn, token)
     if appliance is None:
         return {"error": "no valid token: ask the lab for one (ssdbench lab token add NAME)"}, 401, {}
@@ -43,7 +44,7 @@ def receive(conn, hold, stream, length, token):
         if wait:
             error = f"this token has sent its hour's {UPLOADS_AN_HOUR} uploads or {BYTES_AN_HOUR} bytes"
             return {"error": error}, 429, {"Retry-After": str(wait)}
-        return (*_receive(conn, hold, stream, length, appliance), {})
+        return (*_receive(conn, hold, stream, length, appliance, fresh), {})
 
 
 def _quota(conn, appliance_id, length):
@@ -79,7 +80,7 @@ def _in_flight(conn, appliance_id):
     yield None
 
 
-def _receive(conn, hold, stream, length, appliance):
+def _receive(conn, hold, stream, length, appliance, fresh):
     try:
         part, sha256 = hold.receive(stream, length, MAX_BUNDLE_BYTES)
     except shelf.TooLarge as exc:
@@ -103,7 +104,10 @@ def _receive(conn, hold, stream, length, appliance):
             hold.place(held, sha256)
             made = index.add_bundle(conn, sha256, length, manifest, host, rows, appliance)
     except BaseException:
-        forget(conn, hold.store_dir, sha256)  # its rows did not commit: nor may its file stay
+        # Its rows did not commit: nor may its file stay. On a connection of its own, as the upload's may be what
+        # died; if the database cannot be reached at all, `lab sweep` finds the file and `lab reindex` takes it.
+        with contextlib.closing(fresh()) as own:
+            forget(own, hold.store_dir, sha256)
         raise
     finally:
         hold.release(held)
@@ -126,13 +130,44 @@ def sweep(conn, store_dir):
     return shelf.sweep(store_dir, lambda sha256: forget(conn, store_dir, sha256))
 
 
-def sweep_store(conn, store_dir):
-    """Every file of the store without its row goes (`ssdbench lab sweep`): those a crash or a failure left, by
-    whatever way. Returns (files seen, files removed)."""
-    seen = removed = 0
+def sweep_store(conn, store_dir, move=False):
+    """The store's files without a row (`ssdbench lab sweep`): listed, or with `move` put aside in quarantine,
+    never deleted. After the documented restore (the database, then the store) they are the newest uploads, whose
+    appliances have dropped their copies: `ssdbench lab reindex` gives them their rows back. Returns (files seen,
+    the sha256 of those without a row)."""
+    seen, stray = 0, []
     for sha256 in shelf.kept(store_dir):
         seen += 1
-        if not index.has_bundle(conn, sha256):
-            forget(conn, store_dir, sha256)
-            removed += 1
-    return seen, removed
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (shelf.lock_key(sha256),))
+            if index.has_bundle(conn, sha256):
+                continue
+            stray.append(sha256)
+            if move:
+                shelf.quarantine(store_dir, sha256)
+    return seen, stray
+
+
+def reindex(conn, store_dir, appliance_name):
+    """Rows for every store file that has none, from the bundle itself, sent by `appliance_name` (made, with no
+    valid token, if the lab has no such appliance): the index rebuilt from the store. Returns (the lab's ids of
+    the runs indexed, [(sha256, why) of the files it cannot take]): those are left where they are."""
+    appliance = access.appliance_named(conn, appliance_name)
+    made, refused = [], []
+    for sha256 in shelf.kept(store_dir):
+        if index.has_bundle(conn, sha256):
+            continue
+        path = shelf.bundle_path(store_dir, sha256)
+        try:
+            manifest, runs = admit.documents(path)
+            host, rows = admit.index_rows(manifest, runs)
+        except (bundle.BundleError, admit.Refused) as exc:
+            refused.append((sha256, str(exc).replace(path, "the bundle")))
+            continue
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (shelf.lock_key(sha256),))
+            added = index.add_bundle(
+                conn, sha256, os.path.getsize(path), admit.kept_manifest(manifest, host), host, rows, appliance
+            )
+        made += added or []
+    return made, refused

@@ -26,6 +26,7 @@ from ..system import durable
 
 BUNDLES = "bundles"
 INCOMING = "incoming"
+QUARANTINE = "quarantine"
 BLOCK = 1 << 20
 SHA256 = re.compile(r"[0-9a-f]{64}")
 
@@ -141,6 +142,16 @@ def remove(store_dir, sha256):
         os.unlink(final)
     except FileNotFoundError:
         return
+    durable.sync_dir(os.path.dirname(final))
+
+
+def quarantine(store_dir, sha256):
+    """A kept bundle's file moved aside, into STORE/quarantine/, synced: out of the store, never deleted."""
+    aside = os.path.join(store_dir, QUARANTINE)
+    os.makedirs(aside, exist_ok=True)
+    final = bundle_path(store_dir, sha256)
+    os.rename(final, os.path.join(aside, os.path.basename(final)))
+    durable.sync_dir(aside)
     durable.sync_dir(os.path.dirname(final))
 
 

@@ -17,6 +17,7 @@ import datetime
 import os
 
 import flask
+from flask.sessions import SecureCookieSessionInterface
 
 from ..appliance import access
 from ..lab import access as lab_access
@@ -80,9 +81,18 @@ def refuse_large_body():
         flask.abort(411)
 
 
+class Sessions(SecureCookieSessionInterface):
+    """The session cookie, marked Secure whenever its request came over HTTPS (a lab behind its proxy, which says
+    so in X-Forwarded-Proto): a browser then never sends it in clear."""
+
+    def get_cookie_secure(self, app):
+        return bool(app.config["SESSION_COOKIE_SECURE"]) or flask.request.is_secure
+
+
 def create_app(config):
     app = flask.Flask(__name__, static_folder=os.path.join(PACKAGE_DIR, "static"))
     app.request_class = Request
+    app.session_interface = Sessions()
     app.config.update(
         SSDBENCH_EXTRA_DRIVES=[],
         SSDBENCH_EXTRA_STICKS=[],
@@ -150,4 +160,6 @@ def security_headers(response):
     )
     response.headers["X-Content-Type-Options"] = "nosniff"
     response.headers["Referrer-Policy"] = "no-referrer"
+    if flask.request.is_secure:  # a browser that met the lab over HTTPS keeps to it (HSTS)
+        response.headers["Strict-Transport-Security"] = "max-age=31536000"
     return response

@@ -9,7 +9,7 @@ header, never part of a URL, so that no access log records it.
 
 from flask import Blueprint, current_app, jsonify, request
 
-from ..lab import receive
+from ..lab import receive, schema
 from .db import get_lab
 
 bp = Blueprint("lab", __name__)
@@ -26,5 +26,6 @@ def upload():
         request.stream,
         request.content_length,
         token.strip() if scheme.lower() == "bearer" else "",
+        lambda: schema.connect(current_app.config["SSDBENCH_LAB_DB"]),
     )
     return jsonify(body), status, headers
