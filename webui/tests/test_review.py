@@ -74,7 +74,7 @@ def test_a_steady_state_not_reached_is_no_figure_and_is_said_so_in_the_summary_c
     assert "consistency" not in row["values"] and row["not_reached"] == ["consistency"]
     chart = next(ch for ch in ranking.charts([c]) if ch["id"] == "consistency")
     assert chart["bars"] == [] and chart["not_reached"] == [ranking.label(c)]
-    assert "not reached: run 1" in report_html.bar_chart(chart, "")
+    assert "not reached by run 1" in report_html.bar_chart(chart, "")
 
 
 def test_a_step_that_did_not_end_done_gives_no_review_figure(smoke_run):

@@ -15,7 +15,7 @@ import subprocess
 import pytest
 from conftest import DATA, attach, needs_root, show, ssdbench
 
-from ssdbench.results import document, store
+from ssdbench.results import document, store, validity
 from ssdbench.run import derive, fio_output, plan
 
 pytestmark = needs_root()
@@ -132,4 +132,8 @@ def test_a_continuous_pass_is_not_suspect_and_reads_only_what_was_written(sweep_
         judged = document.run_document(db, 1)
     finally:
         db.close()
-    assert {s["key"]: s["suspect"] for s in judged["steps"]} == {"sweep-clean": [], "sweep-again": []}
+    # on a busy host fio may wait for a CPU (rule 9): that is the host's, not the passes'
+    own = {
+        s["key"]: [r for r in s["suspect"] if getattr(r, "cause", None) != validity.HOST_CAUSE] for s in judged["steps"]
+    }
+    assert own == {"sweep-clean": [], "sweep-again": []}

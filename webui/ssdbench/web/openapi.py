@@ -284,12 +284,16 @@ TESTBED = _object(
         "run": {"type": "integer"},
         "cpu": {"type": "string"},
         "controller": {"type": "string", "description": "the PCI function the drive is reached through"},
+        "kernel": {"type": "string"},
         "link": {"type": "string"},
+        "path": {"type": "string", "description": "the PCIe links from the drive up to its root port"},
+        "host": {"type": "string", "description": "what this PC cost each IO, on fio's null engine before the run"},
         "purge": {"type": "string", "description": "the methods its purges used"},
         "fio": {"type": "string"},
         "classes": _record(
             "its class in each part of the rule that decides whether two testbeds compare (docs/methodology.md, "
-            "The summary, compare and the bench): link, controller, purge, fio, heat, flagged"
+            "The summary, compare and the bench): link, path, controller, cache, link_power, iommu, cpu_clock, "
+            "purge, fio, heat, flagged"
         ),
         "apart": {
             **STRINGS,
@@ -297,7 +301,7 @@ TESTBED = _object(
             "testbed); empty: ranked with it",
         },
     },
-    ["run", "cpu", "controller", "link", "purge", "fio", "classes", "apart"],
+    ["run", "cpu", "kernel", "controller", "link", "path", "host", "purge", "fio", "classes", "apart"],
 )
 # A lab's runs are its appliances' (lab/index): the same, and where each came from.
 LAB_RUN_SUMMARY = _object(
