@@ -15,7 +15,7 @@ import json
 import os
 
 from ..errors import SsdbenchError
-from . import derive, fio
+from . import derive, fio, plan
 
 CALIBRATE_MS = 500  # fio reads a runtime of 0.5 as 0 s: it is given in ms
 FOLDER = "host-cost"
@@ -64,6 +64,11 @@ def jobs_of(steps):
             for _, options in step.jobs:
                 out.setdefault(key(options), {k: v for k, v in options.items() if k not in DROPPED})
     return out
+
+
+def seconds(steps):
+    """The calibration's time foreseen: each distinct job of the plan plays CALIBRATE_MS, fio starting each."""
+    return len(jobs_of(steps)) * (CALIBRATE_MS / 1000 + plan.JOB_START_S)
 
 
 def job_file(suite, steps):

@@ -108,7 +108,10 @@ class Run:
         self.cpus = cpus
         self.idle_first = idle_first
         self.db, self.data_dir, self.run_id, self.drive, self.steps = db, data_dir, run_id, drive, steps
-        self.total_estimate = plan.estimate_seconds(steps) or 1.0
+        # The host-cost calibration comes first, and counts as done once it has run (calibrate).
+        self.calibration_s = host_cost.seconds(steps)
+        self.calibrated_s = 0.0
+        self.total_estimate = plan.estimate_seconds(steps) + self.calibration_s or 1.0
         self.signals = signals
         self.cancel = False
         self.full = False
@@ -126,6 +129,8 @@ class Run:
             self.calibration = host_cost.calibrate(self.suite, self.steps, self.run_dir, self.cpus, self.should_stop)
         except SsdbenchError as exc:
             return {"unavailable": str(exc)}
+        finally:
+            self.calibrated_s = self.calibration_s
         return self.calibration or {"unavailable": "no step of the suite plays a job the null engine can"}
 
     def should_stop(self, now=False):
@@ -157,7 +162,7 @@ class Run:
         )
 
     def progress(self, idx, fraction, iops=None, bw=None):
-        done = sum(s.estimate_s for s in self.steps[:idx])
+        done = self.calibrated_s + sum(s.estimate_s for s in self.steps[:idx])
         current = self.steps[idx].estimate_s if idx < len(self.steps) else 0
         eta = max(0.0, self.total_estimate - done - fraction * current)
         percent = min(100.0, 100.0 * (done + fraction * current) / self.total_estimate)

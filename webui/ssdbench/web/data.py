@@ -62,10 +62,8 @@ def drive_list(config):
 
 
 def run_seconds(steps):
-    """A run's time on a drive: its steps', and before them the host-cost calibration, which plays each distinct
-    job of the plan for CALIBRATE_MS on fio's null engine, fio starting each (run/host_cost.py)."""
-    calibration = len(host_cost.jobs_of(steps)) * (host_cost.CALIBRATE_MS / 1000 + plan.JOB_START_S)
-    return plan.estimate_seconds(steps) + calibration
+    """A run's time on a drive: its steps', and before them the host-cost calibration (run/host_cost.py)."""
+    return plan.estimate_seconds(steps) + host_cost.seconds(steps)
 
 
 class LocalResults:
