@@ -20,8 +20,8 @@ help:
 	@echo "make lint    ruff on webui/, shellcheck on the shell scripts of board/, overlay/ and .ci/"
 	@echo "make test    run every test (needs root: loop devices, real fio)"
 	@echo "make screenshots  make the docs' screenshots (docs/screenshots) again in chromium"
-	@echo "make bench   measure the harness against plain fio, result ingestion, the web, the lab's uploads and pages, the same figures on a free, a slow and a busy host, how far quick's figures repeat, then make bench-vm (about 85 minutes)"
-	@echo "make bench-vm  how far smoke's figures repeat on the VM's NVMe drive, x5 against plain fio (about 30 minutes)"
+	@echo "make bench   measure the harness against plain fio, result ingestion, the web, the lab's uploads and pages, the same figures on a free, a slow and a busy host, how far quick's figures repeat, then make bench-vm (about 95 minutes)"
+	@echo "make bench-vm  how far smoke's figures repeat on the VM's NVMe drive, x5 against plain fio, and whether reading the temperature once a second slows a QD32 read on its AHCI and NVMe drives (about 40 minutes)"
 	@echo "make lab     a local lab (results server) on its own PostgreSQL in build/lab, on port 8090"
 	@echo "make vm-image  build the VM test image from Debian packages: $(VM_DIR)/"
 	@echo "make demo    boot the appliance in QEMU, the web UI on http://localhost:8080"
@@ -120,8 +120,11 @@ test-vm: $(VM_DIR)/stick.img
 
 # The power-cut test of make test-vm, with smoke x5 as its repeatability bench instead of the short mode
 # that make test-vm runs: how far smoke's figures repeat on the VM's NVMe, its table in build/vm-cov-smoke.txt.
+# Then a boot of its own for the temperature bench (bench/bench_temperature_poll.py in the VM): QD32 random read
+# on the AHCI and NVMe drives with and without a temperature read once a second, in build/vm-temperature-poll.txt.
 bench-vm: $(VM_DIR)/stick.img
 	cd webui && SSDBENCH_VM_REPEAT=5 $(PYTEST) -q -s vmtests/test_vm.py -k power_cut
+	cd webui && $(PYTEST) -q -s vmtests/test_temperature_poll.py
 
 # The boot test: the release stick, assembled by board/ssdbench/post-image.sh
 # from its genimage.cfg and grub.cfg, out of Debian stand-ins for what
