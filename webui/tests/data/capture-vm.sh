@@ -156,14 +156,19 @@ sysfs_dump() {
     for h in /sys/class/scsi_host/host*; do show $h/link_power_management_policy; done
 }
 testbed_dump() {  # what the run records of the testbed: the PCI devices above the drives, their
-                  # interrupts and where those go, the kernel's view of each write cache, ASPM
+                  # interrupts and where those go, the kernel's view of each write cache, ASPM,
+                  # and each function's PCIe link (speed, width, the L-states enabled on it)
     show /proc/cmdline
     show /sys/module/pcie_aspm/parameters/policy
     for d in nvme0n1 sda sdb; do link /sys/class/block/$d; show /sys/class/block/$d/queue/write_cache; done
     for s in /sys/class/scsi_disk/*; do show $s/cache_type; done
     for p in /sys/bus/pci/devices/*; do
         link $p
-        for f in class vendor device irq numa_node local_cpulist; do show $p/$f; done
+        for f in class vendor device irq numa_node local_cpulist \
+                 current_link_speed current_link_width max_link_speed max_link_width; do
+            show $p/$f
+        done
+        for a in $p/link/*_aspm; do show $a; done
         link $p/driver
         link $p/iommu_group
         if [ -d $p/msi_irqs ]; then echo "$p/msi_irqs=$(ls $p/msi_irqs | sort -n | tr '\n' ' ')"
