@@ -47,6 +47,8 @@ def test_a_run_measures_the_hosts_cost_and_every_figure_carries_its_share(finish
     for n, job in enumerate(cost["jobs"]):
         measured = iops(fio_job(os.path.join(run_dir, cost["output"]), f"job{n}"))
         assert job["iops"] == measured > 0 and job["us_per_io"] == pytest.approx(1e6 / measured)
+        # the host's CPU time per IO: its wall time per IO, less the share of it fio waited for a CPU
+        assert job["cpu_us_per_io"] == pytest.approx(job["us_per_io"] * min(job["cpu_percent"], 100) / 100)
     null = {job["key"]: job for job in cost["jobs"]}
     done = {s["key"]: s for s in document.run_document(store.connect(data_dir), run["id"])["steps"]}
     for step in steps:
@@ -55,14 +57,14 @@ def test_a_run_measures_the_hosts_cost_and_every_figure_carries_its_share(finish
         stored = done[step.id]
         metrics = {m["name"]: m["value"] for m in stored["metrics"]}
         job = fio_job(os.path.join(data_dir, store.step_folder(run["id"], step.index, step.id), "fio.json"), step.id)
-        expected = 100 * iops(job) / null[host_cost.key(step.jobs[0][1])]["iops"]
+        expected = null[host_cost.key(step.jobs[0][1])]["cpu_us_per_io"] * iops(job) / 1e4
         assert metrics["host_share_percent"] == pytest.approx(expected), step.id
         # the kernel's count of fio's wait for a CPU, as the step's detail records it
         waited = stored["detail"]["cpu_wait"]
         assert waited["tasks"] >= 1 and waited["ran_s"] > 0
         assert metrics["host.cpu_wait_percent"] == waited["wait_percent"]
         assert validity.host_bound(metrics) == [r for r in stored["suspect"] if "the PC's" in r]
-    assert "host" in card.of(run)["testbed"] and "us per IO" in card.of(run)["testbed"]["host"]
+    assert "us of CPU per IO" in card.of(run)["testbed"]["host"]
 
 
 def test_a_share_or_a_wait_over_the_limit_flags_the_figure():

@@ -188,12 +188,12 @@ def host(run):
     if not jobs:
         return f"unavailable: {cost.get('unavailable', 'no job measured')}", None
     median = sorted(job["cpu_percent"] for job in jobs)[len(jobs) // 2]
-    costs = sorted(job["us_per_io"] for job in jobs if job.get("us_per_io"))
-    shown = f"fio had {median:g}% of a CPU on the null engine, {costs[0]:.2f} to {costs[-1]:.2f} us per IO"
+    costs = sorted(job.get("cpu_us_per_io") or job["us_per_io"] for job in jobs if job.get("us_per_io"))
+    shown = f"fio had {median:.0f}% of a CPU on the null engine, {costs[0]:.2f} to {costs[-1]:.2f} us of CPU per IO"
     if median >= WHOLE_CPU:
         return shown, None
     flag = (
-        f"{validity.HOST_CAUSE}: fio had {median:g}% of a CPU when the host's cost was measured before the run, "
+        f"{validity.HOST_CAUSE}: fio had {median:.0f}% of a CPU when the host's cost was measured before the run, "
         f"under {WHOLE_CPU:.0f}%: "
         "other work or a limit on the host held it back, so every figure may be partly the PC's"
     )

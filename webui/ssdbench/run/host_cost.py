@@ -102,12 +102,16 @@ def calibrate(suite, steps, run_dir, cpus, should_stop):
     jobs = []
     for options, job in zip(jobs_of(steps).values(), outcome.doc["jobs"]):
         iops = sum(job[d]["iops"] for d in ("read", "write", "trim"))
+        cpu = job["usr_cpu"] + job["sys_cpu"]
         jobs.append(
             {
                 "key": key(options),
                 "iops": iops,
                 "us_per_io": 1e6 / iops if iops else None,
-                "cpu_percent": round(job["usr_cpu"] + job["sys_cpu"], 1),
+                "cpu_percent": cpu,
+                # the CPU's own time per IO: a calibration that other work or a quota held back (cpu_percent under
+                # 100) waited, and its wall time per IO counts the wait, which the steps' cpu_wait measures
+                "cpu_us_per_io": 1e6 / iops * min(cpu, 100.0) / 100 if iops else None,
             }
         )
     return {
@@ -121,24 +125,25 @@ def calibrate(suite, steps, run_dir, cpus, should_stop):
 
 
 def shares(step, doc, calibration):
-    """The metric of each of a step's jobs that the calibration played: the host's share of the
-    job's time per IO, in percent: 100 x the job's IOPS on the drive / its IOPS on the null engine (the host's
-    microseconds per IO over the job's own). A job fio did no IO in has none."""
+    """The metric of each of a step's jobs that the calibration played: the host's share of the job's time per IO,
+    in percent: the CPU time the host spent on each of the job's IOs on the null engine over the job's own time per
+    IO on the drive (1e6 / its IOPS). A job fio did no IO in has none."""
     known = {job["key"]: job for job in (calibration or {}).get("jobs", [])}
     done = {job["jobname"]: job for job in doc.get("jobs", [])}
     out = []
     for name, options in step.jobs if step.kind in KINDS else ():
         null, job = known.get(key(options)), done.get(name)
-        if not null or not null["iops"] or job is None:
+        if not null or not null.get("cpu_us_per_io") or job is None:
             continue
         iops = sum(job[d]["iops"] for d in ("read", "write", "trim"))
         if not iops:
             continue
         prefix = f"{name}." if len(done) > 1 else ""
         source = (
-            f"100 x the job's IOPS, {iops:,.0f} (fio.json /jobs/{name}: read + write + trim iops), / its IOPS on fio's "
-            f"null engine before the run, {null['iops']:,.0f} ({null['us_per_io']:.3f} us per IO; environment "
-            "host_cost)"
+            f"100 x the host's CPU time per IO on fio's null engine before the run, {null['cpu_us_per_io']:.3f} us "
+            f"(environment host_cost: 1e6 / its IOPS x its CPU share), x the job's IOPS, {iops:,.0f} (fio.json "
+            f"/jobs/{name}: read + write + trim iops), / 1e6"
         )
-        out.append(derive.Metric(f"{prefix}host_share_percent", 100 * iops / null["iops"], "%", source))
+        share = null["cpu_us_per_io"] * iops / 1e4
+        out.append(derive.Metric(f"{prefix}host_share_percent", share, "%", source))
     return out
