@@ -30,7 +30,9 @@ from conftest import (
     free_port,
     lab,
     lab_server,
+    login,
     login_from,
+    make_app,
     make_ca,
     needs_root,
     rewritten,
@@ -237,13 +239,19 @@ def hostile(doc, what):
         doc["drive"]["path"] = "/dev/" + "x" * (1 << 20)
     elif what == "a long key in the environment":
         doc["environment"]["k" * 5000] = 1
+    elif what == "a NUL in the fio version":  # issue 35, item 6: the card is jsonb, which took neither: a 500
+        doc["environment"]["tools"]["fio"] = "fio-3.33\x00"
+    elif what == "a lone surrogate in a key of the tools":
+        doc["environment"]["tools"]["fio\udc80"] = "fio-3.33"
+    elif what == "invalid UTF-8":
+        return json.dumps(doc).encode().replace(b'"state": "done"', b'"state": "done", "x": "\xff\xfe"')
     return json.dumps(doc).encode()
 
 
 HOSTILE = {
     "a string id": "id is not a whole number",
-    "a NUL in the model": "drive model: a NUL",
-    "a lone surrogate in the serial": "drive serial: not valid Unicode",
+    "a NUL in the model": "drive: a text: a NUL",
+    "a lone surrogate in the serial": "drive: a text: not valid Unicode",
     "a step without a state": "step 0: state is not text",
     "NaN": "a number that is not finite (NaN)",
     "1e400": "a number that is not finite (1e400)",
@@ -255,6 +263,9 @@ HOSTILE = {
     "an environment.suite that is not an object": "environment.suite is not an object",
     "a drive's text of 1 MB": "drive: a text of 1048581 characters",
     "a long key in the environment": "environment: a text of 5000 characters",
+    "a NUL in the fio version": "environment: a text: a NUL",
+    "a lone surrogate in a key of the tools": "environment: a text: not valid Unicode",
+    "invalid UTF-8": "result.json is damaged ('utf-8' codec can't decode",
 }
 
 
@@ -590,6 +601,69 @@ def test_a_run_stays_queued_on_the_appliance_until_the_lab_confirms_it(lab_db, f
     assert not any(token in line for line in said)
 
 
+def test_a_bundle_the_lab_fails_on_waits_on_its_own_and_is_set_aside_stuck(lab_db, finished_bundle, tmp_path):
+    """Issue 35, item 6: a bundle the lab answered with 500 held back every later run, for ever. The lab fails on
+    the oldest bundle (a trigger in its database refuses that bundle's row: a real 500 from the real server); the
+    queue goes on to the next, tries the failing one again after its own wait, doubling, and after MAX_TRIES sets
+    it aside as stuck, which the appliance's History shows with the lab's answer."""
+    token = lab("token", "add", "bench-a", db=lab_db).stdout.strip()
+    data_dir = tmp_path / "data"
+    folder = data_dir / upload.QUEUE_DIR
+    folder.mkdir(parents=True)
+    bad = pathlib.Path(shutil.copy(finished_bundle, folder / "a-bad.zip"))
+    good = pathlib.Path(
+        rewritten(finished_bundle, folder / "b-good.zip", lambda n, c: c and c.replace(b'\n "id": 1,', b'\n "id": 2,'))
+    )
+    os.utime(bad, (1, 1))  # the oldest: sent first
+    with open(bad, "rb") as f:
+        sha256 = hashlib.sha256(f.read()).hexdigest()
+    with psycopg.connect(lab_db) as conn:
+        conn.execute(
+            f"""CREATE FUNCTION fail() RETURNS trigger AS $$ BEGIN
+                  IF NEW.sha256 = '{sha256}' THEN RAISE EXCEPTION 'the lab fails on this bundle'; END IF;
+                  RETURN NEW; END $$ LANGUAGE plpgsql;
+                CREATE TRIGGER fail BEFORE INSERT ON bundles FOR EACH ROW EXECUTE FUNCTION fail()"""
+        )
+    port, clock, said = free_port(), Clock(), []
+    lab_queue = upload.Queue(f"http://127.0.0.1:{port}", token, clock=clock)
+    tried = []
+
+    def drain():
+        said.clear()
+        lab_queue.drain(str(data_dir), said.append)
+        tried.extend(line for line in said if line.startswith(bad.name))
+
+    with lab_server(lab_db, tmp_path / "store", port=port):
+        drain()
+        assert not good.exists() and "b-good.zip: uploaded (lab runs" in said[-1]  # past the failing one
+        assert len(tried) == 1 and "Internal Server Error" in tried[0], said
+        assert f"try 1 of {upload.MAX_TRIES}, next in 10 s; the queue goes on" in tried[0]
+        waited = [upload.RETRY_FIRST_S]
+        for n in range(2, upload.MAX_TRIES + 1):
+            clock.now += waited[-1] - 1
+            drain()
+            assert len(tried) == n - 1, f"tried again before its wait of {waited[-1]} s"
+            clock.now += 1
+            drain()
+            assert len(tried) == n and bad.exists() == (n < upload.MAX_TRIES), tried[-1]
+            waited.append(min(waited[-1] * 2, upload.RETRY_MAX_S))
+        assert waited[:-1] == [10, 20, 40, 80, 160, 320, 600, 600, 600, 600, 600]
+        assert f"after {upload.MAX_TRIES} tries, kept as a-bad.zip.stuck" in tried[-1]
+        clock.now += 3600
+        drain()
+        assert len(tried) == upload.MAX_TRIES  # stuck: tried no more
+    assert rows(lab_db, "SELECT source_id FROM runs") == [(2,)]
+    assert (folder / "a-bad.zip.stuck").exists() and not (folder / "a-bad.zip").exists()
+    held = upload.held(str(data_dir))
+    assert [(h["name"], h["state"], h["tries"]) for h in held] == [("a-bad.zip", "stuck", upload.MAX_TRIES)]
+    assert "Internal Server Error" in held[0]["error"]
+    client = make_app(data_dir).test_client()
+    login(client)
+    page = client.get("/history").get_data(as_text=True)
+    assert "Not uploaded to the lab" in page and "a-bad.zip" in page and ">stuck<" in page
+    assert "Internal Server Error" in page
+
+
 def test_the_token_goes_in_clear_only_to_this_machine_or_when_told():
     for url in ("http://127.0.0.1:8090/", "http://localhost:8090", "http://[::1]:8090/", "https://lab.example/"):
         upload.lab_url(url)
@@ -671,7 +745,7 @@ def test_a_lab_that_hangs_or_answers_wrongly_keeps_the_bundle_queued(finished_bu
         with hostile_lab(answer) as url:
             upload.Queue(url, secret).drain(str(data_dir), said.append)
         assert len(list((data_dir / upload.QUEUE_DIR).glob("*.zip"))) == 1, (body, said)
-        assert ("not one a lab gives" in said[-1] or "refused" in said[-1]) and "kept in the queue" in said[-1], said
+        assert ("not one a lab gives" in said[-1] or "refused" in said[-1]) and "try 1 of" in said[-1], said
 
 
 def trickle(fast):

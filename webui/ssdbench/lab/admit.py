@@ -133,13 +133,15 @@ def _run(host, doc, prefix):
 
 
 def _bounded(value, where):
-    """Every string in `value`, keys too, within MAX_TEXT characters."""
+    """Every string in `value`, keys too, within MAX_TEXT characters, and one PostgreSQL stores (the card is jsonb:
+    a NUL or a lone surrogate in it was a 500 where it should be a 422)."""
     left = [value]
     while left:
         item = left.pop()
         if isinstance(item, str):
             if len(item) > MAX_TEXT:
                 raise Refused(f"{where}: a text of {len(item)} characters, over the {MAX_TEXT} a page shows")
+            _text(item, f"{where}: a text")
         elif isinstance(item, dict):
             left += [*item.keys(), *item.values()]
         elif isinstance(item, list):

@@ -2,9 +2,13 @@
 
 On an appliance whose kernel command line names a lab (ssdbench.upload=URL, ssdbench.token=T), the runner
 service writes each run's bundle, as it ends, into the upload queue on the data partition (so on the stick), and
-sends it; a bundle the lab has not confirmed stays queued (one it refuses as not a bundle that verifies is kept
-beside the queue, as NAME.zip.refused) and is tried again while no run is active, after a
-wait that doubles from RETRY_FIRST_S to RETRY_MAX_S. The lab confirms a bundle by answering its sha256.
+sends it; a bundle the lab has not confirmed stays queued and is tried again while no run is active. The lab
+confirms a bundle by answering its sha256. When the lab cannot be reached, the whole queue waits, from RETRY_FIRST_S
+to RETRY_MAX_S, doubling. When the lab answers one bundle with an error, that bundle waits as long, on its own,
+and the queue goes on to the next: one bundle the lab cannot take never holds back the runs after it. One it
+refuses as not a bundle that verifies is set aside as NAME.zip.refused; one it has answered with an error
+MAX_TRIES times, as NAME.zip.stuck. Each failure's reason is kept beside the bundle (NAME.zip.json), and the
+appliance's History shows what was set aside or waits (held()).
 
 The token travels only in the Authorization header, so only over https:// (plain http:// only to this
 machine's loopback, or when told --insecure). It is never written to a file, a log or a message here, and the
@@ -37,6 +41,12 @@ QUEUE_DIR = "upload-queue"
 TOKEN_VAR = "SSDBENCH_TOKEN"
 RETRY_FIRST_S = 10
 RETRY_MAX_S = 600
+# A bundle the lab answered with an error this many times is set aside: about an hour of tries (10 s doubling up to
+# 10 min), long enough for a lab's restart or a fix to be deployed, and a lab that answers every bundle so still
+# keeps each on the stick.
+MAX_TRIES = 12
+SET_ASIDE = (".refused", ".stuck")
+NOTE = ".json"
 # A send's deadline: a minute and a half to connect and for the lab to verify, plus the body at 100 kB/s. Each
 # block of the body, and each read of the answer, must also go through within STEP_S.
 TIMEOUT_S = 90
@@ -48,11 +58,12 @@ PATH = "/lab/bundles"
 
 
 class UploadError(SsdbenchError):
-    """A bundle the lab did not confirm. `final`: the lab refused it (no retry would help)."""
+    """A bundle the lab did not confirm. `final`: the lab refused it (no retry would help). `status`: the lab's
+    HTTP status, None when it did not answer (the network, or a lab that is down: every bundle alike)."""
 
-    def __init__(self, message, final=False):
+    def __init__(self, message, final=False, status=None):
         super().__init__(message)
-        self.final = final
+        self.final, self.status = final, status
 
 
 def lab_url(url, insecure=False):
@@ -160,12 +171,12 @@ def send(path, url, secret, insecure=False, interrupted=lambda: False, clock=tim
     answer = answer if isinstance(answer, dict) else {}
     if response.status in (200, 201) and answer.get("sha256") == digest:
         if type(answer.get("stored")) is not bool or not _run_ids(answer.get("runs")):
-            raise UploadError(f"the lab's answer is not one a lab gives: {text[:200]!r}")
+            raise UploadError(f"the lab's answer is not one a lab gives: {text[:200]!r}", status=response.status)
         return answer
     reason = answer.get("error") if isinstance(answer.get("error"), str) else None
     reason = reason or f"HTTP {response.status} {response.reason}"
     # Too large, or not a bundle that verifies: no retry would change it. A wrong token may be put right.
-    raise UploadError(f"the lab refused it: {reason}", final=response.status in (413, 422))
+    raise UploadError(f"the lab refused it: {reason}", final=response.status in (413, 422), status=response.status)
 
 
 def _shut(connection, shut):
@@ -207,6 +218,7 @@ class Queue:
         lab_url(url, insecure)
         self.url, self.secret, self.insecure, self.clock, self.cafile = url, secret, insecure, clock, cafile
         self.delay, self.next_try = RETRY_FIRST_S, 0.0
+        self.waits = {}  # a bundle's name: when it may be tried again, after the lab answered it with an error
 
     def after_run(self, db, data_dir, run_id, log):
         """The run's bundle into the queue; the runner sends what the queue holds when it is next idle (drain)."""
@@ -221,27 +233,78 @@ class Queue:
         self.next_try = 0.0
 
     def drain(self, data_dir, log, interrupted=lambda: False):
-        """Send the queued bundles, oldest first, when the wait after the last failure is over; each the lab
-        confirms leaves the queue. Called between runs, never during one: `interrupted()` ends a send the moment
-        a run is queued, and the bundle stays queued."""
+        """Send the queued bundles, oldest first, each whose wait after its last failure is over, once the queue's
+        wait after the lab was last out of reach is over; each the lab confirms leaves the queue. Called between
+        runs, never during one: `interrupted()` ends a send the moment a run is queued, and the bundle stays
+        queued."""
         folder = os.path.join(data_dir, QUEUE_DIR)
         if self.clock() < self.next_try or not os.path.isdir(folder):
             return
         queued = sorted((e for e in os.scandir(folder) if e.name.endswith(".zip")), key=lambda e: e.stat().st_mtime)
         for entry in queued:
+            if self.clock() < self.waits.get(entry.name, 0.0):
+                continue
             try:
                 answer = send(entry.path, self.url, self.secret, self.insecure, interrupted, cafile=self.cafile)
             except UploadError as exc:
-                if exc.final:  # kept on the stick, out of the queue, for someone to look at
-                    os.replace(entry.path, entry.path + ".refused")
-                    log(f"{entry.name}: {exc}; kept as {entry.name}.refused")
-                    continue
-                self.next_try = self.clock() + self.delay
-                log(f"{entry.name}: not uploaded ({exc}); kept in the queue, next try in {self.delay} s")
-                self.delay = min(self.delay * 2, RETRY_MAX_S)
-                return
+                if interrupted():
+                    return
+                if exc.status is None:  # nothing answered: the network or the lab, which every bundle waits for
+                    self.next_try = self.clock() + self.delay
+                    log(f"{entry.name}: not uploaded ({exc}); kept in the queue, next try in {self.delay} s")
+                    self.delay = min(self.delay * 2, RETRY_MAX_S)
+                    return
+                self._failed(entry, exc, log)
+                continue
             os.unlink(entry.path)
+            durable.remove_file(entry.path + NOTE)
             durable.sync_dir(folder)
+            self.waits.pop(entry.name, None)
             runs = ", ".join(map(str, answer["runs"]))
             log(f"{entry.name}: {'uploaded' if answer['stored'] else 'already in the lab'} (lab runs {runs})")
         self.delay = RETRY_FIRST_S
+
+    def _failed(self, entry, exc, log):
+        """A bundle the lab answered with an error: refused (final), stuck (MAX_TRIES), or waiting on its own."""
+        tries = _note(entry.path + NOTE).get("tries", 0) + 1
+        durable.replace_file(entry.path + NOTE, json.dumps({"tries": tries, "error": str(exc)}))
+        aside = ".refused" if exc.final else ".stuck" if tries >= MAX_TRIES else None
+        if aside:  # kept on the stick, out of the queue, for someone to look at
+            os.replace(entry.path, entry.path + aside)
+            self.waits.pop(entry.name, None)
+            log(f"{entry.name}: {exc}; after {tries} tries, kept as {entry.name}{aside}")
+            return
+        wait = min(RETRY_FIRST_S * 2 ** (tries - 1), RETRY_MAX_S)
+        self.waits[entry.name] = self.clock() + wait
+        log(f"{entry.name}: not uploaded ({exc}); try {tries} of {MAX_TRIES}, next in {wait} s; the queue goes on")
+
+
+def _note(path):
+    """What the last failure of a queued bundle left beside it: {"tries", "error"}, or {}."""
+    try:
+        with open(path) as f:
+            note = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    return note if isinstance(note, dict) and type(note.get("tries")) is int else {}
+
+
+def held(data_dir):
+    """The bundles the lab has not taken that failed at least once, oldest first: [{"name", "state" ("waiting",
+    "refused" or "stuck"), "tries", "error"}] (a bundle refused before the reason was kept has tries 1, error
+    None)."""
+    folder = os.path.join(data_dir, QUEUE_DIR)
+    if not os.path.isdir(folder):
+        return []
+    found = []
+    for entry in sorted(os.scandir(folder), key=lambda e: e.stat().st_mtime):
+        name, _, aside = entry.name.rpartition(".zip")
+        if aside not in ("", *SET_ASIDE) or not name:
+            continue
+        note = _note(os.path.join(folder, name + ".zip" + NOTE))
+        if aside or note:
+            state = aside.lstrip(".") or "waiting"
+            found.append(
+                {"name": f"{name}.zip", "state": state, "tries": note.get("tries", 1), "error": note.get("error")}
+            )
+    return found

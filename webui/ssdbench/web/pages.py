@@ -21,7 +21,7 @@ from markupsafe import Markup
 
 from ..errors import SsdbenchError
 from ..human import clock, figure, when
-from ..results import bench, repeatability, report_html, store, summary, testbed
+from ..results import bench, repeatability, report_html, store, summary, testbed, upload
 from ..run.repeat import MAX_TIMES
 from ..suites import user_traces
 from . import data
@@ -257,6 +257,7 @@ def history():
         older=before is not None,
         max_compare=data.MAX_COMPARE,
         sticks=[] if lab_mode() else _sticks(),
+        held=[] if lab_mode() else upload.held(current_app.config["SSDBENCH_DATA_DIR"]),
     )
 
 
