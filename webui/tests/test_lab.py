@@ -508,6 +508,14 @@ def test_the_lab_pages_show_every_appliances_runs_side_by_side(lab_db, finished_
         assert all(r["series"] and "x" in r["series"][0] for r in compared["runs"])  # the charts' data
         status, _, page = browser.get("/runs/2")
         assert status == 200 and "Other SSD 2TB" in page and "Delete this run" not in page
+        # An id past 64 bits is nobody's, and PostgreSQL would have read every row to find so (issue 35, item 8).
+        for path in (
+            "/runs/99999999999999999999",
+            "/runs/9223372036854775808",
+            "/compare?run=1&run=10000000000000000000",
+        ):
+            assert browser.get(path)[0] == 404, path
+        assert browser.get("/history?before=99999999999999999999")[0] == 200  # as without: from the newest
         # The bundle as it came, under its own name.
         with browser.opener.open(url + "/api/runs/1/bundle") as response:
             body = response.read()
@@ -662,6 +670,8 @@ def test_a_bundle_the_lab_fails_on_waits_on_its_own_and_is_set_aside_stuck(lab_d
     page = client.get("/history").get_data(as_text=True)
     assert "Not uploaded to the lab" in page and "a-bad.zip" in page and ">stuck<" in page
     assert "Internal Server Error" in page
+    for path in ("/runs/99999999999999999999", "/repeats/9223372036854775808"):  # SQLite took neither: a 500
+        assert client.get(path).status_code == 404, path
 
 
 def test_the_token_goes_in_clear_only_to_this_machine_or_when_told():

@@ -15,6 +15,11 @@ from ..run import host_cost, plan, queue, repeat
 from ..suites import locked, user_traces
 
 MAX_COMPARE = 10
+# A run's or a repeat set's id: 64 bits at most (SQLite's, PostgreSQL's bigint). A larger one is nobody's, and
+# PostgreSQL compares it with the id column as a numeric, which no index serves: it read every row (issue 35, item
+# 8). The pages' routes match only ids in range (ID, a Flask converter), as the API's document holds its own.
+MAX_ID = 2**63 - 1
+ID = f"int(min=1, max={MAX_ID})"
 # A trace file sent to the web: larger ones are imported at the console (`ssdbench trace import`). The server
 # takes a body this large from anyone before it can refuse it (docs/security.md).
 TRACE_UPLOAD_BYTES = 4 * 1024 * 1024

@@ -16,11 +16,10 @@ from ..lab.receive import MAX_BUNDLE_BYTES
 from ..results import bundle, headline, store
 from ..run.repeat import MAX_TIMES
 from ..suites import locked, user_traces
-from .data import HISTORY_PAGE, MAX_COMPARE, MAX_RUNS_PAGE, TRACE_UPLOAD_BYTES
+from .data import HISTORY_PAGE, MAX_COMPARE, MAX_ID, MAX_RUNS_PAGE, TRACE_UPLOAD_BYTES
 
 # SQLite's largest row id: a larger one names no run.
-MAX_RUN_ID = 2**63 - 1
-RUN_ID_SCHEMA = {"type": "integer", "minimum": 1, "maximum": MAX_RUN_ID}
+RUN_ID_SCHEMA = {"type": "integer", "minimum": 1, "maximum": MAX_ID}
 
 
 def _json(description, schema):

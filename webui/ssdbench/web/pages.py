@@ -87,7 +87,7 @@ def start_repeat():
     return redirect(body["url"])
 
 
-@bp.get("/repeats/<int:repeat_id>")
+@bp.get(f"/repeats/<{data.ID}:repeat_id>")
 def repeat(repeat_id):
     summary = repeatability.summary(get_db(), repeat_id)
     if summary is None:
@@ -98,7 +98,7 @@ def repeat(repeat_id):
     return render_template("repeat.html", rep=summary, live=summary["state"] in store.ACTIVE, shown=shown)
 
 
-@bp.post("/repeats/<int:repeat_id>/cancel")
+@bp.post(f"/repeats/<{data.ID}:repeat_id>/cancel")
 def cancel_repeat(repeat_id):
     body, status = data.cancel_repeat(get_db(), repeat_id)
     if status == 404:
@@ -160,7 +160,7 @@ def start_trace(name):
     return redirect(body["url"])
 
 
-@bp.get("/runs/<int:run_id>")
+@bp.get(f"/runs/<{data.ID}:run_id>")
 def run(run_id):
     doc = get_results().get_run(run_id)
     if doc is None:
@@ -188,7 +188,7 @@ def _sticks():
         return []  # no lsblk: the page still shows the rest
 
 
-@bp.post("/runs/<int:run_id>/cancel")
+@bp.post(f"/runs/<{data.ID}:run_id>/cancel")
 def cancel(run_id):
     body, status = data.cancel_run(get_db(), run_id)
     if status == 404:
@@ -198,7 +198,7 @@ def cancel(run_id):
     return redirect(url_for("pages.run", run_id=run_id))
 
 
-@bp.post("/runs/<int:run_id>/export")
+@bp.post(f"/runs/<{data.ID}:run_id>/export")
 def export(run_id):
     _export([run_id])
     return redirect(url_for("pages.run", run_id=run_id))
@@ -221,7 +221,7 @@ def _export(runs):
     flash(f"Exported to {body['device']}: {done}; {body['pull']}.")
 
 
-@bp.post("/runs/<int:run_id>/delete")
+@bp.post(f"/runs/<{data.ID}:run_id>/delete")
 def delete(run_id):
     body, status = data.delete_run(get_db(), current_app.config["SSDBENCH_DATA_DIR"], run_id)
     if status == 404:
@@ -233,7 +233,7 @@ def delete(run_id):
     return redirect(url_for("pages.history"))
 
 
-@bp.get("/runs/<int:run_id>/files/<path:name>")
+@bp.get(f"/runs/<{data.ID}:run_id>/files/<path:name>")
 def run_file(run_id, name):
     # send_from_directory refuses any path that leaves the run's folder.
     return send_from_directory(
@@ -247,7 +247,7 @@ def run_file(run_id, name):
 def history():
     # ?before=ID: the page of the runs older than that one (the first page holds the repeat sets too).
     before = request.args.get("before", type=int)
-    before = before if before and before > 0 else None
+    before = before if before and 0 < before <= data.MAX_ID else None
     repeats = [] if lab_mode() or before else store.list_repeats(get_db())
     page = data.runs_page(get_results(), before, data.HISTORY_PAGE)
     return render_template(
@@ -269,6 +269,8 @@ def compare():
         flash(problem)
         return redirect(url_for("pages.history"))
     try:
+        if not all(0 < i <= data.MAX_ID for i in ids):
+            raise LookupError  # nobody's, and asked for, a read of every row (data.MAX_ID)
         runs = get_results().cards(ids)
     except LookupError:
         abort(404)
