@@ -4,6 +4,7 @@ FROM python:3.11-slim
 RUN apt-get update && apt-get install -y --no-install-recommends libpq5 && rm -rf /var/lib/apt/lists/*
 COPY webui /src/webui
 RUN pip install --no-cache-dir '/src/webui[lab]' && rm -rf /src
-# The schema is migrated at every start (it is idempotent), then the server runs. compose.yaml lets only its
-# reverse proxy reach it (lab-proxy.conf): so the proxy's X-Forwarded-For is trusted.
-CMD ["sh", "-c", "ssdbench lab migrate && exec ssdbench lab serve --host 0.0.0.0 --port 8090 --store /store --behind-proxy"]
+# The schema is migrated at every start (it is idempotent), then the server runs, while the cards an upgrade
+# made or emptied are filled from the store beside it, in committed batches (lab migrate --store). compose.yaml
+# lets only its reverse proxy reach it (lab-proxy.conf): so the proxy's X-Forwarded-For is trusted.
+CMD ["sh", "-c", "ssdbench lab migrate && { ssdbench lab migrate --store /store & } && exec ssdbench lab serve --host 0.0.0.0 --port 8090 --store /store --behind-proxy"]

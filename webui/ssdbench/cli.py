@@ -429,8 +429,25 @@ def lab_migrate(args):
     print(
         f"applied {', '.join(map(str, applied))}: schema version {version}"
         if applied
-        else f"schema version {version}, current"
+        else f"schema version {version}, current",
+        flush=True,
     )
+    if args.store:
+        return fill_cards(conn, args.store)
+    if conn.execute("SELECT 1 FROM runs WHERE card IS NULL LIMIT 1").fetchone():
+        print("some runs have no card yet: ssdbench lab migrate --store DIR makes them", file=sys.stderr)
+    return 0
+
+
+def fill_cards(conn, store_dir):
+    """The cards an upgrade made or emptied, from the store, in committed batches while the servers serve; each run
+    that cannot have one named, and the exit status 2 for it."""
+    filled, skipped = lab_index.fill_cards(conn, store_dir, lambda said: print(said, file=sys.stderr, flush=True))
+    if filled:
+        print(f"{filled} runs got their cards")
+    for run_id, why in skipped:
+        print(f"run {run_id}: no card, {why}: it shows as being indexed; restore its bundle, migrate again")
+    return EXIT_ERROR if skipped else 0
 
 
 def lab_serve(args):
@@ -449,9 +466,6 @@ def lab_serve(args):
             "production): listen on 127.0.0.1 for the proxy and add --behind-proxy"
         )
     os.makedirs(args.store, exist_ok=True)
-    filled = lab_index.fill_cards(lab_connect(args), args.store)
-    if filled:
-        print(f"ssdbench lab: {filled} runs indexed by an older ssdbench got their cards", file=sys.stderr)
     app = create_app({"SSDBENCH_LAB_DB": lab_schema.url(args.db), "SSDBENCH_LAB_STORE": args.store})
     if behind_proxy:
         from werkzeug.middleware.proxy_fix import ProxyFix
@@ -477,10 +491,11 @@ def lab_local(args):
         args.db = pg.create("lab")
         lab_schema.migrate(lab_connect(args, current=False))
         conn = lab_connect(args)
+        args.store = os.path.join(args.folder, "store")
+        fill_cards(conn, args.store)
         if not lab_access.list_users(conn):
             print(f"user admin, password {lab_access.add_user(conn, 'admin')}", flush=True)
         print(f"database {args.db}", flush=True)
-        args.store = os.path.join(args.folder, "store")
         lab_serve(args)
     finally:
         pg.stop()
@@ -866,7 +881,7 @@ def add_lab(sub):
     c.set_defaults(func=cmd_lab)
     actions = c.add_subparsers(dest="action", required=True)
     parsers = [
-        actions.add_parser("migrate", help="create or update the lab's schema (idempotent)"),
+        migrate := actions.add_parser("migrate", help="create or update the lab's schema (idempotent)"),
         serve := actions.add_parser("serve", help="serve the lab: uploads, history, compare"),
         runs := actions.add_parser("runs", help="list the runs the lab holds"),
         sweep := actions.add_parser("sweep", help="list the store's bundle files that the database does not list"),
@@ -880,6 +895,9 @@ def add_lab(sub):
     local.add_argument("folder", metavar="FOLDER", help="where the PostgreSQL and the bundles are kept")
     for p in (serve, sweep, reindex):
         p.add_argument("--store", required=True, metavar="DIR", help="the folder that keeps the bundles")
+    migrate.add_argument(
+        "--store", metavar="DIR", help="the folder that keeps the bundles: make the cards an upgrade asks for"
+    )
     for p in (serve, local):
         p.add_argument(
             "--behind-proxy",

@@ -531,7 +531,7 @@ def test_the_lab_pages_show_every_appliances_runs_side_by_side(lab_db, finished_
 
 def test_the_run_list_compare_and_bench_come_from_the_index_alone(lab_db, finished_bundle, tmp_path):
     """Issue 26, Scale: the pages that list or rank many runs read the index, never a document; a lab indexed
-    before the cards were (schema 1) gets them when its server starts."""
+    before the cards were (schema 1) gets them from `lab migrate --store`."""
     password = lab("user", "add", "ann", db=lab_db).stdout.strip()
     store_dir, away = tmp_path / "store", tmp_path / "away"
     with lab_server(lab_db, store_dir) as (_, url):
@@ -557,14 +557,22 @@ def test_the_run_list_compare_and_bench_come_from_the_index_alone(lab_db, finish
         assert browser.get("/api/runs?limit=0")[0] == 400
         cards = rows(lab_db, "SELECT id, model, card FROM runs ORDER BY id")
         picks = rows(lab_db, "SELECT * FROM bench ORDER BY model")
-    # As a lab of schema 1 holds them: no card, no bench. Its next server start fills them in, the same.
+    # As a lab of schema 1 holds them: no card, no bench. `lab migrate --store` fills them in, the same.
     with psycopg.connect(lab_db) as conn:
         conn.execute("DELETE FROM bench")
         conn.execute("UPDATE runs SET card = NULL, model = NULL")
-    # A bundle missing from the store stops the start with what to do, rather than a page that fails later.
-    port = str(free_port())
-    proc = ssdbench("lab", "serve", "--db", lab_db, "--store", str(away), "--port", port, timeout=120)
-    assert proc.returncode == 2 and "cannot be read from the store" in proc.stderr and "restore" in proc.stderr
+    # Bundles missing from the store: each run is named, and skipped (issue 35, item 7: it stopped the start).
+    proc = lab("migrate", "--store", str(away), db=lab_db)
+    assert proc.returncode == 2, proc.stderr
+    for run_id in (1, 2):
+        assert f"run {run_id}: no card, its bundle" in proc.stdout and "cannot be read" in proc.stdout
+    with lab_server(lab_db, store_dir) as (_, url):  # a server starts, whatever the cards
+        browser = Browser(url)
+        browser.login("ann", password)
+        status, _, page = browser.get("/compare?run=1&run=2")
+        assert status == 503 and "run 1, 2 is being indexed" in page
+    proc = lab("migrate", "--store", str(store_dir), db=lab_db)
+    assert proc.returncode == 0 and "2 runs got their cards" in proc.stdout, proc.stderr
     with lab_server(lab_db, store_dir) as (_, url):
         browser = Browser(url)
         browser.login("ann", password)
@@ -582,6 +590,84 @@ class Clock:
 
     def __call__(self):
         return self.now
+
+
+# The scale of the upgrade test: here (2 cores, busy) 1,000 runs fill in about half a minute.
+UPGRADE_RUNS = 1000
+
+
+def test_an_upgrade_fills_the_cards_in_batches_while_the_lab_serves(postgres, finished_bundle, tmp_path, monkeypatch):
+    """Issue 35, item 7: a start filled every card in one transaction, and one missing bundle stopped it. A lab of
+    schema 2 with UPGRADE_RUNS runs (one bundle in the store holds them all, each in its own folder) and one run
+    in the middle whose bundle is missing: `lab migrate --store` fills the cards in committed batches while a
+    server serves every page (a run without its card is "being indexed", never a 500), goes on past the missing
+    one, and names it."""
+    url = postgres()
+    monkeypatch.setattr(schema, "MIGRATIONS", schema.MIGRATIONS[:2])
+    schema.migrate(schema.connect(url))
+    monkeypatch.undo()
+    store_dir, kept_sha, lost_sha = tmp_path / "store", "ab" * 32, "cd" * 32
+    path = pathlib.Path(shelf.bundle_path(str(store_dir), kept_sha))
+    path.parent.mkdir(parents=True)
+    with zipfile.ZipFile(finished_bundle) as zf:
+        doc = zf.read("result.json")
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for n in range(UPGRADE_RUNS):
+            zf.writestr(f"r{n}/result.json", doc)
+    half, lost = UPGRADE_RUNS // 2, UPGRADE_RUNS // 2 + 1
+    with psycopg.connect(url) as conn:
+        conn.execute("INSERT INTO appliances (name, token_sha256) VALUES ('bench-a', repeat('0', 64))")
+        conn.execute(
+            """INSERT INTO bundles (sha256, bytes, kind, appliance_id, host, manifest)
+               VALUES (%s, 1, 'run', 1, 'h', '{}'), (%s, 1, 'run', 1, 'h', '{}')""",
+            (kept_sha, lost_sha),
+        )
+        conn.execute("INSERT INTO testbeds (appliance_id, host, cpu, kernel) VALUES (1, 'h', 'c', 'k')")
+        conn.execute("INSERT INTO drives (model, serial, firmware) VALUES ('m', 's', 'f')")
+        add = """INSERT INTO runs (bundle_sha256, member, source_id, testbed_id, drive_id, suite, suite_hash,
+                                   standard, state, created_at)
+                 SELECT %s, 'r' || n || '/', n + 1, 1, 1, 'engine-test', 'x', true, 'done', 0
+                 FROM generate_series(%s::int, %s::int) n"""
+        conn.execute(add, (kept_sha, 0, half - 1))
+        conn.execute(add, (lost_sha, 0, 0))
+        conn.execute(add, (kept_sha, half, UPGRADE_RUNS - 1))
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ssdbench.cli", "lab", "migrate", "--db", url, "--store", str(store_dir)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    filled = "SELECT count(*) FROM runs WHERE card IS NOT NULL"
+    try:
+        wait_until(lambda: rows(url, filled)[0][0] > 0, "the first batch of cards", timeout=120)
+        password = lab("user", "add", "ann", db=url).stdout.strip()
+        served_while_filling = 0
+        with lab_server(url, store_dir) as (_, lab_url):
+            browser = Browser(lab_url)
+            browser.login("ann", password)
+            while proc.poll() is None:
+                now = rows(url, filled)[0][0]
+                for page in ("/history", "/bench", f"/compare?run=1&run={UPGRADE_RUNS + 1}"):
+                    status, _, body = browser.get(page)
+                    assert status == 200 or (status == 503 and "is being indexed" in body), (page, status)
+                served_while_filling += now < UPGRADE_RUNS
+            out, err = proc.communicate()
+            took = time.monotonic() - started
+            assert served_while_filling > 0
+            status, _, body = browser.get(f"/compare?run=1&run={lost}")
+            assert status == 503 and f"run {lost} is being indexed" in body
+            assert browser.get(f"/compare?run=1&run={UPGRADE_RUNS + 1}")[0] == 200
+            assert browser.get("/bench")[0] == 200
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    print(f"{UPGRADE_RUNS} runs filled in {took:.1f} s, served {served_while_filling} times while filling")
+    assert proc.returncode == 2, err
+    assert f"{UPGRADE_RUNS} runs got their cards" in out
+    assert f"run {lost}: no card, its bundle {lost_sha} cannot be read" in out
+    assert rows(url, "SELECT id FROM runs WHERE card IS NULL") == [(lost,)]
+    assert rows(url, "SELECT model, run_id, runs FROM bench")[0][2] == UPGRADE_RUNS
 
 
 def test_a_run_stays_queued_on_the_appliance_until_the_lab_confirms_it(lab_db, finished_run, tmp_path):

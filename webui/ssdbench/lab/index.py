@@ -10,9 +10,11 @@ drive model's run, kept up to date as bundles arrive (by results/bench.py's rule
 import json
 import zipfile
 
-from ..errors import SsdbenchError
 from ..results import bench, bundle, card
 from . import shelf
+
+# Runs a transaction of fill_cards fills: at some 25 ms a run, a few seconds of work lost to a stop.
+FILL_BATCH = 200
 
 
 def add_bundle(conn, sha256, size, manifest, host, runs, appliance):
@@ -86,36 +88,53 @@ def _bench_pick(conn, run_id):
     )
 
 
-def fill_cards(conn, store_dir):
-    """Give every run that has no card its card, from its bundle, and pick the bench again from all runs: once,
-    when a lab server starts on a database whose runs were indexed before cards were (schema version 2), or before
-    cards carried the testbed (version 3, which empties every card). Returns how many runs it filled."""
-    missing = list(conn.execute("SELECT id, bundle_sha256, member FROM runs WHERE card IS NULL ORDER BY id"))
-    if not missing:
-        return 0
-    with conn.transaction():
-        for row in missing:
-            path = shelf.bundle_path(store_dir, row["bundle_sha256"])
-            try:
-                with zipfile.ZipFile(path) as zf:
-                    made = card.of(bundle.read_json(zf, row["member"] + bundle.RESULT, path))
-            except (OSError, *bundle.DAMAGED, bundle.BundleError) as exc:
-                raise SsdbenchError(
-                    f"run {row['id']}'s bundle {row['bundle_sha256']} cannot be read from the store ({exc}): restore "
-                    "the store from its backup (docs/lab.md, In production), then start the server again"
-                ) from exc
+def fill_cards(conn, store_dir, log=lambda message: None, batch=FILL_BATCH):
+    """Give every run that has no card its card, from its bundle, in transactions of `batch` runs, each committed
+    (`ssdbench lab migrate`, after a migration that made or emptied the cards: schema 2, 3, 4). A run whose
+    bundle cannot be read, or whose document gives no card, is skipped and keeps no card: its pages say it is
+    being indexed, and the next `lab migrate` tries it again. The servers serve meanwhile. Then the bench is
+    picked again from every run with a card. Returns (runs filled, [(run id, why) of those skipped])."""
+    filled, skipped, after = 0, [], 0
+    while True:
+        rows = list(
             conn.execute(
-                "UPDATE runs SET model=%s, card=%s WHERE id=%s", (bench.model(made), json.dumps(made), row["id"])
+                "SELECT id, bundle_sha256, member FROM runs WHERE card IS NULL AND id > %s ORDER BY id LIMIT %s",
+                (after, batch),
             )
-        conn.execute("DELETE FROM bench")
-        conn.execute(
-            """INSERT INTO bench (model, run_id, comparable, received_at, runs)
-               SELECT DISTINCT ON (r.model) r.model, r.id, (r.card->>'comparable')::boolean, b.received_at,
-                      count(*) OVER (PARTITION BY r.model)
-               FROM runs r JOIN bundles b ON b.sha256 = r.bundle_sha256 WHERE r.state = 'done'
-               ORDER BY r.model, (r.card->>'comparable')::boolean DESC, b.received_at DESC, r.id DESC"""
         )
-    return len(missing)
+        if not rows:
+            break
+        with conn.transaction():
+            for row in rows:
+                path = shelf.bundle_path(store_dir, row["bundle_sha256"])
+                try:
+                    with zipfile.ZipFile(path) as zf:
+                        made = card.of(bundle.read_json(zf, row["member"] + bundle.RESULT, path))
+                except (OSError, *bundle.DAMAGED, bundle.BundleError) as exc:
+                    skipped.append((row["id"], f"its bundle {row['bundle_sha256']} cannot be read ({exc})"))
+                    continue
+                except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                    skipped.append((row["id"], f"its document gives no card ({exc!r})"))
+                    continue
+                filled += conn.execute(
+                    "UPDATE runs SET model=%s, card=%s WHERE id=%s AND card IS NULL",
+                    (bench.model(made), json.dumps(made), row["id"]),
+                ).rowcount
+        after = rows[-1]["id"]
+        log(f"{filled} cards made, up to run {after}")
+    if filled:
+        with conn.transaction():
+            conn.execute("LOCK TABLE bench IN EXCLUSIVE MODE")  # an upload's pick waits; the pages read on
+            conn.execute("DELETE FROM bench")
+            conn.execute(
+                """INSERT INTO bench (model, run_id, comparable, received_at, runs)
+                   SELECT DISTINCT ON (r.model) r.model, r.id, (r.card->>'comparable')::boolean, b.received_at,
+                          count(*) OVER (PARTITION BY r.model)
+                   FROM runs r JOIN bundles b ON b.sha256 = r.bundle_sha256
+                   WHERE r.state = 'done' AND r.card IS NOT NULL
+                   ORDER BY r.model, (r.card->>'comparable')::boolean DESC, b.received_at DESC, r.id DESC"""
+            )
+    return filled, skipped
 
 
 def bundle_runs(conn, sha256):
@@ -166,18 +185,26 @@ def _card(r):
     return {**r["card"], **{k: row[k] for k in ("id", "origin", "appliance", "received_at")}}
 
 
+class BeingIndexed(LookupError):
+    """Runs the lab holds that have no card yet (fill_cards has not reached them, or could not fill them)."""
+
+
 def cards(conn, run_ids):
-    """The cards of these runs, in this order. Raises LookupError naming those the lab does not hold."""
-    found = {r["id"]: _card(r) for r in conn.execute(CARD_ROWS + " WHERE r.id = ANY(%s)", (list(run_ids),))}
+    """The cards of these runs, in this order. Raises LookupError naming those the lab does not hold, and
+    BeingIndexed those that have no card yet."""
+    found = {r["id"]: r for r in conn.execute(CARD_ROWS + " WHERE r.id = ANY(%s)", (list(run_ids),))}
     missing = [str(i) for i in run_ids if i not in found]
     if missing:
         raise LookupError(f"no run {', '.join(missing)}")
-    return [found[i] for i in run_ids]
+    waiting = [str(i) for i in run_ids if found[i]["card"] is None]
+    if waiting:
+        raise BeingIndexed(f"run {', '.join(waiting)} is being indexed: compare it in a few minutes")
+    return [_card(found[i]) for i in run_ids]
 
 
 def bench_rows(conn):
     """bench.latest's rows, from the bench's picks: one query over the models, whatever the number of runs."""
-    rows = [(_card(r), r["runs"]) for r in conn.execute(BENCH_ROWS)]
+    rows = [(_card(r), r["runs"]) for r in conn.execute(BENCH_ROWS + " WHERE r.card IS NOT NULL")]
     return sorted(rows, key=lambda row: bench.model(row[0]).lower())
 
 

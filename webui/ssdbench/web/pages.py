@@ -21,6 +21,7 @@ from markupsafe import Markup
 
 from ..errors import SsdbenchError
 from ..human import clock, figure, when
+from ..lab import index
 from ..results import bench, repeatability, report_html, store, summary, testbed, upload
 from ..run.repeat import MAX_TIMES
 from ..suites import user_traces
@@ -272,6 +273,8 @@ def compare():
         if not all(0 < i <= data.MAX_ID for i in ids):
             raise LookupError  # nobody's, and asked for, a read of every row (data.MAX_ID)
         runs = get_results().cards(ids)
+    except index.BeingIndexed as exc:  # after an upgrade, until `lab migrate` has made its card
+        return render_template("error.html", message=str(exc)), 503, {"Retry-After": "60"}
     except LookupError:
         abort(404)
     return render_template(
