@@ -55,7 +55,7 @@ rm -f "$OUT/fat.part" "$OUT/data.part"
 mkfs.vfat -F 32 -n SSDBENCH -C "$OUT/fat.part" $((FAT_MIB * 1024)) > /dev/null
 mcopy -i "$OUT/fat.part" "$OUT/vmlinuz" "$OUT/initrd.img" ::/
 mmd -i "$OUT/fat.part" ::/ssdbench-results
-mkfs.ext4 -q -b 4096 -m 0 -L SSDB-DATA "$OUT/data.part" "${DATA_MIB}M" > /dev/null
+mkfs.ext4 -q -b 4096 -m 0 -i 262144 -L SSDB-DATA "$OUT/data.part" "${DATA_MIB}M" > /dev/null
 truncate -s $((1 + FAT_MIB + DATA_MIB))M "$OUT/stick.img.part"
 sfdisk -q "$OUT/stick.img.part" <<PARTS
 label: dos

@@ -18,7 +18,10 @@
 # port forwarded to the web UI, default 8080), SSDBENCH_APPEND (more
 # kernel command line), SSDBENCH_TAP (the network card on this tap device
 # instead of QEMU's user network, which then is not there: no forwarded
-# port). The rest of the command line is grub.cfg's. The NVMe controller is nvme0: a test can add a
+# port), SSDBENCH_STICK (the stick's drive as QEMU opens it, such as
+# nbd:unix:SOCKET for a stick served by the test, instead of stick.img,
+# which still gives its FAT's UUID). The rest of the command line is
+# grub.cfg's. The NVMe controller is nvme0: a test can add a
 # namespace to it (-device nvme-ns,bus=nvme0,nsid=2,...).
 set -eu
 
@@ -54,7 +57,7 @@ exec qemu-system-x86_64 -accel tcg -m 1024 -smp 2 \
 	-kernel "$IMAGE_DIR/vmlinuz" -initrd "$IMAGE_DIR/initrd.img" \
 	-append "console=ttyS0,115200 net.ifnames=0 ssdbench.stick=$STICK_UUID iommu=pt usb-storage.delay_use=0 ${SSDBENCH_PIN:+ssdbench.pin=$SSDBENCH_PIN} ${SSDBENCH_APPEND:-}" \
 	-device qemu-xhci,id=xhci \
-	-drive if=none,id=stick,file="$DISK_DIR/stick.img",format=raw \
+	-drive if=none,id=stick,file="${SSDBENCH_STICK:-$DISK_DIR/stick.img}",format=raw \
 	-device usb-storage,bus=xhci.0,drive=stick,serial=SSDBENCH-STICK \
 	-drive if=none,id=nvme,file="$DISK_DIR/nvme.img",format=raw,discard=unmap \
 	-device nvme,id=nvme0,drive=nvme,serial=SSDB-NVME-0001 \

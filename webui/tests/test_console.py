@@ -45,6 +45,19 @@ def test_each_port_shows_its_link():
         subprocess.run(["ip", "link", "del", near], check=True)
 
 
+def test_status_says_why_the_stick_was_not_used_or_grown(tmp_path, monkeypatch):
+    """S30stick's note (issue 34, item 3), whole, folded to the screen's width."""
+    note = tmp_path / "stick-note"
+    said = "sda not grown: what was written at 65535 MiB of the 65536 MiB it claims did not read back: fake capacity"
+    note.write_text(said + "\n")
+    monkeypatch.setattr(console, "STICK_NOTE", str(note))
+    data_dir = str(tmp_path / "data")
+    lines = console.render(data_dir, 80, [], store.connect(data_dir))
+    at = next(i for i, line in enumerate(lines) if line.startswith("Stick:  "))
+    assert lines[at - 1].startswith("Data:   ") and all(len(line) <= console.WIDTH for line in lines)
+    assert " ".join(line[8:] for line in lines[at : at + 2]) == said and lines[at + 1].startswith("        ")
+
+
 def test_status_names_results_kept_in_ram():
     assert "results are LOST at power-off" in console.storage("/dev/shm")
 

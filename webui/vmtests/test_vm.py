@@ -44,7 +44,10 @@ NVME = {"serial": "SSDB-NVME-0001", "model": "QEMU NVMe Ctrl", "transport": "nvm
 # The SATA model has 40 characters, all that ATA IDENTIFY holds; lsblk shows its first 16.
 SATA = {"serial": "SSDB-SATA-0001", "model": "SSDB-SATA-SSD 1TB MODEL NAME OF 40 CHARS", "transport": "sata"}
 STICK_OFFSET = 1024 * 1024  # partition 1, SSDBENCH (board/vm/build-image.sh)
-STICK_SIZE = "4G"  # the stick of the two tests that share it: the image is 513 MiB, SSDB-DATA 256 MiB of it
+# The stick of the two tests that share it: the image is 513 MiB, SSDB-DATA 256 MiB of it, which grows to 32 GiB,
+# its most (S30stick's GROW_MAX_MIB), on a 64 GiB stick.
+STICK_SIZE = "64G"
+GROWN_MIB = 32768
 # The old image on the SATA drive: its SSDBENCH's volume ID, as another build of the image gave it.
 OLD_IMAGE_UUID = 0x0DD51DEA
 # The appliance's init scripts (what rcS starts), as post-build.sh checks them.
@@ -76,10 +79,11 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def qemu(disks, console_log, extra=(), append="", netns=None):
+def qemu(disks, console_log, extra=(), append="", netns=None, stick=None):
     """A boot of the VM image on the stick and drives in disks (board/vm/qemu.sh), with the test's PIN; with
-    `netns`, QEMU runs in that network namespace, the VM's network card on its TAP device."""
-    env = {"SSDBENCH_PIN": PIN, "SSDBENCH_APPEND": append}
+    `netns`, QEMU runs in that network namespace, the VM's network card on its TAP device; with `stick`, the
+    stick is that drive (SSDBENCH_STICK)."""
+    env = {"SSDBENCH_PIN": PIN, "SSDBENCH_APPEND": append, **({"SSDBENCH_STICK": stick} if stick else {})}
     command = [QEMU_SH, VM_DIR, disks, *extra]
     if netns:
         env["SSDBENCH_TAP"] = TAP
@@ -96,6 +100,12 @@ def disks(tmp_path_factory):
     subprocess.run(["truncate", "-s", STICK_SIZE, os.path.join(folder, "stick.img")], check=True)
     old_image(os.path.join(folder, "sata.img"))
     return str(folder)
+
+
+def fat_uuid(image):
+    """The volume ID of the FAT file system of an image's first partition (SSDBENCH), as blkid writes it."""
+    probe = ["blkid", "-p", "-O", str(STICK_OFFSET), "-o", "value", "-s", "UUID", image]
+    return subprocess.run(probe, capture_output=True, text=True, check=True).stdout.strip()
 
 
 def old_image(path):
@@ -232,12 +242,22 @@ def test_boot_runs_upload_export_and_verify(boot, disks, tmp_path, host_lab):
     stick = vm.shell("cat /run/ssdbench/boot-disk")
     assert vm.shell(f"readlink -f /sys/block/{stick} | grep -c /usb") == "1", stick
     assert vm.shell("grep ' /var/lib/ssdbench ' /proc/mounts").split()[0] == f"/dev/{stick}2"
-    # The stick's first boot: SSDB-DATA, 256 MiB in the image, grew to the end of the 4 GiB stick, its
-    # partition first (3839 MiB: the stick less 1 MiB before SSDBENCH and its 256 MiB), then its file system.
+    # The stick's first boot: SSDB-DATA, 256 MiB in the image, grew to 32 GiB, its most, on the 64 GiB stick,
+    # its partition first, then its file system, an eighth at a time, each on the console; in seconds, as it
+    # writes inode tables of 0.1% of the stick (issue 34, item 3). First the stick took IDs of its own.
     console = vm.console_text()
-    assert f"SSDB-DATA: partition 2 of {stick} grown to the end of the stick: 256 MiB -> 3839 MiB" in console
-    assert "SSDB-DATA: file system grown online: 256 MiB -> " in console and "not grown" not in console
-    assert console.count("grown to the end of the stick") == 1
+    assert f"SSDB-DATA: partition 2 of {stick} grown to 32 GiB, its most: 256 MiB -> {GROWN_MIB} MiB" in console
+    assert f"SSDB-DATA: file system grown online: 256 MiB -> {GROWN_MIB} MiB" in console
+    assert "not grown" not in console and console.count(f"SSDB-DATA: partition 2 of {stick} grown") == 1
+    assert [f"{e}/8" for e in range(1, 9)] == re.findall(r"SSDB-DATA: growing the file system: (\d/8)", console)
+    resized = [float(t) for t in re.findall(rf"\[ *([0-9.]+)\] EXT4-fs \({stick}2\): resiz", console)]
+    print(f"SSDB-DATA grown to {GROWN_MIB} MiB online in {resized[-1] - resized[0]:.1f} s (kernel's times)")
+    assert resized[-1] - resized[0] < 120
+    own = re.search(
+        r"The stick's own IDs: SSDBENCH ([0-9A-F]{4}-[0-9A-F]{4}), disk (0x[0-9a-f]{8}), SSDB-DATA ", console
+    )
+    built = fat_uuid(os.path.join(VM_DIR, "stick.img"))
+    assert own and own[1] != built and fat_uuid(os.path.join(disks, "stick.img")) == own[1], (own, built)
     # A quiet image: rcS starts the appliance's scripts and no other, and no cron or log daemon runs.
     assert vm.shell("cd /etc/init.d && ls S??*").split() == INIT_SCRIPTS
     # (Short answers: a long one over the emulated serial port may lose its end.)
@@ -250,7 +270,7 @@ def test_boot_runs_upload_export_and_verify(boot, disks, tmp_path, host_lab):
     assert vm.shell(f"grep -c 'Permission is hereby granted' {vendor}/uPlot.LICENSE") == "1"
     blocks, block = vm.shell("stat -f -c '%b %S' /var/lib/ssdbench").split()
     print(f"SSDB-DATA on a {STICK_SIZE} stick: {int(blocks) * int(block) / 1e9:.2f} GB")
-    assert int(blocks) * int(block) > 3.5e9
+    assert int(blocks) * int(block) > 0.95 * GROWN_MIB * 2**20
     # Another namespace of the drive's controller in use: a purge of nvme0n1 must not reach it.
     # And the settings file, which holds the PIN, is root's alone.
     vm.shell("mount -t vfat /dev/nvme0n2 /mnt")
@@ -568,9 +588,12 @@ def test_power_cut_leaves_the_run_interrupted_with_its_steps(boot, disks):
     # direct cable would be.
     lonely = ["-netdev", "hubport,id=lonely,hubid=7", "-device", "virtio-net-pci,netdev=lonely,id=lonely-nic"]
     vm = boot(*extra, *late, *second, *lonely)
-    # The stick's second boot: its SSDB-DATA already fills it, and is left alone.
-    assert "Looking for the ssdbench stick (partition UUID " in vm.console_text()
-    assert "grown" not in vm.console_text()
+    # The stick's second boot: its SSDB-DATA is already as large as it may be, and is left alone; its own IDs
+    # stay (GRUB, here qemu.sh, passes the FAT's new one).
+    assert f"Looking for the ssdbench stick (partition UUID {fat_uuid(os.path.join(disks, 'stick.img'))}): " in (
+        vm.console_text()
+    )
+    assert "grown" not in vm.console_text() and "own IDs" not in vm.console_text()
 
     # A USB network adapter plugged in after boot gets an address by DHCP (udev starts it), the status screen
     # shows it, and the web UI answers through it. Its lease is the last that brought DNS servers: they are
@@ -686,6 +709,59 @@ def test_power_cut_leaves_the_run_interrupted_with_its_steps(boot, disks):
     assert jobs and all((f["plain_fio"] or {}).get("n") == times for f in jobs)
 
 
+class FakeStick:
+    """A USB stick that claims more than it holds, as fake-capacity sticks do: an NBD server on a unix socket
+    (the old-style handshake, which QEMU's client takes: `nbd:unix:SOCKET`) claiming `claimed` bytes, whose
+    every offset wraps round the `image` file it serves, so that a write past its real size lands on its
+    start."""
+
+    def __init__(self, image, claimed, socket_path):
+        self.fd = os.open(image, os.O_RDWR)
+        self.real, self.claimed = os.fstat(self.fd).st_size, claimed
+        self.listener = socket.socket(socket.AF_UNIX)
+        self.listener.bind(socket_path)
+        self.listener.listen()
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def pieces(self, offset, length):
+        """(offset in the image, length) of each piece of a request, cut where it wraps round."""
+        while length:
+            at = offset % self.real
+            n = min(length, self.real - at)
+            yield at, n
+            offset, length = offset + n, length - n
+
+    def serve(self):
+        with contextlib.suppress(OSError):
+            while True:
+                conn = self.listener.accept()[0]
+                threading.Thread(target=self.session, args=(conn,), daemon=True).start()
+
+    def session(self, conn):
+        with conn, contextlib.suppress(OSError, struct.error), conn.makefile("rb") as rf:
+            # Old-style: the magics, the size, the flags (has flags, takes flush), 124 zero bytes.
+            conn.sendall(b"NBDMAGIC" + struct.pack(">QQI", 0x00420281861253, self.claimed, 1 | 4) + bytes(124))
+            while head := rf.read(28):
+                magic, _, kind, handle, offset, length = struct.unpack(">IHHQQI", head)
+                assert magic == 0x25609513, magic
+                data = b""
+                if kind == 0:  # read
+                    data = b"".join(os.pread(self.fd, n, at) for at, n in self.pieces(offset, length))
+                elif kind == 1:  # write
+                    body = rf.read(length)
+                    for at, n in self.pieces(offset, length):
+                        os.pwrite(self.fd, body[:n], at)
+                        body = body[n:]
+                elif kind == 2:  # disconnect
+                    return
+                conn.sendall(struct.pack(">IIQ", 0x67446698, 0, handle) + data)
+
+    def close(self):
+        shut(self.listener)
+        self.listener.close()
+        os.close(self.fd)
+
+
 def in_netns(ns, make):
     """make() run in the network namespace ns: the sockets it opens stay there. setns moves only the thread
     that calls it, so it runs in a thread of its own."""
@@ -797,10 +873,13 @@ def test_unattended_mode_runs_uploads_exports_and_powers_off(tmp_path, host_lab)
     partition table (nobody is there to agree to wipe it), the run is uploaded to the lab and exported, and the
     VM powers off. Its one network is the test's own (lab_network): DHCP gives it an address, a DNS server and
     an NTP server; its RTC reads 2001 as it starts; it uploads to the lab by name over HTTPS, trusting the lab's
-    CA, which the tester put on the stick's SSDBENCH partition as lab-ca.pem (issue 34, item 1)."""
+    CA, which the tester put on the stick's SSDBENCH partition as lab-ca.pem (issue 34, item 1). Its stick is
+    a fake: 1 GiB that claims 64 GiB (FakeStick), which the first boot finds out and does not grow, and the
+    status screen says why (item 3)."""
     disks = str(tmp_path)
     stick = os.path.join(disks, "stick.img")
     subprocess.run(["cp", "--sparse=always", os.path.join(VM_DIR, "stick.img"), disks], check=True)
+    subprocess.run(["truncate", "-s", "1G", stick], check=True)
     subprocess.run(["truncate", "-s", "2G", os.path.join(disks, "sata.img")], check=True)
     subprocess.run(["sfdisk", "-q", os.path.join(disks, "sata.img")], input="label: dos\n,,L\n", text=True, check=True)
     os.makedirs(ARTIFACTS, exist_ok=True)
@@ -811,18 +890,25 @@ def test_unattended_mode_runs_uploads_exports_and_powers_off(tmp_path, host_lab)
     append = f"ssdbench.auto=smoke ssdbench.upload=https://{LAB_NAME}/ ssdbench.token={host_lab.token}"
     with lab_network(str(tmp_path / "net"), urllib.parse.urlsplit(host_lab.url).port) as net:
         mtools("mcopy", "-i", f"{stick}@@{STICK_OFFSET}", net.ca, "::lab-ca.pem")
+        fake = FakeStick(stick, 64 << 30, os.path.join(disks, "fake-stick.sock"))
         started = time.time()
-        vm = qemu(disks, log, ("-rtc", f"base={RTC_FLAT}"), append=append, netns=net.ns)
+        vm = qemu(disks, log, ("-rtc", f"base={RTC_FLAT}"), append, net.ns, f"nbd:unix:{disks}/fake-stick.sock")
         try:
             assert vm.proc.wait(timeout=RUN_TIMEOUT_S) == 0, "the VM did not power itself off"
             print(f"unattended smoke on NVMe, export and power-off: {time.time() - started:.0f} s from QEMU's start")
         finally:
             vm.close()
+            fake.close()
     console = vm.console_text()
     assert "skipped: holds data (partition" in console and "ssdbench.auto: done, powering off" in console
     # The RTC's 2001 went up to the build date at once, and the lab's CA came from the stick.
     assert f"clock: the RTC read {RTC_FLAT[:4]}-" in console and "before the image was built" in console
     assert "The lab's CA certificate: lab-ca.pem on SSDBENCH" in console
+    # The fake stick: markers written at its claimed end and 1, 2, 4, ... GiB before it landed on one block, so
+    # it was not grown, and the console and the status screen say why.
+    said = re.search(r"SSDB-DATA: not grown: what was written at (\d+) MiB of the 65536 MiB it claims did not", console)
+    assert said and "(fake capacity)" in console, console[-3000:]
+    assert re.search(r"Stick:  sd[a-z] not grown: what was written at \d+ MiB of the 65536 MiB it claims", console)
     bundles = stick_bundles(stick, str(tmp_path / "results"), host_lab.token)
     assert len(bundles) == 1 and bundles[0].split("_")[1] == NVME["serial"], bundles
     # The power-off waited for the runner service, which had sent the run to the lab as it ended: by name, over

@@ -12,6 +12,7 @@ import select
 import socket
 import struct
 import sys
+import textwrap
 import time
 
 from .. import __version__
@@ -26,6 +27,8 @@ WIDTH = 80
 SIOCGIFADDR = 0x8915
 DRIVES_EVERY_S = 30
 CLEAR = "\033[H\033[2J"
+# Why S30stick did not use or did not grow the stick's SSDB-DATA, when it did not.
+STICK_NOTE = "/run/ssdbench/stick-note"
 
 
 def addresses():
@@ -66,7 +69,7 @@ def storage(data_dir):
     for device, point, fstype in reversed(mounts):
         if point == real:
             if fstype == "tmpfs":
-                return f"{data_dir} in RAM: results are LOST at power-off (no SSDB-DATA partition)"
+                return f"{data_dir} in RAM: results are LOST at power-off"
             return f"{data_dir} on {device} ({fstype})"
     return data_dir
 
@@ -130,6 +133,7 @@ def render(data_dir, port, drives_text, db):
     lines += [
         f"PIN:    {access.pin(data_dir)}",
         f"Data:   {storage(data_dir)}",
+        *textwrap.wrap(sysfs.read(STICK_NOTE, ""), WIDTH, initial_indent="Stick:  ", subsequent_indent="        "),
         "",
         "Drives (as found before the run):" if busy else "Drives:",
     ]
