@@ -9,7 +9,7 @@ import sys
 import time
 
 from . import __version__
-from .appliance import access, console, unattended
+from .appliance import access, console, logs, unattended
 from .drives import discovery
 from .errors import SsdbenchError
 from .human import clock, figure, printable, size
@@ -691,6 +691,20 @@ def cmd_auto(args):
     return 0 if all(state == "done" for _, state in ended) else 1
 
 
+def cmd_logs(args):
+    logs.keep(data_dir(args))
+
+
+def cmd_diagnostics(args):
+    if args.stick:
+        stick = usbexport.find(args.to)
+        with usbexport.mounted(stick) as point:
+            path = logs.diagnostics(data_dir(args), point)
+        print(f"{os.path.basename(path)} written to {stick['device']}; {usbexport.when_to_pull(stick)}")
+        return
+    print(logs.diagnostics(data_dir(args), args.output or "."))
+
+
 def cmd_clock(args):
     if args.action == "floor":
         record = wall_clock.floor()
@@ -866,6 +880,13 @@ def parser():
     c = add("status", cmd_status, "the appliance's status screen: address, PIN, drives, the current run", data=True)
     c.add_argument("--port", type=int, default=80, help="the web UI's port, for its address (default 80)")
     c.add_argument("--watch", type=float, metavar="SECONDS", help="redraw every SECONDS until Enter is pressed")
+    add(
+        "logs", cmd_logs, "the log keeper service: the kernel's and the services' logs kept in DATA_DIR/logs", data=True
+    )
+    c = add("diagnostics", cmd_diagnostics, "a zip for a report: logs, lspci, lsblk, drives, redacted", data=True)
+    c.add_argument("-o", "--output", metavar="DIR", help="folder to write it in (default: here)")
+    c.add_argument("--stick", action="store_true", help="write it to the USB stick found (FAT32 or exFAT)")
+    c.add_argument("--to", metavar="DEVICE", help="with --stick: the stick's file system, e.g. /dev/sdb1")
     c = add("clock", cmd_clock, "the appliance's clock: floor at the build date at boot; sync from NTP or the lab")
     actions = c.add_subparsers(dest="action", required=True)
     actions.add_parser("floor", help="a clock behind the image's build date goes to it")

@@ -667,6 +667,15 @@ def test_power_cut_leaves_the_run_interrupted_with_its_steps(boot, disks):
     while (run := vm.run(run_id))["state"] == "running" and time.monotonic() < deadline:
         time.sleep(1)
     assert run["state"] == "interrupted", run["state"]
+    # The logs kept on SSDB-DATA (issue 34, item 4): the kernel's log of each boot, the power cut's too, with the
+    # PIN redacted from its echo of the command line and found nowhere else; and a diagnostics zip of them.
+    kept = "/var/lib/ssdbench/logs"
+    assert int(vm.shell(f"grep -c '^--- boot ' {kept}/kernel.log")) >= 3
+    assert vm.shell(f"grep -c 'ssdbench.pin=<redacted>' {kept}/kernel.log") != "0"
+    assert vm.shell(f"grep -rlF {PIN} {kept} | wc -l") == "0"
+    assert vm.shell(f"test -s {kept}/ssdbench-runner.log && echo kept") == "kept"
+    zipped = "ssdbench diagnostics -o /tmp > /dev/null && python3 -m zipfile -l /tmp/ssdbench-diagnostics-*.zip"
+    assert vm.shell(f"{zipped} | grep -cE '^(logs/kernel.log|lspci-nnk.txt|lsblk.txt|drives.json) '") == "4"
     steps = {s["key"]: s for s in run["steps"]}
     for key in done:
         assert steps[key]["state"] == "done", steps[key]
