@@ -72,7 +72,21 @@ def test_a_clock_behind_the_build_date_goes_to_it_and_one_after_stays(tmp_path):
     assert settime == [int(built)] and record["source"] == "build date" and clock.recorded(state) == record
     assert clock.said(record).startswith("the RTC read ") and "before the image was built" in clock.said(record)
     settime.clear()
-    assert clock.floor(settime, release(tmp_path, time.time() - DAY), state)["source"] == "rtc" and not settime
+    fresh = str(tmp_path / "another-boot.json")
+    assert clock.floor(settime, release(tmp_path, time.time() - DAY), fresh)["source"] == "rtc" and not settime
+
+
+def test_a_sync_before_the_floor_does_the_floor_first_and_its_record_stays(tmp_path, monkeypatch, quiet_udp):
+    """udev starts DHCP on the boot's interfaces before S20dhcp's floor: the sync moves the clock up to the build
+    date first, and the floor that comes after leaves the clock and the sync's record alone."""
+    monkeypatch.setattr(clock, "POOL", "pool.invalid")
+    monkeypatch.setattr(clock, "TRY_S", 0.2)
+    state = str(tmp_path / "clock.json")
+    built = time.time() + 30 * DAY
+    settime = Settime()
+    record = clock.sync(["127.0.0.3"], None, None, settime, release(tmp_path, built), state, quiet_udp)
+    assert settime == [int(built)] and record["source"] == "build date" and record["not_synced"], record
+    assert clock.floor(settime, release(tmp_path, built), state) == record and settime == [int(built)]
 
 
 def test_the_first_ntp_server_that_answers_sets_the_clock(tmp_path, monkeypatch, quiet_udp):

@@ -83,7 +83,11 @@ def _write(record, state):
 
 
 def floor(settime=_settime, release=RELEASE_FILE, state=STATE_FILE):
-    """At boot: a clock behind the build date goes to the build date."""
+    """At boot: a clock behind the build date goes to the build date. A sync may come first (udev starts DHCP
+    on the boot's interfaces as it starts, before S20dhcp): then it has done this already, and what it set the
+    clock from stays recorded."""
+    if os.path.exists(state):
+        return recorded(state)
     built, now = build_time(release), time.time()
     if built is not None and now < built:
         settime(built)
@@ -158,6 +162,7 @@ def sync(servers, lab=None, cafile=None, settime=_settime, release=RELEASE_FILE,
 
 
 def _sync(servers, lab, cafile, settime, release, state, port):
+    floor(settime, release, state)  # a lease that came before S20dhcp's floor: the floor first
     built = build_time(release) or 0
     os.makedirs(os.path.dirname(state), exist_ok=True)
     with open(state + ".lock", "w") as lock:
