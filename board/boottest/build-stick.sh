@@ -66,5 +66,7 @@ cd "$HERE"
 BR2_CONFIG=$DEFCONFIG BUILD_DIR=$BUILD BINARIES_DIR=$IMAGES SSDBENCH_RELEASE=$VERSION \
 	"$TOP/board/ssdbench/post-image.sh" "$IMAGES"
 
+# The checksums it publishes with the image check out.
+(cd "$IMAGES" && sha256sum --quiet -c SHA256SUMS)
 # post-image.sh leaves one stick in the images folder: this build's.
 ln -f "$IMAGES"/ssdbench-*.img "$OUT/stick.img"

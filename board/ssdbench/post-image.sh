@@ -36,13 +36,15 @@ sed "s|@SSDBENCH_RELEASE@|$RELEASE|g" "$BOARD_DIR/genimage.cfg" \
 	> "$IMAGES/genimage.cfg"
 
 # Only the image of this build stays in the images directory.
-rm -f "$IMAGES"/ssdbench-*.img "$IMAGES"/ssdbench-*.img.bmap "$IMAGES"/ssdbench-*.img.xz
+rm -f "$IMAGES"/ssdbench-*.img "$IMAGES"/ssdbench-*.img.bmap "$IMAGES"/ssdbench-*.img.xz "$IMAGES/SHA256SUMS"
 support/scripts/genimage.sh -c "$IMAGES/genimage.cfg"
 IMG=$IMAGES/ssdbench-$RELEASE.img
 # The download: the partitions' free space compresses to almost nothing,
 # the kernel and the root file system (compressed already) stay as they
 # are. Etcher, Rufus and bmaptool write an .img.xz as it is.
 xz -T0 -k "$IMG"
+# Published beside them: `sha256sum -c SHA256SUMS` checks a download.
+(cd "$IMAGES" && sha256sum "ssdbench-$RELEASE.img.xz" "ssdbench-$RELEASE.img.bmap" > SHA256SUMS)
 
 # Sizes in MiB, one decimal.
 mib() {

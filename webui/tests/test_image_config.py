@@ -84,8 +84,28 @@ def test_every_kernel_line_passes_the_drives_through_the_iommu():
     run records whether the running kernel had it (run/environment.iommu)."""
     lines = re.findall(r"^\s*linux /bzImage (.*)$", (BOARD / "grub.cfg").read_text(), re.M)
     vm = re.findall(r'-append "([^"]*)"', (TOP / "board" / "vm" / "qemu.sh").read_text())
-    assert len(lines) == 2 and len(vm) == 1
+    assert len(lines) == 3 and len(vm) == 1
     assert all("iommu=pt" in line.split() for line in lines + vm)
+
+
+def test_what_testers_meet_on_real_pcs_is_built_in():
+    """Issue 34, item 5: GRUB says it is loading before the minute a USB 2 stick may take (its echo built in, for
+    BIOS and UEFI); a safe entry boots without NVMe power states or PCIe link power management; the console has
+    Terminus 16x32 for 4K screens; USB4 devices are authorized as they appear, on hosts that have no "no
+    security" setting; Python has zlib (the bundles' deflate) and unicodedata (idna, for a lab's name)."""
+    entries = re.findall(r"^menuentry (.*?) \{(.*?)^\}", (BOARD / "grub.cfg").read_text(), re.M | re.S)
+    assert all(re.match(r'\s*echo "Loading ssdbench from the stick', body) for _, body in entries), entries
+    safe = [body for title, body in entries if "safe" in title]
+    assert len(safe) == 1 and {"nvme_core.default_ps_max_latency_us=0", "pcie_aspm=off"} <= set(safe[0].split())
+    for firmware in ("PC", "EFI"):
+        modules = re.search(rf'^BR2_TARGET_GRUB2_BUILTIN_MODULES_{firmware}="(.*)"$', DEFCONFIG.read_text(), re.M)
+        assert "echo" in modules[1].split(), firmware
+    found, _ = fragment()
+    assert (found.get("FONTS"), found.get("FONT_8x16"), found.get("FONT_TER16x32")) == ("y", "y", "y")
+    rule = (TOP / "overlay" / "etc" / "udev" / "rules.d" / "91-ssdbench-usb4.rules").read_text()
+    assert 'SUBSYSTEM=="thunderbolt", ATTR{authorized}=="0", ATTR{authorized}="1"' in rule
+    selects = (TOP / "package" / "ssdbench" / "Config.in").read_text()
+    assert "select BR2_PACKAGE_PYTHON3_ZLIB " in selects and "select BR2_PACKAGE_PYTHON3_UNICODEDATA " in selects
 
 
 # What time zone data, the udev hardware database and glibc's character set converters would serve.
