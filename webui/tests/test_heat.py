@@ -88,11 +88,14 @@ def test_a_step_held_above_the_warning_temperature_is_flagged_with_its_figures(l
         "ran hot: yes (the current run's: no)"
     ]
     # Unknown is never cool: without a warning temperature the reads judge nothing, and a loop device has no
-    # counters, so its heat is not recorded and sets nothing apart.
+    # counters, so its heat is not recorded: a class of its own, which matches neither hot nor cool.
     unknown = copy.deepcopy(cool)
     unknown["drive"]["warning_temp_c"] = None
     assert testbed.heat(unknown) == testbed.NOT_RECORDED
-    assert testbed.differences({"heat": "yes"}, {"classes": {"heat": testbed.heat(unknown)}}) == []
+    for known in ("yes", "no"):
+        assert testbed.differences({"heat": known}, {"classes": {"heat": testbed.heat(unknown)}}) == [
+            f"ran hot: not recorded (the current run's: {known})"
+        ]
 
 
 def test_a_steps_thermal_counters_that_moved_flag_it():

@@ -43,7 +43,8 @@ def test_report_js_rounds_as_the_server_does():
     probe = (
         "global.window = global; global.addEventListener = () => {};"
         "global.document = {readyState: 'complete', querySelectorAll: () => [], "
-        "addEventListener() {}}; global.SsdbenchExport = {barButtons() {}}; global.location = {hash: ''};"
+        "addEventListener() {}}; global.SsdbenchExport = {barButtons() {}, summaryButton() {}};"
+        "global.location = {hash: ''};"
         f"require({json.dumps(script)});"
         f"console.log(JSON.stringify({json.dumps(CASES)}.map((v) => SsdbenchReport.num(v))));"
     )

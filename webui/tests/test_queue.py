@@ -203,7 +203,7 @@ def test_a_trace_uploaded_on_the_web_plays_through_the_queue_and_is_non_standard
     assert client.get("/api/traces").get_json() == {"traces": [entry], "problems": []}
     body = {"drive": dev, "confirm": "not-the-id"}
     wrong = client.post("/api/traces/msr/runs", json=body, headers=headers)
-    assert wrong.status_code == 409 and f"--confirm {os.path.basename(dev)}" in wrong.get_json()["error"]
+    assert wrong.status_code == 409 and f"Type {os.path.basename(dev)} exactly" in wrong.get_json()["error"]
     body["confirm"] = os.path.basename(dev)
     started = client.post("/api/traces/msr/runs", json=body, headers=headers)
     assert started.status_code == 201 and started.get_json() == {"id": 1, "url": "/runs/1"}

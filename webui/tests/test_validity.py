@@ -528,6 +528,6 @@ def test_the_engine_run_flags_its_read_beyond_the_fill_and_nothing_else(finished
     reason = never_written(f"{(seen - 256 * 2**20) / MB:.1f} MB", f"{seen / MB:.1f} MB")
     read = metrics["seq-read-128k"]
     assert steps["seq-read-128k"]["suspect"] == [*validity.cpu_bound(read), reason, *validity.host_bound(read)]
-    assert f"step seq-read-128k is suspect: {reason}" in doc["warnings"]
+    assert any(w.startswith("step seq-read-128k is suspect: ") and reason in w for w in doc["warnings"])
     for key in ("purge", "seq-fill", "rand-read-4k", "rand-write-4k", "seq-write-128k"):
         assert steps[key]["suspect"] == validity.cpu_bound(metrics[key]) + validity.host_bound(metrics[key]), key

@@ -264,9 +264,10 @@ def test_run_and_compare_pages_show_a_suspect_step(client, data_dir, token):
         "read 404.5 MB/s: above the 250 MB/s that the drive's link (2.5 GT/s PCIe x1) carries, so something cached it"
     )
     line = f"step rand-read-4k is suspect: {reason}"
-    for page in ("/runs/1", "/compare?run=1&run=2"):
-        assert str(escape(line)).encode() in client.get(page).data, page
-    assert b"is suspect" not in client.get("/runs/2").data
+    # the run page under its cause, with the step's title; compare in the run's warnings
+    assert str(escape(f"4K random read, QD3: {reason}")).encode() in client.get("/runs/1").data
+    assert str(escape(line)).encode() in client.get("/compare?run=1&run=2").data
+    assert b"so something cached it" not in client.get("/runs/2").data
     doc = client.get("/api/runs/1").get_json()
     assert [s["suspect"] for s in doc["steps"]] == [[], [reason], [], []] and line in doc["warnings"]
     assert all(s["suspect"] == [] for s in client.get("/api/runs/2").get_json()["steps"])

@@ -41,6 +41,10 @@ class Flag(str):
         flag.cause = cause
         return flag
 
+    def __getnewargs__(self):
+        # a copy (copy.deepcopy, pickle) makes it again with its cause
+        return str(self), self.cause
+
 
 def cause(words):
     """Each reason a rule returns as a Flag of this cause."""
