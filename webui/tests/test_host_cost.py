@@ -68,11 +68,14 @@ def test_a_run_measures_the_hosts_cost_and_every_figure_carries_its_share(finish
 
 
 def test_a_share_or_a_wait_over_the_limit_flags_the_figure():
-    limit = validity.HOST_SHARE_LIMIT
-    assert validity.host_bound({"host_share_percent": limit, "host.cpu_wait_percent": limit}) == []
+    limit, wait = validity.HOST_SHARE_LIMIT, validity.CPU_WAIT_LIMIT
+    assert validity.host_bound({"host_share_percent": limit, "host.cpu_wait_percent": wait}) == []
     over = validity.host_bound({"a.host_share_percent": limit + 0.1, "b.host_share_percent": 1.0})
     assert len(over) == 1 and f"{limit + 0.1:.1f}% in a" in over[0] and " in b" not in over[0]
-    assert "waited for a CPU 12.0%" in validity.host_bound({"host.cpu_wait_percent": 12.0})[0]
+    assert (
+        "waited for a CPU 10.1% of the step's time, over 10%"
+        in validity.host_bound({"host.cpu_wait_percent": wait + 0.1})[0]
+    )
 
 
 @pytest.fixture

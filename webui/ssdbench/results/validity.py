@@ -24,8 +24,10 @@ HOT_MARGIN_C = 3.0
 IDLE_PASS_SHARE = 5.0
 IDLE_PASS_S = 0.01
 # Rule 9: above this share of a job's time per IO, the host's own work (its cost on fio's null engine), or above
-# this share of the step's time waiting for a CPU, the PC is in the figure.
+# CPU_WAIT_LIMIT of the step's time waiting for a CPU, the PC is in the figure. fio waits 5.5 to 6.7% of a step's
+# time on an idle 2-CPU VM (its loop device's completions share fio's CPU), 14% beside two busy neighbours.
 HOST_SHARE_LIMIT = 5.0
+CPU_WAIT_LIMIT = 10.0
 # Its cause, which a testbed whose calibration found fio short of a whole CPU shares (results/testbed.py).
 HOST_CAUSE = "the PC, not the drive, is in part of the figure"
 UNWRITTEN = "reads of LBAs never written"
@@ -144,7 +146,7 @@ def cpu_bound(metrics):
 def host_bound(metrics):
     """Rule 9: the PC is in the step's figures. A job whose IOs the host alone, on fio's null engine, would take
     more than HOST_SHARE_LIMIT percent of the time of (`host_share_percent`: a slow CPU, costly data), or fio's
-    processes that waited for a CPU more than HOST_SHARE_LIMIT percent of the step's time (`host.cpu_wait_percent`:
+    processes that waited for a CPU more than CPU_WAIT_LIMIT percent of the step's time (`host.cpu_wait_percent`:
     other work on its CPU, a CPU quota). Runs recorded before the host was measured have neither figure."""
     shares = [
         (value, name.removesuffix("host_share_percent"))
@@ -159,9 +161,9 @@ def host_bound(metrics):
             f"per IO, over {HOST_SHARE_LIMIT:.0f}%: part of the figure is the PC's, not the drive's"
         )
     waited = metrics.get("host.cpu_wait_percent")
-    if waited is not None and waited > HOST_SHARE_LIMIT:
+    if waited is not None and waited > CPU_WAIT_LIMIT:
         out.append(
-            f"fio waited for a CPU {waited:.1f}% of the step's time, over {HOST_SHARE_LIMIT:.0f}%: other work or a "
+            f"fio waited for a CPU {waited:.1f}% of the step's time, over {CPU_WAIT_LIMIT:.0f}%: other work or a "
             "limit on the host held it back, so part of the figure is the PC's, not the drive's"
         )
     return out
