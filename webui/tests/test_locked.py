@@ -210,14 +210,16 @@ def test_consistency_and_torture_run_longer_on_a_larger_drive_as_their_spare_are
         assert large[key].runtime == math.ceil(seconds * factor) > 10 * seconds
         assert f"runtime={large[key].runtime}\n" in large[key].job_file
         # its runtime, the runner's work around the step and fio's start of its one job
-        assert large[key].estimate_s == large[key].runtime + plan.STEP_START_S + plan.JOB_START_S
+        assert large[key].estimate_s == pytest.approx(large[key].runtime + plan.STEP_START_S + plan.JOB_START_S)
     assert small["consistency"].spec["steady"] == large["consistency"].spec["steady"] == {"round_s": 60}
     c = large["consistency-spare"]
     assert c.runtime == math.ceil(2000 * c.size / 256e9) and c.size < large["consistency"].size
     # the preconditioning writes the span twice: its estimate is two passes
     fill = large["fill-consistency"]
     passes = 2 * fill.size / plan.Rates(locked.load(suite)).write
-    assert "loops=2\n" in fill.job_file and fill.estimate_s == passes + plan.STEP_START_S + plan.JOB_START_S
+    assert "loops=2\n" in fill.job_file and fill.estimate_s == pytest.approx(
+        passes + plan.STEP_START_S + plan.JOB_START_S
+    )
 
 
 def test_suites_show_json_lists_fio_parameters():

@@ -58,9 +58,10 @@ PER_IO_LOGS = {"log_avg_msec": 0, "log_offset": 1}
 # replays each of its up to 1000 segments as a job, so the estimate counts it.
 JOB_START_S = 0.4
 # The runner's own work around a step that runs fio on the drive (its temperature and health read before and after,
-# fio's output derived and stored): about 0.6 s a step, measured on smoke's steps on a loop device, where the
-# estimate without it and fio's start of each job fell 30% short of the run.
-STEP_START_S = 0.6
+# fio's output derived and stored): 0.2 s a step. On smoke's steps on a loop device it took about 0.6 s beside
+# other tests and less on an idle host, where a 0.6 s estimate of a 512 MiB smoke run (132 s) was 23% over the run
+# (107 s): 0.2 s keeps both within 20%.
+STEP_START_S = 0.2
 
 
 @dataclass
