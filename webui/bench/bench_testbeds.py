@@ -46,8 +46,6 @@ FIGURES = (
 )
 SLOW_QUOTA = 30000  # of a 100000 us period: 30% of one CPU
 NEIGHBOURS = 2
-# The words of the host's reasons: rule 1's, rule 9's and the testbed's calibration flag.
-HOST_WORDS = ("of a CPU (user + system)", "the PC's", "when the host's cost was measured")
 
 
 def sh(*argv):
@@ -97,7 +95,8 @@ def run(dev, data_dir, preexec_fn=None):
         db.close()
     step = next(s for s in doc["steps"] if s["key"] == STEP)
     metrics = {m["name"]: m["value"] for m in step["metrics"]}
-    run_flags = [f for f in testbed.flags(stored) if HOST_WORDS[2] in f]
+    # the testbed's calibration flag, under rule 9's cause
+    run_flags = [f for f in testbed.flags(stored) if f.startswith(validity.HOST_CAUSE)]
     flagged, by_rule_1 = {}, {}
     for name, metric, _ in FIGURES:
         # the figure's own job: its rule 1 (fio's core) and rule 9 (its host share, the step's CPU wait)

@@ -28,10 +28,6 @@ def fio_job(path, name):
     return next(job for job in doc["jobs"] if job["jobname"] == name)
 
 
-def iops(job):
-    return sum(job[d]["iops"] for d in ("read", "write", "trim"))
-
-
 @needs_root()
 def test_a_run_measures_the_hosts_cost_and_every_figure_carries_its_share(finished_run):
     data_dir, _ = finished_run
@@ -45,7 +41,7 @@ def test_a_run_measures_the_hosts_cost_and_every_figure_carries_its_share(finish
     with open(os.path.join(run_dir, cost["job_file"])) as f:
         assert f.read().count("ioengine=null") == 1
     for n, job in enumerate(cost["jobs"]):
-        measured = iops(fio_job(os.path.join(run_dir, cost["output"]), f"job{n}"))
+        measured = host_cost.iops(fio_job(os.path.join(run_dir, cost["output"]), f"job{n}"))
         assert job["iops"] == measured > 0 and job["us_per_io"] == pytest.approx(1e6 / measured)
         # the host's CPU time per IO: its wall time per IO, less the share of it fio waited for a CPU
         assert job["cpu_us_per_io"] == pytest.approx(job["us_per_io"] * min(job["cpu_percent"], 100) / 100)
@@ -57,7 +53,7 @@ def test_a_run_measures_the_hosts_cost_and_every_figure_carries_its_share(finish
         stored = done[step.id]
         metrics = {m["name"]: m["value"] for m in stored["metrics"]}
         job = fio_job(os.path.join(data_dir, store.step_folder(run["id"], step.index, step.id), "fio.json"), step.id)
-        expected = null[host_cost.key(step.jobs[0][1])]["cpu_us_per_io"] * iops(job) / 1e4
+        expected = null[host_cost.key(step.jobs[0][1])]["cpu_us_per_io"] * host_cost.iops(job) / 1e4
         assert metrics["host_share_percent"] == pytest.approx(expected), step.id
         # the kernel's count of fio's wait for a CPU, as the step's detail records it
         waited = stored["detail"]["cpu_wait"]

@@ -2,9 +2,9 @@
 step (docs/methodology.md, "The host's share of a figure").
 
 The null engine completes every IO at once, with no device and no kernel below it, so a job there runs only on
-what the host does for each IO: fio's own loop and accounting, and the data it makes for every write. Its time per
-IO on the wall clock, on the CPU fio runs on for the steps, is what the host takes of every IO of the same job on
-the drive; beside a step's own IOPS it gives the share of that step's time that was the host's (shares()).
+what the host does for each IO: fio's own loop and accounting, and the data it makes for every write. Its CPU time
+per IO, on the CPU fio runs on for the steps, is what the host takes of every IO of the same job on the drive;
+beside a step's own IOPS it gives the share of that step's time that was the host's (shares()).
 
 A job is played with the options it runs with on the drive, but for what the null engine cannot take or does not
 need: the device, its span (the job plays its block size, queue depth, threads and data over 1 GiB), its length
@@ -75,8 +75,13 @@ def seconds(steps):
     return len(jobs_of(steps)) * (CALIBRATE_MS / 1000 + JOB_START_S)
 
 
-def job_file(suite, steps):
-    """The null engine's job file: each of the plan's jobs once, one after another."""
+def iops(job):
+    """A job's IOPS in fio's JSON, its directions together."""
+    return sum(job[d]["iops"] for d in ("read", "write", "trim"))
+
+
+def job_file(suite, jobs):
+    """The null engine's job file: each of the plan's jobs (jobs_of) once, one after another."""
     lines = [
         f"; ssdbench host cost: every job of suite {suite.name} v{suite.data['version']} on fio's null engine",
         "[global]",
@@ -86,7 +91,7 @@ def job_file(suite, steps):
         "time_based=1",
         f"runtime={CALIBRATE_MS}ms",
     ]
-    for n, options in enumerate(jobs_of(steps).values()):
+    for n, options in enumerate(jobs.values()):
         lines += [f"[job{n}]", "stonewall=1", *(f"{k}={v}" for k, v in options.items())]
     return "\n".join(lines) + "\n"
 
@@ -96,26 +101,27 @@ def calibrate(suite, steps, run_dir, cpus, should_stop):
     the environment keeps it: for each job, its options (as key() has them), fio's IOPS on the null engine, the
     host's microseconds per IO, and the share of a CPU fio had; where fio's output lives. None when the plan has
     no job the null engine plays."""
-    text = job_file(suite, steps)
-    if "[job0]" not in text:
+    jobs = jobs_of(steps)
+    if not jobs:
         return None
     out_dir = os.path.join(run_dir, FOLDER)
+    text = job_file(suite, jobs)
     outcome = fio.run(text, NAME, out_dir, os.devnull, lambda *_: None, should_stop, cpus, status=False)
     if outcome.state != "done":
         raise SsdbenchError(f"the host-cost calibration on fio's null engine {outcome.state}: {outcome.error}")
-    jobs = []
-    for options, job in zip(jobs_of(steps).values(), outcome.doc["jobs"]):
-        iops = sum(job[d]["iops"] for d in ("read", "write", "trim"))
+    measured = []
+    for options, job in zip(jobs.values(), outcome.doc["jobs"]):
+        rate = iops(job)
         cpu = job["usr_cpu"] + job["sys_cpu"]
-        jobs.append(
+        measured.append(
             {
                 "key": key(options),
-                "iops": iops,
-                "us_per_io": 1e6 / iops if iops else None,
+                "iops": rate,
+                "us_per_io": 1e6 / rate if rate else None,
                 "cpu_percent": cpu,
                 # the CPU's own time per IO: a calibration that other work or a quota held back (cpu_percent under
                 # 100) waited, and its wall time per IO counts the wait, which the steps' cpu_wait measures
-                "cpu_us_per_io": 1e6 / iops * min(cpu, 100.0) / 100 if iops else None,
+                "cpu_us_per_io": 1e6 / rate * min(cpu, 100.0) / 100 if rate else None,
             }
         )
     return {
@@ -124,7 +130,7 @@ def calibrate(suite, steps, run_dir, cpus, should_stop):
         "cpus": sorted(cpus) if cpus else "any",
         "job_file": f"{FOLDER}/{NAME}.fio",
         "output": f"{FOLDER}/fio.json",
-        "jobs": jobs,
+        "jobs": measured,
     }
 
 
@@ -139,15 +145,15 @@ def shares(step, doc, calibration):
         null, job = known.get(key(options)), done.get(name)
         if not null or not null.get("cpu_us_per_io") or job is None:
             continue
-        iops = sum(job[d]["iops"] for d in ("read", "write", "trim"))
-        if not iops:
+        rate = iops(job)
+        if not rate:
             continue
         prefix = f"{name}." if len(done) > 1 else ""
         source = (
             f"100 x the host's CPU time per IO on fio's null engine before the run, {null['cpu_us_per_io']:.3f} us "
-            f"(environment host_cost: 1e6 / its IOPS x its CPU share), x the job's IOPS, {iops:,.0f} (fio.json "
+            f"(environment host_cost: 1e6 / its IOPS x its CPU share), x the job's IOPS, {rate:,.0f} (fio.json "
             f"/jobs/{name}: read + write + trim iops), / 1e6"
         )
-        share = null["cpu_us_per_io"] * iops / 1e4
+        share = null["cpu_us_per_io"] * rate / 1e4
         out.append(derive.Metric(f"{prefix}host_share_percent", share, "%", source))
     return out
