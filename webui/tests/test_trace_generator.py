@@ -1,10 +1,17 @@
 """Synthetic traces: a generated trace has the published figures, within the tolerances the methodology
 states, its sequential IOs come in runs of the stated law, and generation is deterministic."""
 
+import compileall
+import os
+import shutil
+import subprocess
+import sys
+
 import pytest
 
+import ssdbench
 from ssdbench.errors import SsdbenchError
-from ssdbench.suites import trace_file, trace_generator, trace_profiles
+from ssdbench.suites import locked, trace_file, trace_generator, trace_profiles
 
 # AnandTech Storage Bench 2011, Heavy workload (seed 000), and the tolerances of docs/methodology.md,
 # section 7: IO counts exact; bytes written within one IO of the largest size; every published share within
@@ -145,3 +152,20 @@ def test_generator_arguments_are_checked():
     ):
         with pytest.raises(SsdbenchError):
             call()
+
+
+def test_the_recipe_is_the_same_from_bytecode_alone(tmp_path):
+    """On the appliance Python is bytecode only: the recipe hash there is the one in the manifest."""
+    package = tmp_path / "ssdbench"
+    shutil.copytree(os.path.dirname(ssdbench.__file__), package, ignore=shutil.ignore_patterns("__pycache__"))
+    assert compileall.compile_dir(package, legacy=True, quiet=1)
+    for source in package.rglob("*.py"):
+        source.unlink()
+    assert not (package / "suites" / "trace_generator.py").exists()
+    recorded = locked.manifest()["smoke"]["traces"]["trace"]["recipe_sha256"]
+    code = "from ssdbench.suites import trace_generator; print(trace_generator.recipe_sha256('smoke', 1))"
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env={"PYTHONPATH": str(tmp_path)}, capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == trace_generator.recipe_sha256("smoke", 1) == recorded

@@ -11,10 +11,11 @@ the suite file does not, still makes the suite refuse to run as standard.
 
 A generated trace's bytes take seconds to make (the Heavy trace's 4 million IOs, about 7 s of CPU), and
 the check runs at every run start. So the manifest also records, for each trace step, the trace's sha256
-with the sha256 of its recipe: the generator's code, the profile and the seed, everything the bytes follow
-from (trace_generator.recipe_sha256). While the recipe is the one recorded, its digest is the recorded one;
-any change to the generator, a profile or a seed makes the check generate the trace and hash its bytes
-again. The playback hashes the bytes it generates too, and stops if they are not these (playback.prepare).
+with the sha256 of its recipe: the generator's recipe version and figures, the profile and the seed,
+everything the bytes follow from (trace_generator.recipe_sha256). While the recipe is the one recorded, its
+digest is the recorded one; any change to the recipe, a profile or a seed makes the check generate the trace
+and hash its bytes again. The playback hashes the bytes it generates too, and stops if they are not these
+(playback.prepare).
 """
 
 import dataclasses

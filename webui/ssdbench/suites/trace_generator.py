@@ -33,6 +33,11 @@ from ..errors import SsdbenchError
 from . import trace_file, trace_profiles
 from .trace_file import KiB, MiB, Trace
 
+# The version of how a trace is drawn from its profile and seed: one more with every change to the draws
+# (this module, or how trace_profiles turns figures into counts) that changes a trace's bytes. The recipe
+# hash names it, so a changed recipe is generated and hashed again rather than taken from the manifest;
+# test_trace_generator's fixed digests fail on a change that leaves it as it was.
+RECIPE_VERSION = 1
 _SLOT = 4 * KiB  # a run's first IO starts on this boundary
 _NEAR = 8 * MiB  # how far a pseudo-random IO lands from the previous IO's end
 _PSEUDO = 0.75  # share of runs that start pseudo-randomly
@@ -216,15 +221,11 @@ def segment_plan(profile, seed=None):
 
 
 def recipe_sha256(profile, seed=None):
-    """The sha256 of everything a generated trace's bytes follow from: this generator's code and the code
-    it uses (the profiles, the file format), the profile's figures and the seed. Python's random() is the
-    same sequence on every version, so two equal recipes give the same bytes."""
+    """The sha256 of everything a generated trace's bytes follow from: the recipe's version (RECIPE_VERSION),
+    the trace format's, this generator's figures, the profile's figures and the seed. Python's random() is
+    the same sequence on every version, so two equal recipes give the same bytes. No source file is read: on
+    the appliance Python is bytecode only, and a hash of a .pyc would never match the manifest's."""
     p, seed = _checked(profile, seed)
-    h = hashlib.sha256()
-    for module in (trace_file, trace_profiles):
-        with open(module.__file__, "rb") as f:
-            h.update(f.read())
-    with open(__file__, "rb") as f:
-        h.update(f.read())
-    h.update(json.dumps([profile, p, seed], sort_keys=True).encode())
-    return h.hexdigest()
+    figures = [_SLOT, _NEAR, _PSEUDO, _MAX_PAIRS, _IOS_PER_PAIR, _RUN_SHARE_OF_FOOTPRINT]
+    recipe = [RECIPE_VERSION, trace_file.VERSION, figures, profile, p, seed]
+    return hashlib.sha256(json.dumps(recipe, sort_keys=True).encode()).hexdigest()
