@@ -14,4 +14,13 @@ define SSDBENCH_LINUX_CONFIG_CHECK
 endef
 LINUX_PRE_BUILD_HOOKS += SSDBENCH_LINUX_CONFIG_CHECK
 
+# The RTL8126 (5G) and RTL8127 (10G) firmware that r8169 loads: linux-firmware
+# ships it, but Buildroot's RTL_8169 option does not list it yet. The files are
+# named by a shell glob, so a linux-firmware without them fails the build.
+# Added after linux-firmware.mk, whose build command lists the files only
+# when it runs.
+ifeq ($(BR2_PACKAGE_LINUX_FIRMWARE_RTL_8169),y)
+LINUX_FIRMWARE_FILES += rtl_nic/rtl8126a-*.fw rtl_nic/rtl8127a-*.fw
+endif
+
 include $(sort $(wildcard $(BR2_EXTERNAL_SSDBENCH_PATH)/package/*/*.mk))

@@ -10,7 +10,11 @@
 #    compressed once with zstd; no time zone data, udev hardware database
 #    or glibc character set converters.
 # 3. make show-info lists the packages the appliance needs.
-# 4. utils/check-package passes on every file of the external tree.
+# 4. linux-firmware installs what real PCs' NICs and GPUs load: Realtek
+#    RTL8111/8125 (RTL_8169), RTL8153/8156 (RTL_815X), RTL8126/8127 (named
+#    in external.mk) and Intel i915 (DMC, GuC, HuC: without them i915
+#    prints errors on the console of every recent Intel PC).
+# 5. utils/check-package passes on every file of the external tree.
 
 set -eu
 
@@ -26,11 +30,14 @@ eudev busybox linux grub2 ca-certificates"
 # copies only for packages that ask, such as mtools).
 # The root file system is the initrd that grub.cfg loads beside the
 # kernel, not built into it.
+# The firmware options: see 4.
 # Python's zlib (the bundles' deflate) and unicodedata (the idna codec that
 # a lab's host name goes through) must be there: package/ssdbench selects
 # them.
 WANTED="BR2_LINUX_KERNEL_ZSTD BR2_TARGET_ROOTFS_CPIO BR2_TARGET_ROOTFS_CPIO_ZSTD
-BR2_PACKAGE_PYTHON3_ZLIB BR2_PACKAGE_PYTHON3_UNICODEDATA"
+BR2_PACKAGE_PYTHON3_ZLIB BR2_PACKAGE_PYTHON3_UNICODEDATA
+BR2_PACKAGE_LINUX_FIRMWARE_RTL_8169 BR2_PACKAGE_LINUX_FIRMWARE_RTL_815X
+BR2_PACKAGE_LINUX_FIRMWARE_I915"
 UNWANTED="BR2_TARGET_ROOTFS_INITRAMFS BR2_TARGET_TZ_INFO BR2_PACKAGE_TZDATA
 BR2_PACKAGE_EUDEV_ENABLE_HWDB BR2_TOOLCHAIN_GLIBC_GCONV_LIBS_COPY"
 
@@ -112,7 +119,7 @@ for symbol in $UNWANTED; do
 	fi
 done
 echo "br-check: ok: the kernel and the root file system each compressed once with zstd; Python's zlib and" \
-	"unicodedata; no tzdata, hwdb or gconv"
+	"unicodedata; Realtek and i915 firmware; no tzdata, hwdb or gconv"
 
 # 3. show-info lists every package the appliance needs.
 make -s -C "$BR" O="$OUT" show-info > "$OUT/show-info.json" 2> "$OUT/make.log" || {
@@ -134,7 +141,17 @@ for name in sys.argv[2:]:
     print("  %-16s %s" % (name, info[name]["version"]))
 PY
 
-# 4. check-package on every file of the external tree, run from the tree
+# 4. The firmware files external.mk adds reach linux-firmware's list.
+make -s -C "$BR" O="$OUT" printvars VARS=LINUX_FIRMWARE_FILES > "$OUT/firmware" 2> "$OUT/make.log" || {
+	cat "$OUT/make.log" >&2
+	fail "make printvars"
+}
+for file in "rtl_nic/rtl8126a-*.fw" "rtl_nic/rtl8127a-*.fw"; do
+	grep -qF "$file" "$OUT/firmware" || fail "linux-firmware does not install $file"
+done
+echo "br-check: ok: linux-firmware installs the RTL8126 and RTL8127 firmware"
+
+# 5. check-package on every file of the external tree, run from the tree
 # as Buildroot documents it for a br2-external (-b). As in Buildroot's own
 # tree, .checkpackageignore lists the init scripts that start no daemon,
 # so have no DAEMON variable.
@@ -145,4 +162,4 @@ FILES=$(find .checkpackageignore Config.in external.mk external.desc board confi
 "$BR/utils/check-package" -b --ignore-list .checkpackageignore $FILES || fail "check-package"
 echo "br-check: ok: check-package on $(echo "$FILES" | wc -l) files"
 
-echo "br-check: OK (defconfig, image size, show-info, check-package)"
+echo "br-check: OK (defconfig, image size, show-info, firmware, check-package)"
