@@ -2,6 +2,8 @@
 kernel log, redacted, rotated, going on where it stopped, with a last round as it is stopped; the diagnostics
 zip."""
 
+import io
+import json
 import os
 import signal
 import subprocess
@@ -9,11 +11,12 @@ import sys
 import zipfile
 
 import pytest
-from conftest import wait_until
+from conftest import PIN, login, make_app, wait_until
 
 from ssdbench.appliance import access, logs
 
 TOKEN = "ssdb_0123456789abcdef"
+BOOT_LOG = os.path.join(os.path.dirname(__file__), "..", "..", "overlay", "usr", "libexec", "ssdbench", "boot-log")
 
 
 @pytest.fixture
@@ -121,8 +124,56 @@ def test_the_diagnostics_zip_holds_the_logs_and_the_pc_redacted(appliance, tmp_p
     with zipfile.ZipFile(path) as zf:
         names = zf.namelist()
         assert {"logs/ssdbench-runner.log", "var-log/ssdbench-runner.log", "lspci-nnk.txt", "lsblk.txt"} <= set(names)
-        assert {"dmesg.txt", "cmdline.txt", "drives.json", "clock.json"} <= set(names)
+        assert {"dmesg.txt", "cmdline.txt", "drives.json", "testbed.json"} <= set(names)
         for name in names:
             text = zf.read(name).decode(errors="replace")
             assert TOKEN not in text and pin not in text, name
         assert "<redacted>" in zf.read("var-log/ssdbench-runner.log").decode()
+
+
+def test_the_web_ui_sends_the_diagnostics_zip_redacted(appliance):
+    """The drives page's button: the zip of `ssdbench diagnostics`, behind the login and the CSRF token."""
+    data_dir, sources, pin = appliance
+    with open(logs.clock.SETTINGS_FILE, "a") as f:
+        f.write(f"SSDBENCH_PIN={PIN}\n")  # the web UI's PIN, from the kernel command line as on the appliance
+    (sources / "ssdbench-web.log").write_text(f"PIN {PIN}, stored PIN {pin}, token {TOKEN}\n")
+    app = make_app(data_dir)
+    assert app.test_client().post("/diagnostics").status_code != 200  # no session: no zip
+    client = app.test_client()
+    csrf = login(client)
+    page = client.get("/").get_data(as_text=True)
+    assert 'action="/diagnostics"' in page and "Download the diagnostics zip" in page
+    assert client.post("/diagnostics").status_code == 403  # no CSRF token
+    response = client.post("/diagnostics", data={"csrf_token": csrf})
+    assert response.status_code == 200 and response.mimetype == "application/zip"
+    assert "attachment; filename=ssdbench-diagnostics-" in response.headers["Content-Disposition"]
+    with zipfile.ZipFile(io.BytesIO(response.data)) as zf:
+        names = set(zf.namelist())
+        assert {"var-log/ssdbench-web.log", "lspci-nnk.txt", "lsblk.txt", "cmdline.txt", "testbed.json"} <= names
+        for name in names:
+            text = zf.read(name).decode(errors="replace")
+            assert PIN not in text and pin not in text and TOKEN not in text, name
+        assert zf.read("var-log/ssdbench-web.log").decode().count("<redacted>") == 3
+        assert json.loads(zf.read("testbed.json"))["kernel"]["release"] == os.uname().release
+
+
+def test_the_boot_s_messages_reach_the_console_and_the_kept_logs_and_a_daemon_holds_up_nothing(appliance, tmp_path):
+    """boot-log, as inittab runs rcS with it: each line on the console and in boot.log, which the keeper keeps;
+    a daemon that an init script leaves running with the output open does not hold the boot up."""
+    data_dir, sources, _ = appliance
+    console = tmp_path / "console"
+    rcs = "echo 'Looking for the ssdbench stick: found'; sleep 3600 & echo \"daemon $!\"; echo 'rcS done' >&2"
+    env = {**os.environ, "BOOT_LOG": str(sources / "boot.log"), "BOOT_LOG_FIFO": str(tmp_path / "run" / "fifo")}
+    with open(console, "w") as out:
+        subprocess.run([BOOT_LOG, "sh", "-c", rcs], stdout=out, stderr=subprocess.STDOUT, env=env, timeout=60)
+    daemon = None
+    try:
+        wait_until(lambda: "rcS done" in console.read_text(), "rcS's last line on the console", timeout=60)
+        daemon = int(console.read_text().split("daemon ")[1].split()[0])
+        wait_until(lambda: "rcS done" in (sources / "boot.log").read_text(), "rcS's last line in boot.log", timeout=60)
+    finally:
+        if daemon:
+            os.kill(daemon, signal.SIGTERM)
+    assert console.read_text() == (sources / "boot.log").read_text()
+    logs.Keeper(str(data_dir), sources=logs.LOG_SOURCES, kmsg="/nonexistent").round()
+    assert "Looking for the ssdbench stick: found" in kept(data_dir, "boot.log")

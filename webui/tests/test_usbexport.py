@@ -4,6 +4,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import zipfile
 from contextlib import contextmanager
 
 import pytest
@@ -85,7 +86,8 @@ def test_export_writes_verifies_and_unmounts_and_reads_back(finished_run, finish
     assert not mounted(dev)
     name = os.path.basename(finished_bundle)
     subprocess.run(["losetup", "-d", dev], check=True)  # read the image as a laptop would read the stick
-    assert results_on(img, fstype) == [name]
+    [first] = set(results_on(img, fstype)) - {name}
+    assert first.startswith("ssdbench-diagnostics-") and first.endswith(".zip")
     with opened(img, fstype, ro=True) as point:
         assert ssdbench("verify", os.path.join(point, "ssdbench-results", name)).returncode == 0
     dev = attach(img)
@@ -94,6 +96,13 @@ def test_export_writes_verifies_and_unmounts_and_reads_back(finished_run, finish
         assert "already on the stick" in again
     finally:
         subprocess.run(["losetup", "-d", dev], check=True)
+    # The second export's diagnostics zip took the place of the first's: one a PC, the newest.
+    [newest] = set(results_on(img, fstype)) - {name}
+    assert name in results_on(img, fstype) and newest.startswith("ssdbench-diagnostics-") and newest >= first
+    pin = ssdbench("pin", data_dir=data_dir, check=True).stdout.strip()
+    with opened(img, fstype, ro=True) as point, zipfile.ZipFile(os.path.join(point, "ssdbench-results", newest)) as zf:
+        assert {"lsblk.txt", "cmdline.txt", "testbed.json", "drives.json"} <= set(zf.namelist())
+        assert all(pin not in zf.read(member).decode(errors="replace") for member in zf.namelist())
 
 
 @pytest.mark.parametrize("fstype", STICK_FILE_SYSTEMS)

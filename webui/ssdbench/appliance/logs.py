@@ -21,6 +21,7 @@ import time
 import zipfile
 
 from ..drives import discovery
+from ..run import environment
 from ..system import clock, redact, sysfs
 from . import access
 
@@ -159,11 +160,17 @@ def keep(data_dir):
             return
 
 
+def zip_prefix():
+    """How this PC's diagnostics zips are named, before their time."""
+    return f"ssdbench-diagnostics-{platform.node()}-"
+
+
 def diagnostics(data_dir, folder):
     """A zip for a report, in `folder`: the kept logs, this boot's service logs, the kernel's log, lspci, lsblk,
-    the kernel command line and the drives as ssdbench sees them, each redacted. Returns its path."""
+    the kernel command line, the drives as ssdbench sees them and the testbed (kernel, CPU, tools, what set the
+    clock), each redacted. Returns its path."""
     redactor = Redactor(data_dir)
-    name = f"ssdbench-diagnostics-{platform.node()}-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.zip"
+    name = f"{zip_prefix()}{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}.zip"
     path = os.path.join(folder, name)
     with zipfile.ZipFile(path + ".part", "w", zipfile.ZIP_DEFLATED) as zf:
         for kept in sorted(glob.glob(os.path.join(data_dir, LOG_DIR, "*.log*"))):
@@ -179,6 +186,6 @@ def diagnostics(data_dir, folder):
             zf.writestr(member, redactor(text))
         zf.writestr("cmdline.txt", redactor(sysfs.read("/proc/cmdline", "")))
         zf.writestr("drives.json", redactor(json.dumps(discovery.discover(), indent=1, default=str)))
-        zf.writestr("clock.json", json.dumps(clock.recorded(), indent=1))
+        zf.writestr("testbed.json", redactor(json.dumps(environment.host(), indent=1)))
     os.replace(path + ".part", path)
     return path

@@ -2,16 +2,20 @@
 atomically (bundle.write), read it back from the stick and verify it, unmount.
 
 Results go to ssdbench-results/ on the stick's file system. On the appliance's own stick that is its
-FAT partition, labelled SSDBENCH. Export only adds files: it never formats, and never writes to a drive
-under test. It does not touch the database either, so a failed export changes nothing there.
+FAT partition, labelled SSDBENCH. Each export also writes the PC's diagnostics zip there (appliance/logs),
+in place of the one an earlier export from this PC left, so that a report can be sent with the results.
+Export only adds files: it never formats, and never writes to a drive under test. It does not touch the
+database either, so a failed export changes nothing there.
 """
 
+import glob
 import os
 import shutil
 import stat
 import subprocess
 from contextlib import contextmanager
 
+from ..appliance import logs
 from ..drives import discovery, tool_output
 from ..errors import SsdbenchError
 from ..human import size
@@ -220,8 +224,22 @@ def export(db, data_dir, run_ids, stick, on_progress=None):
                     "state": "written and verified",
                 }
             )
+        _diagnostics(data_dir, folder)
         durable.sync_dir(folder)
     return out
+
+
+def _diagnostics(data_dir, folder):
+    """This PC's diagnostics zip beside the bundles, in place of the ones earlier exports from it left."""
+    earlier = set(glob.glob(os.path.join(folder, glob.escape(logs.zip_prefix()) + "*.zip")))
+    try:
+        path = logs.diagnostics(data_dir, folder)
+    except OSError as exc:
+        raise SsdbenchError(
+            f"the bundles are on the stick, verified, but the diagnostics zip could not be written there: {exc}"
+        ) from exc
+    for old in earlier - {path}:
+        os.unlink(old)
 
 
 def export_ended_run(db, data_dir, run_id, log):

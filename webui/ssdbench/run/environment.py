@@ -122,16 +122,16 @@ def iommu(drive, cmdline):
     return {"kernel_line": " ".join(words) or "none", "passthrough": "iommu=pt" in words, "drive_domain": domain}
 
 
-def fingerprint(suite, drive):
+def host():
+    """What the PC and its software are, whatever the run: kernel, CPU, power state, tool versions, clock. The
+    diagnostics zip carries it as the testbed record."""
     uname = os.uname()
-    cmdline = sysfs.read("/proc/cmdline", "unavailable")
     return {
         "kernel": {
             "release": uname.release,
             "version": uname.version,
             "machine": uname.machine,
-            "cmdline": redact.command_line(cmdline),
-            "iommu": iommu(drive, cmdline),
+            "cmdline": redact.command_line(sysfs.read("/proc/cmdline", "unavailable")),
         },
         "cpu": {
             "model": cpu_model(),
@@ -148,6 +148,14 @@ def fingerprint(suite, drive):
         "python": platform.python_version(),
         # What set the wall clock that the run's times are read from (the appliance: NTP, the lab, the build date).
         "clock": clock.recorded(),
+    }
+
+
+def fingerprint(suite, drive):
+    found = host()
+    found["kernel"]["iommu"] = iommu(drive, sysfs.read("/proc/cmdline", "unavailable"))
+    return {
+        **found,
         "suite": {
             "name": suite.name,
             "version": suite.data["version"],

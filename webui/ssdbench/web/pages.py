@@ -4,7 +4,10 @@ and its summary), compare, history.
 Pages work with plain forms; scripts only draw the live view and the charts from the API.
 """
 
+import io
 import json
+import os
+import tempfile
 
 from flask import (
     Blueprint,
@@ -14,11 +17,13 @@ from flask import (
     redirect,
     render_template,
     request,
+    send_file,
     send_from_directory,
     url_for,
 )
 from markupsafe import Markup
 
+from ..appliance import logs
 from ..errors import SsdbenchError
 from ..human import clock, figure, when
 from ..lab import index
@@ -220,6 +225,19 @@ def _export(runs):
         return
     done = "; ".join(f"{item['file']}, {item['state']}" for item in body["exported"]) or "no run has ended"
     flash(f"Exported to {body['device']}: {done}; {body['pull']}.")
+
+
+@bp.post("/diagnostics")
+def diagnostics():
+    """The zip of `ssdbench diagnostics`, to attach to a report: made in a folder of its own, which goes once it
+    is read. A POST with the CSRF token, as every request that makes the appliance run commands."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = logs.diagnostics(current_app.config["SSDBENCH_DATA_DIR"], folder)
+        with open(path, "rb") as f:
+            body = f.read()
+    return send_file(
+        io.BytesIO(body), mimetype="application/zip", as_attachment=True, download_name=os.path.basename(path)
+    )
 
 
 @bp.post(f"/runs/<{data.ID}:run_id>/delete")
