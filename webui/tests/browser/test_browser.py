@@ -11,7 +11,7 @@ import urllib.request
 import zipfile
 
 import pytest
-from conftest import needs_root, ssdbench
+from conftest import PIN, needs_root, ssdbench, web_server
 
 sync_api = pytest.importorskip("playwright.sync_api")
 
@@ -263,3 +263,28 @@ def test_repeat_n_beside_start_follows_the_set_and_cancels_it(appliance):
         assert held["state"] == "cancelled" and [r["state"] for r in held["runs"]] == ["cancelled"]
         assert errors == []
         browser.close()
+
+
+def test_the_drives_page_downloads_the_diagnostics_zip(tmp_path):
+    """A tester with a problem: the button at the foot of the Drives page gives the zip to attach to a report,
+    the PIN nowhere in it."""
+    with web_server(tmp_path / "data") as (_, port), sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--headless=new"])
+        try:
+            page = browser.new_page(accept_downloads=True)
+            page.set_default_timeout(120_000)
+            page.goto(f"http://127.0.0.1:{port}/login")
+            page.fill("input[name=pin]", PIN)
+            page.click("button[type=submit]")
+            page.wait_for_url(f"http://127.0.0.1:{port}/")
+            with page.expect_download() as download:
+                page.get_by_role("button", name="Download the diagnostics zip").click()
+            assert re.fullmatch(r"ssdbench-diagnostics-.+-\d{8}T\d{6}Z\.zip", download.value.suggested_filename)
+            path = tmp_path / download.value.suggested_filename
+            download.value.save_as(path)
+            assert page.get_by_role("heading", name="Drives").is_visible()  # the page stays
+        finally:
+            browser.close()
+    with zipfile.ZipFile(path) as zf:
+        assert {"lspci-nnk.txt", "lsblk.txt", "cmdline.txt", "drives.json", "testbed.json"} <= set(zf.namelist())
+        assert all(PIN not in zf.read(name).decode(errors="replace") for name in zf.namelist())
