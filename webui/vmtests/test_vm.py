@@ -44,6 +44,8 @@ NVME = {"serial": "SSDB-NVME-0001", "model": "QEMU NVMe Ctrl", "transport": "nvm
 # The SATA model has 40 characters, all that ATA IDENTIFY holds; lsblk shows its first 16.
 SATA = {"serial": "SSDB-SATA-0001", "model": "SSDB-SATA-SSD 1TB MODEL NAME OF 40 CHARS", "transport": "sata"}
 STICK_OFFSET = 1024 * 1024  # partition 1, SSDBENCH (board/vm/build-image.sh)
+# How the diagnostics zip that each export leaves beside the bundles is named (appliance/logs.zip_prefix).
+DIAGNOSTICS = "ssdbench-diagnostics-"
 # The stick of the two tests that share it: the image is 513 MiB, SSDB-DATA 256 MiB of it, which grows to 32 GiB,
 # its most (S30stick's GROW_MAX_MIB), on a 64 GiB stick.
 STICK_SIZE = "64G"
@@ -443,9 +445,16 @@ def test_boot_runs_upload_export_and_verify(boot, disks, tmp_path, host_lab):
     )
 
 
+def leaking_pin(path):
+    """The members of a zip that name the PIN the VM booted with."""
+    with zipfile.ZipFile(path) as zf:
+        return [n for n in zf.namelist() if re.search(rf"(?i)pin\W{{0,3}}{PIN}", zf.read(n).decode("latin-1"))]
+
+
 def stick_bundles(stick_img, folder, token):
     """The bundles on the stick's FAT partition, copied out with mtools (no mount), each checked by verify, and
-    each without the PIN or the lab `token` the VM booted with."""
+    each without the PIN or the lab `token` the VM booted with; beside them, the export's diagnostics zip, one
+    (the last export's took the place of earlier ones), without them either."""
     fat = f"{stick_img}@@{STICK_OFFSET}"
     os.makedirs(folder)
     subprocess.run(
@@ -453,7 +462,12 @@ def stick_bundles(stick_img, folder, token):
         check=True,
         env={**os.environ, "MTOOLS_SKIP_CHECK": "1"},
     )
-    bundles = sorted(str(p) for p in pathlib.Path(folder).rglob("*.zip"))
+    zips = sorted(pathlib.Path(folder).rglob("*.zip"))
+    [diagnostics] = [p for p in zips if p.name.startswith(DIAGNOSTICS)]
+    with zipfile.ZipFile(diagnostics) as zf:
+        assert {"lsblk.txt", "cmdline.txt", "testbed.json"} <= set(zf.namelist()), zf.namelist()
+    assert not leaking_pin(diagnostics) and not holding(diagnostics, token), diagnostics
+    bundles = [str(p) for p in zips if p != diagnostics]
     for path in bundles:
         proc = subprocess.run([sys.executable, "-m", "ssdbench.cli", "verify", path], capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr
@@ -463,8 +477,7 @@ def stick_bundles(stick_img, folder, token):
             env = json.loads(zf.read("environment.json"))
             assert "ssdbench.pin=<redacted>" in env["kernel"]["cmdline"]
             assert "ssdbench.token=<redacted>" in env["kernel"]["cmdline"]
-            leaks = [n for n in zf.namelist() if re.search(rf"(?i)pin\W{{0,3}}{PIN}", zf.read(n).decode("latin-1"))]
-            assert not leaks, leaks
+        assert not leaking_pin(path), path
         assert not holding(path, token), path
     return [os.path.basename(p) for p in bundles]
 
@@ -927,7 +940,7 @@ def test_unattended_mode_runs_uploads_exports_and_powers_off(tmp_path, host_lab)
     sent = [r for r in lab_runs(host_lab, VM_APPLIANCE) if r not in before]
     assert [(r["source_id"], r["serial"], r["state"]) for r in sent] == [(1, NVME["serial"], "done")], sent
     assert started < sent[0]["created_at"] < sent[0]["finished_at"] < time.time(), (started, sent[0])
-    with zipfile.ZipFile(next(pathlib.Path(tmp_path, "results").rglob("*.zip"))) as zf:
+    with zipfile.ZipFile(next(pathlib.Path(tmp_path, "results").rglob(bundles[0]))) as zf:
         recorded = json.loads(zf.read("environment.json"))["clock"]
     print(f"the VM's clock: {recorded}")
     assert (recorded["source"], recorded["server"]) == ("ntp", f"{LAB_NET}.1"), recorded
