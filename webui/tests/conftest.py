@@ -590,14 +590,15 @@ def lab(*args, db):
 
 
 def two_appliances(lab_db, finished_bundle, tmp_path, url):
-    """The finished run from appliance bench-a, and another run (written through the store) from bench-b,
-    uploaded to the lab at `url`: {appliance: its token}."""
+    """The finished run from appliance bench-a, and another run (written through the store) from bench-b, both
+    trusted, uploaded to the lab at `url`: {appliance: its token}."""
     other = tmp_path / "other"
     add_run(other, model="Other SSD 2TB", serial="B456")
     second = ssdbench("bundle", "1", "-o", str(tmp_path), data_dir=other, check=True).stdout.strip()
     tokens = {}
     for name, path in (("bench-a", finished_bundle), ("bench-b", second)):
         tokens[name] = lab("token", "add", name, db=lab_db).stdout.strip()
+        lab("token", "trust", name, db=lab_db)
         ssdbench("upload", path, "--to", url, "--token", tokens[name], check=True)
     return tokens
 
