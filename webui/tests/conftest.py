@@ -584,6 +584,22 @@ def lab_server(db_url, store_dir, port=None, options=()):
         server.wait()
 
 
+@pytest.fixture
+def lab_db(postgres):
+    """A fresh, migrated lab database: its URL."""
+    url = postgres()
+    assert lab("migrate", db=url).returncode == 0
+    return url
+
+
+def rows(db, sql, *params):
+    """The rows a query gives on the lab database at URL `db`."""
+    import psycopg
+
+    with psycopg.connect(db) as conn:
+        return conn.execute(sql, params).fetchall()
+
+
 def lab(*args, db):
     """An `ssdbench lab` command on the lab database at URL `db`, in a child process."""
     return ssdbench("lab", *args, "--db", db)

@@ -36,6 +36,7 @@ from conftest import (
     make_ca,
     needs_root,
     rewritten,
+    rows,
     ssdbench,
     two_appliances,
     wait_until,
@@ -47,19 +48,6 @@ from ssdbench.lab import cluster, schema, shelf
 from ssdbench.results import bundle, store, upload
 
 pytestmark = needs_root()
-
-
-@pytest.fixture
-def lab_db(postgres):
-    """A fresh, migrated lab database: its URL."""
-    url = postgres()
-    assert lab("migrate", db=url).returncode == 0
-    return url
-
-
-def rows(db, sql, *params):
-    with psycopg.connect(db) as conn:
-        return conn.execute(sql, params).fetchall()
 
 
 def kept(store):

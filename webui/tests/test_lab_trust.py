@@ -16,26 +16,13 @@ import urllib.parse
 import psycopg
 import pytest
 import yaml
-from conftest import Browser, lab, lab_server, needs_root, rewritten, ssdbench, wait_until
+from conftest import Browser, lab, lab_server, needs_root, rewritten, rows, ssdbench, wait_until
 
 from ssdbench.lab import audit, cluster, schema
 
 pytestmark = needs_root()
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def lab_db(postgres):
-    """A fresh, migrated lab database: its URL."""
-    url = postgres()
-    assert lab("migrate", db=url).returncode == 0
-    return url
-
-
-def rows(db, sql, *params):
-    with psycopg.connect(db) as conn:
-        return conn.execute(sql, params).fetchall()
 
 
 def bench_runs(browser):
@@ -70,6 +57,7 @@ def test_the_bench_shows_the_runs_of_trusted_tokens_and_history_every_run(lab_db
         browser = Browser(url)
         browser.login("ann", password)
         assert bench_runs(browser) == [1] and history_runs(browser) == [1, 2]
+        assert "whose tokens the lab trusts" in browser.get("/bench")[2]
         assert rows(lab_db, "SELECT run_id, runs FROM bench") == [(1, 1)]
         listed = lab("token", "list", db=lab_db).stdout
         assert re.search(r"bench-a +valid +trusted ", listed) and re.search(r"bench-b +valid +untrusted ", listed)
