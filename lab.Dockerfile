@@ -4,6 +4,10 @@ FROM python:3.11-slim
 RUN apt-get update && apt-get install -y --no-install-recommends libpq5 && rm -rf /var/lib/apt/lists/*
 COPY webui /src/webui
 RUN pip install --no-cache-dir '/src/webui[lab]' && rm -rf /src
+# The server runs as a user of its own, which may write only the store (a new volume takes /store's owner).
+RUN useradd --system --uid 10001 --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin lab \
+    && mkdir /store && chown lab: /store && chmod 0750 /store
+USER lab
 # The schema is migrated at every start (it is idempotent), then the server runs, while the cards an upgrade
 # made or emptied are filled from the store beside it, in committed batches (lab migrate --store). compose.yaml
 # lets only its reverse proxy reach it (lab-proxy.conf): so the proxy's X-Forwarded-For is trusted.

@@ -94,7 +94,8 @@ def lab_server(db_url, store_dir):
     port = free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "ssdbench.cli", "lab", "serve", "--db", db_url, "--store", store_dir]
-        + ["--port", str(port)],
+        # Its access log beside the store, written as in production, not into this report.
+        + ["--port", str(port), "--access-log", os.path.join(os.path.dirname(store_dir), "access.log")],
         stderr=subprocess.DEVNULL,
     )
     try:

@@ -14,6 +14,7 @@ from .drives import discovery
 from .errors import SsdbenchError
 from .human import clock, figure, printable, size
 from .lab import access as lab_access
+from .lab import audit as lab_audit
 from .lab import cluster as lab_cluster
 from .lab import index as lab_index
 from .lab import receive as lab_receive
@@ -426,6 +427,8 @@ def lab_migrate(args):
     conn = lab_connect(args, current=False)
     applied = lab_schema.migrate(conn)
     version = lab_schema.version(conn)
+    if applied:
+        audited(conn, "migrate", f"schema versions {', '.join(map(str, applied))}")
     print(
         f"applied {', '.join(map(str, applied))}: schema version {version}"
         if applied
@@ -478,7 +481,7 @@ def lab_serve(args):
         file=sys.stderr,
         flush=True,
     )
-    lab_server.serve(app, args.host, args.port)
+    lab_server.serve(app, args.host, args.port, args.access_log)
 
 
 def lab_local(args):
@@ -516,25 +519,43 @@ def lab_runs(args):
     return None
 
 
+def audited(conn, action, subject, outcome="done"):
+    """An operator's command that changed the lab, in its audit log."""
+    lab_audit.record(conn, lab_audit.operator(), action, outcome, subject)
+
+
 def lab_token(args):
     conn = lab_connect(args)
     if args.verb == "add":
-        print(lab_access.add_token(conn, args.name))
+        token = lab_access.add_token(conn, args.name)
+        audited(conn, "token add", args.name)
+        print(token)
     elif args.verb == "revoke":
         lab_access.revoke_token(conn, args.name)
+        audited(conn, "token revoke", args.name)
         print(f"{args.name}: token revoked; its uploads are refused from now on")
+    elif args.verb in ("trust", "distrust"):
+        models = lab_index.trust(conn, args.name, args.verb == "trust")
+        audited(conn, f"token {args.verb}", args.name)
+        shown = "shows" if args.verb == "trust" else "no longer shows"
+        print(f"{args.name}: the bench {shown} its runs; {len(models)} models picked again; History lists them all")
     else:
         for t in lab_access.list_tokens(conn):
             state = f"revoked {when_utc(t['revoked_at'])}" if t["revoked_at"] else "valid"
-            print(printable(f"{t['name']:<24} {state:<28} since {when_utc(t['created_at'])}, {t['bundles']} bundles"))
+            trust = "trusted" if t["trusted"] else "untrusted"
+            line = f"{t['name']:<24} {state:<28} {trust:<9} since {when_utc(t['created_at'])}, {t['bundles']} bundles"
+            print(printable(line))
 
 
 def lab_user(args):
     conn = lab_connect(args)
     if args.verb == "add":
-        print(lab_access.add_user(conn, args.name))
+        password = lab_access.add_user(conn, args.name)
+        audited(conn, "user add", args.name)
+        print(password)
     elif args.verb == "remove":
         lab_access.remove_user(conn, args.name)
+        audited(conn, "user remove", args.name)
         print(f"{args.name}: removed; their sessions have ended")
     else:
         for u in lab_access.list_users(conn):
@@ -542,21 +563,56 @@ def lab_user(args):
 
 
 def lab_sweep(args):
-    seen, stray = lab_receive.sweep_store(lab_connect(args), args.store, args.quarantine)
+    conn = lab_connect(args)
+    seen, stray = lab_receive.sweep_store(conn, args.store, args.quarantine)
     for sha256 in stray:
         print(sha256)
     done = f"moved to {os.path.join(args.store, 'quarantine')}" if args.quarantine else "left as they are"
+    if args.quarantine:
+        audited(conn, "sweep --quarantine", f"{len(stray)} files moved aside")
     print(f"{seen} bundle files in {args.store}: {len(stray)} without their row in the database, {done}")
     if stray and not args.quarantine:
         print("after a restore of the database, `ssdbench lab reindex` gives them their rows back", file=sys.stderr)
 
 
 def lab_reindex(args):
-    made, refused = lab_receive.reindex(lab_connect(args), args.store, args.appliance)
+    conn = lab_connect(args)
+    made, refused = lab_receive.reindex(conn, args.store, args.appliance)
+    audited(conn, "reindex", f"{len(made)} runs indexed as sent by {args.appliance}", f"{len(refused)} files refused")
     for sha256, why in refused:
         print(printable(f"{sha256}: not indexed: {why}"), file=sys.stderr)
     print(f"indexed {len(made)} runs" + (f" (lab runs {', '.join(map(str, made))})" if made else ""))
     return EXIT_ERROR if refused else 0
+
+
+def lab_remove(args):
+    """A run gone from the lab with its bundle (and the bundle's other runs: a bundle is kept whole, as its hashes
+    cover it); its models' bench rows picked again from the runs left. Only with --yes."""
+    conn = lab_connect(args)
+    held = lab_index.bundle_holding(conn, args.run)
+    if held is None:
+        raise SsdbenchError(f"no run {args.run} in the lab")
+    sha256, runs = held
+    if not args.yes:
+        print(f"would remove bundle {sha256}, with lab runs {', '.join(map(str, runs))}: nothing removed")
+        print(f"to remove them: ssdbench lab remove {args.run} --yes", file=sys.stderr)
+        return EXIT_ERROR
+    removed = lab_receive.remove(conn, args.store, sha256)
+    subject = f"bundle {sha256}, runs {', '.join(map(str, removed))}"
+    audited(conn, "remove", subject)
+    print(f"removed {subject}")
+    return 0
+
+
+def lab_audit_log(args):
+    rows = lab_audit.entries(lab_connect(args), args.limit)
+    if args.json:
+        return out_json(rows)
+    for r in rows:
+        where = f" from {r['address']}" if r["address"] else ""
+        about = f" {r['subject']}" if r["subject"] else ""
+        print(printable(f"{when_utc(r['at'])} {r['actor']}{where}: {r['action']}{about}: {r['outcome']}"))
+    return None
 
 
 def when_utc(seconds):
@@ -572,6 +628,8 @@ LAB_ACTIONS = {
     "reindex": lab_reindex,
     "token": lab_token,
     "user": lab_user,
+    "remove": lab_remove,
+    "audit": lab_audit_log,
 }
 
 
@@ -907,14 +965,20 @@ def add_lab(sub):
         runs := actions.add_parser("runs", help="list the runs the lab holds"),
         sweep := actions.add_parser("sweep", help="list the store's bundle files that the database does not list"),
         reindex := actions.add_parser("reindex", help="index the store's bundle files that the database lacks"),
+        remove := actions.add_parser("remove", help="remove a run and its bundle (with --yes; else say what goes)"),
+        audit := actions.add_parser("audit", help="the audit log: logins, uploads and these commands' changes"),
     ]
+    remove.add_argument("run", type=int, metavar="RUN", help="the lab's id of the run")
+    remove.add_argument("--yes", action="store_true", help="remove them: without it, nothing is removed")
+    audit.add_argument("--limit", type=int, default=100, metavar="N", help="the newest N entries (default 100)")
+    audit.add_argument("--json", action="store_true", help="print JSON")
     sweep.add_argument("--quarantine", action="store_true", help="move them into STORE/quarantine/ (never deleted)")
     reindex.add_argument(
         "--appliance", default="restored", help="the appliance they are indexed as sent by (default: restored)"
     )
     local = actions.add_parser("local", help="try a lab: its own PostgreSQL in FOLDER, a first user, the server")
     local.add_argument("folder", metavar="FOLDER", help="where the PostgreSQL and the bundles are kept")
-    for p in (serve, sweep, reindex):
+    for p in (serve, sweep, reindex, remove):
         p.add_argument("--store", required=True, metavar="DIR", help="the folder that keeps the bundles")
     migrate.add_argument(
         "--store", metavar="DIR", help="the folder that keeps the bundles: make the cards an upgrade asks for"
@@ -928,9 +992,19 @@ def add_lab(sub):
         )
         p.add_argument("--host", default="127.0.0.1", help="address to listen on (the loopback, for the proxy)")
         p.add_argument("--port", type=int, default=8090)
+        p.add_argument(
+            "--access-log",
+            default="-",
+            metavar="FILE",
+            help="a line per request in FILE, opened again on SIGUSR1 for logrotate (default: the standard output)",
+        )
     runs.add_argument("--json", action="store_true", help="print JSON")
     for what, verbs, about in (
-        ("token", ("add", "list", "revoke"), "an appliance's upload token: add prints it, once"),
+        (
+            "token",
+            ("add", "list", "revoke", "trust", "distrust"),
+            "an appliance's upload token: add prints it, once; the bench shows the runs of trusted ones only",
+        ),
         ("user", ("add", "list", "remove"), "who may log in to the lab's pages: add prints the password, once"),
     ):
         p = actions.add_parser(what, help=about)

@@ -584,20 +584,37 @@ def lab_server(db_url, store_dir, port=None, options=()):
         server.wait()
 
 
+@pytest.fixture
+def lab_db(postgres):
+    """A fresh, migrated lab database: its URL."""
+    url = postgres()
+    assert lab("migrate", db=url).returncode == 0
+    return url
+
+
+def rows(db, sql, *params):
+    """The rows a query gives on the lab database at URL `db`."""
+    import psycopg
+
+    with psycopg.connect(db) as conn:
+        return conn.execute(sql, params).fetchall()
+
+
 def lab(*args, db):
     """An `ssdbench lab` command on the lab database at URL `db`, in a child process."""
     return ssdbench("lab", *args, "--db", db)
 
 
 def two_appliances(lab_db, finished_bundle, tmp_path, url):
-    """The finished run from appliance bench-a, and another run (written through the store) from bench-b,
-    uploaded to the lab at `url`: {appliance: its token}."""
+    """The finished run from appliance bench-a, and another run (written through the store) from bench-b, both
+    trusted, uploaded to the lab at `url`: {appliance: its token}."""
     other = tmp_path / "other"
     add_run(other, model="Other SSD 2TB", serial="B456")
     second = ssdbench("bundle", "1", "-o", str(tmp_path), data_dir=other, check=True).stdout.strip()
     tokens = {}
     for name, path in (("bench-a", finished_bundle), ("bench-b", second)):
         tokens[name] = lab("token", "add", name, db=lab_db).stdout.strip()
+        lab("token", "trust", name, db=lab_db)
         ssdbench("upload", path, "--to", url, "--token", tokens[name], check=True)
     return tokens
 

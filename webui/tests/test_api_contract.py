@@ -365,6 +365,8 @@ def every_kind_lab(postgres, every_kind, finished_bundle, tmp_path_factory):
     assert lab("migrate", db=db).returncode == 0
     login = {"SSDBENCH_LAB_USER": "ann", "SSDBENCH_LAB_PASSWORD": lab("user", "add", "ann", db=db).stdout.strip()}
     tokens = {name: lab("token", "add", name, db=db).stdout.strip() for name in ("bench-a", "bench-b")}
+    for name in tokens:
+        lab("token", "trust", name, db=db)
     with lab_server(db, top / "store") as (_, url):
         ssdbench("upload", *sent, "--to", url, "--token", tokens["bench-a"], check=True)
         ssdbench("upload", finished_bundle, "--to", url, "--token", tokens["bench-b"], check=True)

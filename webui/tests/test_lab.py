@@ -36,6 +36,7 @@ from conftest import (
     make_ca,
     needs_root,
     rewritten,
+    rows,
     ssdbench,
     two_appliances,
     wait_until,
@@ -47,19 +48,6 @@ from ssdbench.lab import cluster, schema, shelf
 from ssdbench.results import bundle, store, upload
 
 pytestmark = needs_root()
-
-
-@pytest.fixture
-def lab_db(postgres):
-    """A fresh, migrated lab database: its URL."""
-    url = postgres()
-    assert lab("migrate", db=url).returncode == 0
-    return url
-
-
-def rows(db, sql, *params):
-    with psycopg.connect(db) as conn:
-        return conn.execute(sql, params).fetchall()
 
 
 def kept(store):
@@ -325,6 +313,7 @@ def test_bench_shows_a_models_run_the_lab_received_last_and_who_sent_it(lab_db, 
     with lab_server(lab_db, tmp_path / "store") as (_, url):
         for appliance, path in (("bench-a", forged), ("bench-b", finished_bundle)):
             token = lab("token", "add", appliance, db=lab_db).stdout.strip()
+            lab("token", "trust", appliance, db=lab_db)
             ssdbench("upload", path, "--to", url, "--token", token, check=True)
         runs = {r["appliance"]: r for r in json.loads(lab("runs", "--json", db=lab_db).stdout)}
         assert runs["bench-a"]["created_at"] > runs["bench-b"]["created_at"]
@@ -341,6 +330,8 @@ def test_the_same_bundle_sent_at_once_by_many_clients_to_two_servers_is_kept_onc
     same bundle sent to both at once is one row and one file, every client is told so, and a session made on one
     server is good on the other."""
     tokens = [lab("token", "add", f"bench-{n}", db=lab_db).stdout.strip() for n in range(8)]
+    for n in range(8):
+        lab("token", "trust", f"bench-{n}", db=lab_db)
     answers_seen, failures, start = [], [], threading.Barrier(len(tokens))
 
     def client(secret, url):

@@ -41,7 +41,8 @@ def new_token():
 
 
 def add_token(conn, name):
-    """A new token for the appliance `name`, returned once. A revoked appliance gets a new one under its name."""
+    """A new token for the appliance `name`, returned once. A revoked appliance gets a new one under its name, and
+    keeps its trust; a new one is not trusted (lab/index.trust)."""
     check_name(name, "appliance")
     token = new_token()
     with conn.transaction():
@@ -58,9 +59,9 @@ def add_token(conn, name):
 
 
 def list_tokens(conn):
-    """Every appliance: name, created_at, revoked_at, and how many bundles it has sent."""
+    """Every appliance: name, created_at, revoked_at, trusted, and how many bundles it has sent."""
     rows = conn.execute(
-        """SELECT a.name, extract(epoch FROM a.created_at)::float AS created_at,
+        """SELECT a.name, a.trusted, extract(epoch FROM a.created_at)::float AS created_at,
                   extract(epoch FROM a.revoked_at)::float AS revoked_at, count(b.sha256) AS bundles
            FROM appliances a LEFT JOIN bundles b ON b.appliance_id = a.id GROUP BY a.id ORDER BY a.name"""
     )

@@ -10,6 +10,7 @@ drive model's run, kept up to date as bundles arrive (by results/bench.py's rule
 import json
 import zipfile
 
+from ..errors import SsdbenchError
 from ..results import bench, bundle, card
 from . import shelf
 
@@ -69,17 +70,19 @@ def _add_run(conn, sha256, run, appliance):
     return run_id
 
 
+# The appliance that sent a run, whose trust puts the run on the bench.
+_SENDER = "JOIN testbeds t ON t.id = r.testbed_id JOIN appliances a ON a.id = t.appliance_id"
 # bench.order in SQL: a run replaces its model's pick when it is greater, comparable first, then received later.
 _GREATER = "(excluded.comparable, excluded.received_at, excluded.run_id) > (b.comparable, b.received_at, b.run_id)"
 
 
 def _bench_pick(conn, run_id):
-    """Count a done run in its model's bench row, and make it the row's run if it is the greater by bench.order.
-    The row's lock orders two uploads of one model."""
+    """Count a done run from a trusted appliance in its model's bench row, and make it the row's run if it is the
+    greater by bench.order. The row's lock orders two uploads of one model."""
     conn.execute(
         f"""INSERT INTO bench AS b (model, run_id, comparable, received_at, runs)
             SELECT r.model, r.id, (r.card->>'comparable')::boolean, bu.received_at, 1
-            FROM runs r JOIN bundles bu ON bu.sha256 = r.bundle_sha256 WHERE r.id = %s
+            FROM runs r JOIN bundles bu ON bu.sha256 = r.bundle_sha256 {_SENDER} WHERE r.id = %s AND a.trusted
             ON CONFLICT (model) DO UPDATE SET runs = b.runs + 1,
                 run_id = CASE WHEN {_GREATER} THEN excluded.run_id ELSE b.run_id END,
                 comparable = CASE WHEN {_GREATER} THEN excluded.comparable ELSE b.comparable END,
@@ -124,22 +127,72 @@ def fill_cards(conn, store_dir, log=lambda message: None, batch=FILL_BATCH):
         log(f"{filled} cards made, up to run {after}")
     if filled:
         with conn.transaction():
-            conn.execute("LOCK TABLE bench IN EXCLUSIVE MODE")  # an upload's pick waits; the pages read on
-            conn.execute("DELETE FROM bench")
-            conn.execute(
-                """INSERT INTO bench (model, run_id, comparable, received_at, runs)
-                   SELECT DISTINCT ON (r.model) r.model, r.id, (r.card->>'comparable')::boolean, b.received_at,
-                          count(*) OVER (PARTITION BY r.model)
-                   FROM runs r JOIN bundles b ON b.sha256 = r.bundle_sha256
-                   WHERE r.state = 'done' AND r.card IS NOT NULL
-                   ORDER BY r.model, (r.card->>'comparable')::boolean DESC, b.received_at DESC, r.id DESC"""
-            )
+            repick(conn)
     return filled, skipped
+
+
+def repick(conn, models=None):
+    """Pick the bench's run of these models again (None: of every model) from the done runs with a card that
+    trusted appliances sent, inside the caller's transaction: a model with none left has no row."""
+    conn.execute("LOCK TABLE bench IN EXCLUSIVE MODE")  # an upload's pick waits; the pages read on
+    only = "" if models is None else " AND r.model = ANY(%(models)s)"
+    models = [m for m in models or () if m is not None]
+    conn.execute("DELETE FROM bench" + (" WHERE model = ANY(%(models)s)" if only else ""), {"models": models})
+    conn.execute(
+        f"""INSERT INTO bench (model, run_id, comparable, received_at, runs)
+            SELECT DISTINCT ON (r.model) r.model, r.id, (r.card->>'comparable')::boolean, b.received_at,
+                   count(*) OVER (PARTITION BY r.model)
+            FROM runs r JOIN bundles b ON b.sha256 = r.bundle_sha256 {_SENDER}
+            WHERE r.state = 'done' AND r.card IS NOT NULL AND a.trusted{only}
+            ORDER BY r.model, (r.card->>'comparable')::boolean DESC, b.received_at DESC, r.id DESC""",
+        {"models": models},
+    )
+
+
+def trust(conn, name, trusted):
+    """Whether the bench shows the runs the appliance `name` sent (a token's trust, which the lab's operator
+    gives): its models' bench rows are picked again at once. Returns the models picked again."""
+    with conn.transaction():
+        conn.execute("LOCK TABLE bench IN EXCLUSIVE MODE")  # before the change, so no upload picks by the old trust
+        found = conn.execute(
+            "UPDATE appliances SET trusted = %s WHERE name = %s RETURNING id", (trusted, name)
+        ).fetchone()
+        if found is None:
+            raise SsdbenchError(f"no appliance {name}")
+        models = [
+            r["model"]
+            for r in conn.execute(
+                "SELECT DISTINCT r.model FROM runs r JOIN testbeds t ON t.id = r.testbed_id WHERE t.appliance_id = %s",
+                (found["id"],),
+            )
+        ]
+        repick(conn, models)
+    return models
+
+
+def remove_bundle_rows(conn, sha256):
+    """A bundle's rows and its runs' (their figures; each of their models' bench row picked again from the runs
+    left), inside the caller's transaction. Returns the lab's ids of the runs it held."""
+    held = list(conn.execute("SELECT id, model FROM runs WHERE bundle_sha256 = %s ORDER BY id", (sha256,)))
+    conn.execute("LOCK TABLE bench IN EXCLUSIVE MODE")
+    # Before the runs go: a bench row names its run.
+    conn.execute("DELETE FROM bench WHERE run_id = ANY(%s)", ([r["id"] for r in held],))
+    conn.execute("DELETE FROM bundles WHERE sha256 = %s", (sha256,))
+    repick(conn, {r["model"] for r in held})
+    return [r["id"] for r in held]
 
 
 def bundle_runs(conn, sha256):
     """The lab's ids of a bundle's runs, in the bundle's order."""
     return [r["id"] for r in conn.execute("SELECT id FROM runs WHERE bundle_sha256=%s ORDER BY id", (sha256,))]
+
+
+def bundle_holding(conn, run_id):
+    """The sha256 of the bundle that holds the run, and the lab's ids of every run in it; None without the run."""
+    found = conn.execute("SELECT bundle_sha256 FROM runs WHERE id = %s", (run_id,)).fetchone()
+    if found is None:
+        return None
+    return found["bundle_sha256"], bundle_runs(conn, found["bundle_sha256"])
 
 
 def has_bundle(conn, sha256):

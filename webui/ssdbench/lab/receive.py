@@ -14,7 +14,7 @@ import contextlib
 import os
 
 from ..results import bundle
-from . import access, admit, index, shelf
+from . import access, admit, audit, index, shelf
 
 # A full suite's bundle is some hundreds of MB: a limit well above, still far from filling a disk at one request.
 MAX_BUNDLE_BYTES = 4 << 30
@@ -29,14 +29,22 @@ UPLOADS_AN_HOUR = 60
 BYTES_AN_HOUR = 16 << 30
 
 
-def receive(conn, hold, stream, length, token, fresh):
+def receive(conn, hold, stream, length, token, fresh, address=None):
     """Take one upload: (answer document, HTTP status, headers). 201: kept now; 200: it was there already; 400:
     its body ended short; 401: no valid token; 413: too large; 422: not a bundle that verifies (nothing of it is
     kept); 429: the token has IN_FLIGHT uploads going already, or has sent its hour's quota (with Retry-After).
-    `fresh()` is a new connection to the lab's database, for the cleaning up after `conn` itself failed."""
+    `fresh()` is a new connection to the lab's database, for the cleaning up after `conn` itself failed. Each
+    answer to a valid token is in the audit log, under its appliance's name, with the client's `address`."""
     appliance = access.appliance(conn, token)
     if appliance is None:
         return {"error": "no valid token: ask the lab for one (ssdbench lab token add NAME)"}, 401, {}
+    body, status, headers = _take(conn, hold, stream, length, appliance, fresh)
+    told = f"bundle {body['sha256']}, runs {', '.join(map(str, body['runs']))}" if "sha256" in body else body["error"]
+    audit.record(conn, appliance["name"], "upload", str(status), told, address)
+    return body, status, headers
+
+
+def _take(conn, hold, stream, length, appliance, fresh):
     with _in_flight(conn, appliance["id"]) as slot:
         if slot is None:
             return {"error": f"this token has {IN_FLIGHT} uploads in flight: send one at a time"}, 429, {}
@@ -123,6 +131,17 @@ def forget(conn, store_dir, sha256):
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (shelf.lock_key(sha256),))
         if not index.has_bundle(conn, sha256):
             shelf.remove(store_dir, sha256)
+
+
+def remove(conn, store_dir, sha256):
+    """A bundle gone from the lab (`ssdbench lab remove`): its rows, and each of its models' bench row picked
+    again from the runs left, then its file. Under the lock its rows commit under, and the rows first, so that a
+    row is never without its file. Returns the lab's ids of the runs it held."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (shelf.lock_key(sha256),))
+        removed = index.remove_bundle_rows(conn, sha256)
+    forget(conn, store_dir, sha256)
+    return removed
 
 
 def sweep(conn, store_dir):

@@ -152,6 +152,25 @@ MIGRATIONS = [
         CREATE INDEX uploads_appliance ON uploads (appliance_id, at);
         """,
     ),
+    (
+        7,
+        "the appliances whose runs the bench shows (trusted: every token given before, as the bench showed their "
+        "runs), and the audit log of logins, uploads and the operator's commands",
+        """
+        ALTER TABLE appliances ADD COLUMN trusted boolean NOT NULL DEFAULT false;
+        UPDATE appliances SET trusted = true;
+        CREATE TABLE audit (
+            id bigserial PRIMARY KEY,
+            at timestamptz NOT NULL DEFAULT now(),
+            actor text NOT NULL,
+            address text,
+            action text NOT NULL,
+            subject text,
+            outcome text NOT NULL
+        );
+        CREATE INDEX audit_at ON audit (at);
+        """,
+    ),
 ]
 
 

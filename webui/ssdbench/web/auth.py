@@ -22,6 +22,7 @@ from werkzeug.exceptions import HTTPException
 
 from ..appliance import access
 from ..lab import access as lab_access
+from ..lab import audit
 from .db import get_lab, lab_mode
 
 bp = Blueprint("auth", __name__)
@@ -165,6 +166,10 @@ def check_user(name, password):
     if wait == "user":
         return False, "too many wrong passwords for this user from here: wait a minute", 429
     epoch = lab_access.login(conn, name, password)
+    # Under the user's name only if there is such a user: a password typed into the name field is not kept.
+    known = epoch is not None or lab_access.epoch(conn, name) is not None
+    outcome = "ok" if epoch is not None else "wrong password"
+    audit.record(conn, str(name) if known else "(no such user)", "login", outcome, None, client)
     if epoch is not None:
         lab_access.forgive_try(conn, try_id)
         _start_session(str(name), epoch)
@@ -215,6 +220,7 @@ def end_sessions():
     """Log out: every session of the appliance ends, or in a lab every session of this user."""
     if lab_mode():
         lab_access.end_sessions(get_lab(), session.get("user"))
+        audit.record(get_lab(), session.get("user"), "logout", "ok", None, request.remote_addr)
     else:
         access.end_sessions(current_app.config["SSDBENCH_DATA_DIR"])
     session.clear()

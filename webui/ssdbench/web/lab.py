@@ -27,5 +27,6 @@ def upload():
         request.content_length,
         token.strip() if scheme.lower() == "bearer" else "",
         lambda: schema.connect(current_app.config["SSDBENCH_LAB_DB"]),
+        request.remote_addr,
     )
     return jsonify(body), status, headers

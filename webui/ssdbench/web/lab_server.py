@@ -60,6 +60,9 @@ OPTIONS = {
     "limit_request_line": 8190,
     "limit_request_fields": 100,
     "limit_request_field_size": 8190,
+    # No control socket: by default every gunicorn of a user shares one ($HOME/.gunicorn/gunicorn.ctl), so two
+    # lab servers on a host would answer each other's gunicornc; a lab is stopped and started by its signals.
+    "control_socket_disable": True,
 }
 MAX_HEAD = OPTIONS["limit_request_line"] + OPTIONS["limit_request_fields"] * OPTIONS["limit_request_field_size"]
 
@@ -226,6 +229,7 @@ class _Server(BaseApplication):
         return self.app
 
 
-def serve(app, host, port):
-    """Serve the lab's app on host:port until SIGINT or SIGTERM."""
-    _Server(app, {**OPTIONS, "worker_class": Worker, "bind": f"{host}:{port}"}).run()
+def serve(app, host, port, access_log="-"):
+    """Serve the lab's app on host:port until SIGINT or SIGTERM, a line for each request in `access_log` (a file
+    gunicorn opens again on SIGUSR1, as logrotate asks; "-": the standard output)."""
+    _Server(app, {**OPTIONS, "worker_class": Worker, "bind": f"{host}:{port}", "accesslog": access_log}).run()
