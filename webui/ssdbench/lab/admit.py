@@ -9,11 +9,11 @@ model may be a list, a record may nest a thousand deep. Each is refused with wha
 of the lab's own: a refusal never quotes the hostile value, nor more than PATH_PART characters of a field's name.
 """
 
+import functools
 import zipfile
 from typing import NamedTuple
 
-import jsonschema
-
+from ..errors import SsdbenchError
 from ..results import bundle, card, headline, run_schema
 from ..run.repeat import MAX_TIMES
 
@@ -33,13 +33,15 @@ PATH_PART = 40
 def _items(validator, items, instance, schema):
     """jsonschema's `items`, but a list whose items are numbers (a series' points) is weighed in one pass instead
     of a descent an item: a run's 77,000 points took 1.2 s, and the lab takes 50 uploads a second."""
+    from jsonschema import Draft202012Validator, ValidationError
+
     if items != run_schema.NUMBER or not validator.is_type(instance, "array"):
-        yield from jsonschema.Draft202012Validator.VALIDATORS["items"](validator, items, instance, schema)
+        yield from Draft202012Validator.VALIDATORS["items"](validator, items, instance, schema)
         return
     if set(map(type, instance)) <= {int, float}:  # JSON Schema's number: a boolean is none
         return
     index = next(n for n, item in enumerate(instance) if type(item) not in (int, float))
-    yield jsonschema.ValidationError(
+    yield ValidationError(
         "is not of type 'number'", validator="type", validator_value="number", schema=items, path=[index]
     )
 
@@ -52,6 +54,8 @@ def _properties(validator, properties, instance, schema):
     """jsonschema's `properties`, but a field whose schema is a leaf (_LEAF: a text, a number) is weighed by the
     keywords' own functions in place, without jsonschema's descent (a new validator a field): a run's 1,200
     descents cost three quarters of its check."""
+    from jsonschema import ValidationError
+
     if not validator.is_type(instance, "object"):
         return
     for name, each in properties.items():
@@ -63,7 +67,7 @@ def _properties(validator, properties, instance, schema):
         for keyword, value in each.items():
             check = validator.VALIDATORS.get(keyword)
             for error in (check and check(validator, value, instance[name], each)) or ():
-                yield jsonschema.ValidationError(
+                yield ValidationError(
                     error.message,
                     validator=keyword,
                     validator_value=value,
@@ -74,10 +78,20 @@ def _properties(validator, properties, instance, schema):
                 )
 
 
-# The document a run's schema is resolved in: ADMITTED, and the record values it refers to.
-ADMIT = jsonschema.validators.extend(jsonschema.Draft202012Validator, {"items": _items, "properties": _properties})(
-    {**run_schema.ADMITTED, "components": {"schemas": run_schema.VALUES}}
-)
+@functools.cache
+def _validator():
+    """ADMITTED's validator, in the document it is resolved in (ADMITTED and the record values it refers to).
+    jsonschema is the lab's (its `lab` extra): an appliance, whose web app imports this module, admits nothing."""
+    try:
+        import jsonschema
+    except ImportError as exc:
+        raise SsdbenchError(f"the lab needs jsonschema ({exc}); install it with pip install 'ssdbench[lab]'") from exc
+    extended = jsonschema.validators.extend(
+        jsonschema.Draft202012Validator, {"items": _items, "properties": _properties}
+    )
+    return extended({**run_schema.ADMITTED, "components": {"schemas": run_schema.VALUES}})
+
+
 # Why a value fails, by the keyword it fails (formatted with the keyword's value in the schema, never the document).
 _WHY = {
     "type": "is not of type {}",
@@ -194,7 +208,7 @@ def _admitted(doc, where):
     """Refuse a document that is not valid against ADMITTED, the schema the lab's API document states of its runs,
     naming the first place it fails and how, never quoting what it holds there."""
     try:
-        error = next(ADMIT.iter_errors(doc), None)
+        error = next(_validator().iter_errors(doc), None)
     except RecursionError as exc:
         raise Refused(f"{where}: nests too deeply") from exc
     if error is None:
