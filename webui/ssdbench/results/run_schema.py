@@ -51,8 +51,7 @@ KEY = {"maxLength": 256, "pattern": STORABLE}
 ITEMS = 4096
 # A series' points: a point a second for 12 days. The document's own size (admit) bounds them long before.
 POINTS = 1 << 20
-# A free-form record's fields, and how deep its objects and lists nest, itself counted (a smoke run's environment:
-# 4).
+# A free-form record's fields, and how deep objects and lists nest in it, itself counted (a smoke run's: 4).
 FIELDS = 256
 DEPTH = 8
 # What PostgreSQL's bigint holds; a number of a run a double holds with room for its sums.
@@ -240,8 +239,9 @@ def _bounded_record(schema, level, properties=None):
 
 
 def _read(*names, level):
-    """A record of the lab's document whose fields `names` a page or the index reads: each text, or null."""
-    return _bounded_record({"type": "object"}, level, {name: _text(NULLABLE_STRING) for name in names})
+    """A record of the lab's document, or null, whose fields `names` a page or the index reads: each text, or
+    null."""
+    return _bounded_record({"type": ["object", "null"]}, level, {name: _text(NULLABLE_STRING) for name in names})
 
 
 _RUN = {name: schema for name, schema in RUN["properties"].items() if name not in LOCAL_FIELDS}
