@@ -48,15 +48,23 @@ def problems(document, method, path, status, mimetype, body):
         return [f"{where} as {mimetype}, where the document gives {', '.join(content)}"]
     if mimetype != "application/json":
         return []
-    pointer = "/".join(
-        p.replace("~", "~0").replace("/", "~1")
-        for p in ("paths", template, method.lower(), "responses", str(status), "content", mimetype, "schema")
-    )
+    pointer = ("paths", template, method.lower(), "responses", str(status), "content", mimetype, "schema")
+    return [f"{where}: {problem}" for problem in _problems(document, pointer, json.loads(body))]
+
+
+def component_problems(document, name, value):
+    """How `value` breaks the schema the document's components give as `name`."""
+    return _problems(document, ("components", "schemas", name), value)
+
+
+def _problems(document, pointer, value):
+    """How `value` breaks the schema at `pointer` (its parts) in `document`."""
+    escaped = "/".join(p.replace("~", "~0").replace("/", "~1") for p in pointer)
     registry = Registry().with_resource(DOCUMENT_URI, DRAFT202012.create_resource(document))
-    validator = jsonschema.Draft202012Validator({"$ref": f"{DOCUMENT_URI}#/{pointer}"}, registry=registry)
+    validator = jsonschema.Draft202012Validator({"$ref": f"{DOCUMENT_URI}#/{escaped}"}, registry=registry)
     return [
-        f"{where}: at /{'/'.join(map(str, error.absolute_path))}: {error.message[:QUOTED]}"
-        for error in validator.iter_errors(json.loads(body))
+        f"at /{'/'.join(map(str, error.absolute_path))}: {error.message[:QUOTED]}"
+        for error in validator.iter_errors(value)
     ]
 
 

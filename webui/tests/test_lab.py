@@ -23,6 +23,7 @@ import time
 import urllib.parse
 import zipfile
 
+import contract
 import psycopg
 import pytest
 from conftest import (
@@ -44,8 +45,9 @@ from conftest import (
 
 from ssdbench.errors import SsdbenchError
 from ssdbench.lab import access as lab_access
-from ssdbench.lab import cluster, schema, shelf
-from ssdbench.results import bundle, store, upload
+from ssdbench.lab import cluster, receive, schema, shelf
+from ssdbench.results import bundle, run_schema, store, upload
+from ssdbench.web import openapi
 
 pytestmark = needs_root()
 
@@ -196,39 +198,107 @@ def test_a_tampered_bundle_is_refused_and_nothing_is_kept(lab_db, finished_bundl
     assert os.listdir(next((tmp_path / "store" / "incoming").glob("*-*[!k]"))) == []
 
 
+# Where the pages read a text of a run document (the run page, History, compare, the bench and their cards).
+PAGE_TEXTS = (
+    *("suite", "suite_hash", "error", "warnings/0"),
+    *(f"drive/{name}" for name in ("model", "serial", "path", "firmware", "transport")),
+    *("environment/kernel/release", "environment/cpu/model", "environment/tools/fio"),
+    "environment/suite/workload_sha256",
+    *(f"steps/1/{name}" for name in ("title", "key", "error", "job_file", "suspect/0")),
+    *(f"steps/1/metrics/0/{name}" for name in ("name", "unit", "source")),
+    *(f"series/0/{name}" for name in ("name", "unit", "source")),
+)
+# What each such text may be instead: (what, the value at `path`, what the lab says of it).
+BAD_TEXTS = (
+    ("over its bound", lambda path: "x" * (run_schema.JOB_FILE if "job_file" in path else run_schema.TEXT) + "x"),
+    ("a NUL", lambda path: "text\x00"),
+    ("a list", lambda path: ["text"]),
+)
+BAD_TEXT_SAID = {"over its bound": "is a text of over", "a NUL": "is a text holding a NUL", "a list": "is not of type"}
+# The texts the bundle's own checks weigh first (bundle.document_problems), in its words.
+BUNDLE_SAYS = {
+    "suite": "result.json: suite name ",
+    "suite_hash": "result.json: suite_hash is not a sha256",
+    "steps/1/key": "result.json: step 1: key ",
+}
+
+
+def put(doc, path, value):
+    """Set the field at `path` ("a/0/b") of a document, making the records and the list item on the way."""
+    *parents, last = path.split("/")
+    here = doc
+    for part in parents:
+        here = here[int(part)] if isinstance(here, list) else here.setdefault(part, {})
+    if isinstance(here, list):
+        here[:1] = [value]
+    else:
+        here[last] = value
+
+
+def nested(depth):
+    """A record nesting `depth` records, the innermost holding one text."""
+    value = "deep"
+    for _ in range(depth):
+        value = {"in": value}
+    return value
+
+
 def hostile(doc, what):
     """A run document changed as a hostile appliance could send it."""
-    if what == "a string id":
+    if " at " in what:  # one of BAD_TEXTS at one of PAGE_TEXTS
+        kind, path = what.split(" at ")
+        put(doc, path, dict(BAD_TEXTS)[kind](path))
+    elif what == "a string id":
         doc["id"] = str(doc["id"])
-    elif what == "a NUL in the model":
-        doc["drive"]["model"] = "Fast\x00SSD"
+    elif what == "an id past bigint":
+        doc["id"] = 2**63
     elif what == "a lone surrogate in the serial":
         doc["drive"]["serial"] = "S123\ud800"
+    elif what == "a capacity that is not whole":
+        doc["drive"]["capacity_bytes"] = 1.5
     elif what == "a step without a state":
         del doc["steps"][0]["state"]
+    elif what == "no environment":
+        del doc["environment"]
+    elif what == "a state no finished run has":
+        doc["state"] = "running"
+    elif what == "a field the document does not have":
+        doc["extra"] = 1
     elif what == "NaN":
         doc["created_at"] = float("nan")
     elif what == "1e400":  # as written: JSON's own number, which reads as infinite
-        doc["steps"][-1]["metrics"].append({"name": "x", "value": "1e400", "unit": "IOPS"})
+        doc["steps"][-1]["metrics"].append({"name": "x", "value": "1e400", "unit": "IOPS", "source": "x"})
         return json.dumps(doc).replace('"1e400"', "1e400").encode()
+    elif what == "a time past any clock":
+        doc["created_at"] = 1e301
+    elif what == "a metric's value that is text":
+        doc["steps"][1]["metrics"][0]["value"] = "1"
     elif what == "tools that are not an object":  # what compare and the bench read: refused, not a 500 later
         doc["environment"]["tools"] = "fio 3.33"
-    elif what == "a model that is not text":
-        doc["drive"]["model"] = ["Fast SSD"]
     elif what == "a deep nest":
         return ('{"nest": ' + "[" * 100_000 + "]" * 100_000 + "}").encode()
+    elif what == "a record nested too deep":
+        doc["steps"][0]["detail"] = nested(run_schema.DEPTH + 1)
+    elif what == "a record of too many fields":
+        doc["environment"]["extra"] = {str(n): n for n in range(run_schema.FIELDS + 1)}
+    elif what == "too many warnings":
+        doc["warnings"] = ["a warning"] * (run_schema.ITEMS + 1)
+    elif what == "a series' point that is text":  # the lab weighs a list of numbers in one pass (admit._items)
+        doc["series"][0]["y"][-1] = "1"
+    elif what == "a series' point that is true":
+        doc["series"][0]["x"][0] = True
+    elif what == "a series of too many points":
+        doc["series"][0]["y"] = [0] * (run_schema.POINTS + 1)
     elif what == "a document of 17 MiB":
         doc["padding"] = "x" * (17 << 20)
     elif what == "a fio version of 8 MB":  # issue 35, item 4: the card took it twice
         doc["environment"]["tools"]["fio"] = "fio-" + "3" * (8 << 20)
     elif what == "an environment.suite that is not an object":  # the run page reads it
         doc["environment"]["suite"] = "engine-test"
-    elif what == "a drive's text of 1 MB":
-        doc["drive"]["path"] = "/dev/" + "x" * (1 << 20)
     elif what == "a long key in the environment":
         doc["environment"]["k" * 5000] = 1
-    elif what == "a NUL in the fio version":  # issue 35, item 6: the card is jsonb, which took neither: a 500
-        doc["environment"]["tools"]["fio"] = "fio-3.33\x00"
+    elif what == "a hostile key's long value":  # the refusal names the key, shortened, and never quotes the value
+        doc["environment"]["<script>" + "k" * 100] = "<script>" * 1000
     elif what == "a lone surrogate in a key of the tools":
         doc["environment"]["tools"]["fio\udc80"] = "fio-3.33"
     elif what == "invalid UTF-8":
@@ -237,34 +307,72 @@ def hostile(doc, what):
 
 
 HOSTILE = {
-    "a string id": "id is not a whole number",
-    "a NUL in the model": "drive: a text: a NUL",
-    "a lone surrogate in the serial": "drive: a text: not valid Unicode",
-    "a step without a state": "step 0: state is not text",
+    "a string id": "at /id: is not of type integer",
+    "an id past bigint": f"at /id: is over {run_schema.BIGINT}",
+    "a lone surrogate in the serial": "at /drive/serial: is a text holding a NUL or a lone surrogate",
+    "a capacity that is not whole": "at /drive/capacity_bytes: is not of type",
+    "a step without a state": "at /steps/0: lacks state",
+    "no environment": "at /: lacks environment",
+    "a state no finished run has": "state 'running' is not one of done, failed, cancelled, interrupted",
+    "a field the document does not have": "at /: has a field the lab's API document does not state",
     "NaN": "a number that is not finite (NaN)",
     "1e400": "a number that is not finite (1e400)",
-    "tools that are not an object": "its figures and warnings cannot be read",
-    "a model that is not text": "drive model is not text",
+    "a time past any clock": "at /created_at: is over 1e+300",
+    "a metric's value that is text": "at /steps/1/metrics/0/value: is not of type number",
+    "tools that are not an object": "at /environment/tools: is not of type ['object', 'null']",
     "a deep nest": "nests too deeply",
+    "a record nested too deep": f"at /steps/0/detail/{'/'.join(['in'] * run_schema.DEPTH)}: nests a record more than",
+    "a record of too many fields": f"at /environment/extra: has over {run_schema.FIELDS} fields",
+    "too many warnings": f"at /warnings: is a list of over {run_schema.ITEMS} items",
+    "a series' point that is text": "at /series/0/y/",
+    "a series' point that is true": "at /series/0/x/0: is not of type number",
+    "a series of too many points": f"at /series/0/y: is a list of over {run_schema.POINTS} items",
     "a document of 17 MiB": "the lab takes 16777216 a run",
-    "a fio version of 8 MB": "environment: a text of 8388612 characters, over the 4096 a page shows",
-    "an environment.suite that is not an object": "environment.suite is not an object",
-    "a drive's text of 1 MB": "drive: a text of 1048581 characters",
-    "a long key in the environment": "environment: a text of 5000 characters",
-    "a NUL in the fio version": "environment: a text: a NUL",
-    "a lone surrogate in a key of the tools": "environment: a text: not valid Unicode",
+    "a fio version of 8 MB": f"at /environment/tools/fio: is a text of over {run_schema.TEXT} characters",
+    "an environment.suite that is not an object": "at /environment/suite: is not of type ['object', 'null']",
+    "a long key in the environment": "at /environment: has a field whose name is over 256 characters",
+    "a hostile key's long value": f"at /environment/<script>{'k' * 32}...: is a text of over",
+    "a lone surrogate in a key of the tools": "at /environment/tools: has a field whose name is over",
     "invalid UTF-8": "result.json is damaged ('utf-8' codec can't decode",
+    **{
+        f"{kind} at {path}": BUNDLE_SAYS.get(path, f"at /{path}: {BAD_TEXT_SAID[kind]}")
+        for path in PAGE_TEXTS
+        for kind, _ in BAD_TEXTS
+    },
 }
 
 
+def not_a_number(name):
+    raise ValueError(f"{name} is no number the lab reads")
+
+
+def refused_by_the_lab_document(content):
+    """Whether the lab's API document (its Run) refuses a document as the lab would serve it: the schema the lab
+    admits by is the one its document states."""
+    try:
+        doc = json.loads(content, parse_constant=not_a_number)
+    except (ValueError, RecursionError):  # not JSON as the lab reads it: no schema weighs it
+        return True
+    served = {**doc, "appliance": "bench-a", "bundle_sha256": "0" * 64, "received_at": 1.8e9}
+    return bool(contract.component_problems(openapi.LAB_DOCUMENT, "Run", served))
+
+
 def test_a_bundle_the_index_cannot_take_is_refused_before_it_is_kept(lab_db, finished_bundle, tmp_path):
-    """Issue 26, items 2 and 3: each of these verifies (its manifest lists its hashes) but holds what the index
-    cannot take. Each is refused with 422 and what was wrong; nothing of any is kept: no row, no file in the
-    store, no part file; and the lab's pages are as they were, byte for byte (issue 35, item 4)."""
-    token = lab("token", "add", "bench-a", db=lab_db).stdout.strip()
+    """Issue 26, items 2 and 3, issue 35, item 4: each of these verifies (its manifest lists its hashes) but holds
+    what the index cannot take, or what would blow up a page: every text a page reads, over its bound, with a NUL
+    or of another type, and a record nested too deep or too wide. Each is refused with 422 and what was wrong,
+    where, in a sentence that quotes none of it, as the lab's API document refuses it too; nothing of any is kept:
+    no row, no file in the store, no part file; and the lab's pages are as they were, byte for byte."""
+    # Tokens enough that no hour's quota of uploads (receive.UPLOADS_AN_HOUR) is met.
+    tokens = [
+        lab("token", "add", f"bench-a{n}", db=lab_db).stdout.strip()
+        for n in range(-(-len(HOSTILE) // receive.UPLOADS_AN_HOUR))
+    ]
     other = lab("token", "add", "bench-b", db=lab_db).stdout.strip()
     password = lab("user", "add", "ann", db=lab_db).stdout.strip()
     store = tmp_path / "store"
+    with zipfile.ZipFile(finished_bundle) as zf:
+        document = zf.read(bundle.RESULT)
     with lab_server(lab_db, store) as (_, url):
         ssdbench("upload", finished_bundle, "--to", url, "--token", other, check=True)
         browser = Browser(url)
@@ -272,16 +380,22 @@ def test_a_bundle_the_index_cannot_take_is_refused_before_it_is_kept(lab_db, fin
         pages = ("/history", "/bench", "/runs/1", "/compare?run=1", "/api/runs", "/api/runs/1")
         before = {page: browser.get(page) for page in pages}
         for n, (what, said) in enumerate(HOSTILE.items()):
+            content = hostile(json.loads(document), what)
             path = rewritten(
                 finished_bundle,
                 tmp_path / f"hostile{n}.zip",
-                lambda name, content, what=what: (
-                    hostile(json.loads(content), what) if name == "result.json" else content
-                ),
+                lambda name, was, content=content: content if name == bundle.RESULT else was,
             )
-            proc = ssdbench("upload", path, "--to", url, "--token", token)
-            assert proc.returncode == 2 and "the lab refused it: refused, nothing was kept" in proc.stderr, what
-            assert said in proc.stderr, (what, proc.stderr)
+            with pytest.raises(upload.UploadError) as refused:
+                upload.send(path, url, tokens[n // receive.UPLOADS_AN_HOUR])
+            error = str(refused.value)
+            assert refused.value.status == 422 and error.startswith("the lab refused it: refused, nothing was kept")
+            assert said in error and len(error) < 400, (what, error[:1000])
+            assert refused_by_the_lab_document(content), what
+            if n == 0:  # the command line says the lab's words
+                proc = ssdbench("upload", path, "--to", url, "--token", tokens[-1])
+                assert proc.returncode == 2 and said in proc.stderr, proc.stderr
+            os.unlink(path)
         assert rows(lab_db, "SELECT count(*) FROM bundles") == [(1,)] and len(kept(store)) == 1
         assert not list(store.glob("incoming/*/*"))
         assert {page: browser.get(page) for page in pages} == before

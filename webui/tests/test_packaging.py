@@ -68,3 +68,12 @@ def test_a_wheel_from_the_sources_alone_runs_smoke_in_a_fresh_venv(tmp_path):
         assert "OK" in cli("verify", bundle)
     finally:
         subprocess.run(["losetup", "-d", dev], capture_output=True)
+
+
+def test_the_appliance_runs_without_the_labs_jsonschema():
+    """jsonschema is the lab's (the `lab` extra), which the image does not hold: the web app imports without it,
+    and only the lab's admission of an upload asks for it, by name."""
+    blocked = "import sys; sys.modules['jsonschema'] = None; import ssdbench.web; from ssdbench.lab import admit; "
+    proc = subprocess.run([sys.executable, "-c", blocked + "admit._validator()"], capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert "SsdbenchError: the lab needs jsonschema" in proc.stderr and "'ssdbench[lab]'" in proc.stderr, proc.stderr

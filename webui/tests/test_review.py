@@ -2,9 +2,10 @@
 (results/ranking) and the drive bench (results/bench), on runs made by the real engine: every value shown is
 the stored metric fio's output gave."""
 
+import json
 import os
 
-from ssdbench.results import bench, card, headline, ranking, repeatability, report_html, store, summary
+from ssdbench.results import bench, card, headline, ranking, repeatability, report_html, run_schema, store, summary
 from ssdbench.run import fio_output
 
 SMOKE_REVIEW = {
@@ -156,3 +157,26 @@ def test_the_tortured_drives_random_write_latency_is_a_figure_of_the_torture_ste
         assert (m["value"], m["unit"], m["source"]) == (latency[stat], "ns", f"/jobs/0/write/lat_ns/{stat}")
     assert metrics["write.lat_p99.9"]["value"] == latency["percentile"]["99.900000"]
     assert 0 < metrics["write.lat_mean"]["value"] <= metrics["write.lat_max"]["value"]
+
+
+def test_a_cards_texts_are_capped(finished_repeat):
+    """Issue 35, item 4: compare and the bench show every card they list, and a card copies a run's texts (its fio
+    version twice, in its tools and its testbed): each is capped, whatever the document held."""
+    run = runs_of(finished_repeat[0])[0]
+    run["drive"]["model"] = "M" * (run_schema.TEXT * 2)
+    run["environment"]["tools"]["fio"] = "fio-" + "3" * (8 << 20)
+    run["warnings"] = ["W" * (run_schema.TEXT + 1)]
+    c = card.of(run)
+    texts = []
+    left = [c]
+    while left:
+        item = left.pop()
+        if isinstance(item, str):
+            texts.append(item)
+        elif isinstance(item, dict):
+            left += item.values()
+        elif isinstance(item, list):
+            left += item
+    assert max(map(len, texts)) == run_schema.TEXT
+    assert c["drive"]["model"] == "M" * (run_schema.TEXT - 1) + "\N{HORIZONTAL ELLIPSIS}"
+    assert len(json.dumps(c)) < 8 * run_schema.TEXT * 2

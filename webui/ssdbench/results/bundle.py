@@ -39,7 +39,7 @@ from .. import __version__
 from ..errors import SsdbenchError
 from ..suites import locked
 from ..system import durable
-from . import document, offline_report, repeatability, store, zip_safety
+from . import document, offline_report, repeatability, run_schema, store, zip_safety
 
 FORMAT = "ssdbench-bundle"
 FORMAT_VERSION = 1
@@ -48,8 +48,6 @@ RESULT = "result.json"
 REPEAT = "repeat.json"
 # What reading a damaged member can raise: a bad CRC, a broken deflate stream, a cut-off file.
 DAMAGED = (zipfile.BadZipFile, zlib.error, EOFError, OSError)
-# Fields of a run's or a repeat set's document that describe this machine's queue, not the result.
-LOCAL_FIELDS = ("pid", "cancel_requested", "request", "step_index", "eta_s", "cur_iops", "cur_bw", "progress_at")
 # summary.csv: a headline figure a row (results/repeatability.py names each column).
 SUMMARY_COLUMNS = ("key", "unit", "kind", "n", "mean", "stdev", "cov_percent", "min", "max")
 SUMMARY_COLUMNS += ("threshold_percent", "flagged")
@@ -62,6 +60,8 @@ RUN_FILES = {
 BLOCK = 1 << 20
 # manifest.json and result.json are read into memory: a full suite's are a few MB.
 MAX_JSON_BYTES = 256 << 20
+# What a problem quotes of an imported document's value: a lab's refusal of an 8 MB suite name is a line.
+QUOTED = 40
 
 
 class BundleError(SsdbenchError):
@@ -161,12 +161,12 @@ def _raw_files(data_dir, doc):
 
 def _ended(doc, what):
     """The document of a run or a repeat set that has ended, without the fields that only this appliance
-    knows (LOCAL_FIELDS); `what` names it in the error when there is none, or it has not ended."""
+    knows (run_schema.LOCAL_FIELDS); `what` names it in the error when there is none, or it has not ended."""
     if doc is None:
         raise SsdbenchError(f"no {what}")
     if doc["state"] in store.ACTIVE:
         raise SsdbenchError(f"{what} is {doc['state']}: bundle it when it has ended")
-    for key in LOCAL_FIELDS:
+    for key in run_schema.LOCAL_FIELDS:
         doc.pop(key, None)
     return doc
 
@@ -425,22 +425,28 @@ def document_problems(doc):
         return ["it is not a run document"]
     found = []
     if not locked.valid_name(doc.get("suite")):
-        found.append(f"suite name {doc.get('suite')!r} is not lower-case letters, digits and dashes")
+        found.append(f"suite name {_quoted(doc.get('suite'))} is not lower-case letters, digits and dashes")
     if not (isinstance(doc.get("suite_hash"), str) and re.fullmatch(r"[0-9a-f]{64}", doc["suite_hash"])):
         found.append("suite_hash is not a sha256")
     if doc.get("state") not in store.ENDED:
-        found.append(f"state {doc.get('state')!r} is not one of {', '.join(store.ENDED)}: not a result")
+        found.append(f"state {_quoted(doc.get('state'))} is not one of {', '.join(store.ENDED)}: not a result")
     for i, step in enumerate(doc["steps"]):
         if not isinstance(step, dict):
             found.append(f"step {i} is not an object")
             continue
         if not locked.valid_name(step.get("key")):
-            found.append(f"step {i}: key {step.get('key')!r} is not lower-case letters, digits and dashes")
+            found.append(f"step {i}: key {_quoted(step.get('key'))} is not lower-case letters, digits and dashes")
         if step.get("kind") not in locked.STEP_KINDS:
-            found.append(f"step {i}: kind {step.get('kind')!r} is not one of {', '.join(locked.STEP_KINDS)}")
+            found.append(f"step {i}: kind {_quoted(step.get('kind'))} is not one of {', '.join(locked.STEP_KINDS)}")
         if type(step.get("idx")) is not int or not 0 <= step["idx"] < 1000 or type(step.get("id")) is not int:
             found.append(f"step {i}: idx and id must be whole numbers")
     return found
+
+
+def _quoted(value):
+    """A value of an imported document, as a problem quotes it: its start, which is all a reader needs."""
+    text = repr(value)
+    return text if len(text) <= QUOTED else text[:QUOTED] + "..."
 
 
 def repeat_problems(doc, names):

@@ -7,13 +7,30 @@ from. Each operation's error answers follow from what it takes: a body or a quer
 id can name no run (404), a session is needed (401), a state change needs the CSRF token (403), a body can be
 too large (413).
 
-An answer holds exactly the fields stated for it (_object), but for a free-form record (_record). The server
+An answer holds exactly the fields stated for it (run_schema.closed), but for a free-form record (record). A run's
+schemas are results/run_schema's, which a lab admits its uploads by (ADMITTED). The server
 does not check its answers; the tests do, every one they receive (tests/contract.py).
 """
 
 from .. import __version__
 from ..lab.receive import MAX_BUNDLE_BYTES
-from ..results import bundle, headline, store
+from ..results import headline
+from ..results.run_schema import (
+    ADMITTED,
+    NULLABLE_INTEGER,
+    NULLABLE_NUMBER,
+    NULLABLE_STRING,
+    RUN,
+    RUN_FIELDS,
+    STATE,
+    STEP,
+    STRINGS,
+    UNIX_TIME,
+    VALUES,
+    closed,
+    nullable,
+    record,
+)
 from ..run.repeat import MAX_TIMES
 from ..suites import locked, user_traces
 from .data import HISTORY_PAGE, MAX_COMPARE, MAX_ID, MAX_RUNS_PAGE, TRACE_UPLOAD_BYTES
@@ -26,36 +43,13 @@ def _json(description, schema):
     return {"description": description, "content": {"application/json": {"schema": schema}}}
 
 
-def _object(properties, required=()):
-    """An object with these fields and no others. A request's misspelt field is refused, not ignored; an answer
-    holds no field that is not stated here, and the tests hold every answer to that (tests/contract.py), so a
-    field the code adds is stated the day it is added. A record kept as it was found, whose fields this document
-    does not promise (a drive's link, a run's environment), is stated as a free-form object instead: _record."""
-    return {"type": "object", "properties": properties, "required": list(required), "additionalProperties": False}
-
-
-def _record(description, nullable=False):
-    """A free-form object: any fields, as the code that made it found them."""
-    return {"type": ["object", "null"] if nullable else "object", "description": description}
-
-
-def _nullable(schema):
-    return {**schema, "type": [schema["type"], "null"]}
-
-
-NULLABLE_STRING = {"type": ["string", "null"]}
-NULLABLE_NUMBER = {"type": ["number", "null"]}
-NULLABLE_INTEGER = {"type": ["integer", "null"]}
-STRINGS = {"type": "array", "items": {"type": "string"}}
-UNIX_TIME = {"type": "number", "description": "Unix time"}
-ERROR = _object({"error": {"type": "string", "description": "what went wrong, in a sentence"}}, ["error"])
+ERROR = closed({"error": {"type": "string", "description": "what went wrong, in a sentence"}}, ["error"])
 NO_RUN = _json("no such run", ERROR)
-STATE = {"enum": list(store.STATES)}
 
 
 def _listing(name, item):
     """A list of things found, with the problems met finding them (a device that could not be read)."""
-    return _object({name: {"type": "array", "items": item}, "problems": STRINGS}, [name, "problems"])
+    return closed({name: {"type": "array", "items": item}, "problems": STRINGS}, [name, "problems"])
 
 
 def _ref(name):
@@ -64,15 +58,15 @@ def _ref(name):
     return {"$ref": f"#/components/schemas/{name}"}
 
 
-THRESHOLDS = _object(
+THRESHOLDS = closed(
     {"cov_percent": {"type": "number"}, "qd1_latency_cov_percent": {"type": "number"}},
     ["cov_percent", "qd1_latency_cov_percent"],
 )
-SESSION = _object(
+SESSION = closed(
     {"authenticated": {"type": "boolean"}, "csrf_token": {"type": "string"}}, ["authenticated", "csrf_token"]
 )
 # A drive as drives/discovery finds it. A run and a repeat set keep this as a record of their drive.
-DRIVE = _object(
+DRIVE = closed(
     {
         "path": {"type": "string", "examples": ["/dev/nvme0n1"]},
         "name": {"type": "string", "description": "the kernel's name of the device"},
@@ -89,12 +83,12 @@ DRIVE = _object(
         "logical_block_size": {"type": "integer"},
         "physical_block_size": {"type": "integer"},
         "rotational": {"type": "boolean"},
-        "link": _record(
+        "link": record(
             "the link it sits on (PCIe speed and width and their maxima, or SATA speed, the drive's maximum and its "
             "port's), as found",
             nullable=True,
         ),
-        "host_controller": _record(
+        "host_controller": record(
             "the PCI function it is reached through (address, vendor:device id, class, driver, mode, interrupts, "
             "NUMA node, IOMMU domain type); null: none (a loop device)",
             nullable=True,
@@ -107,7 +101,7 @@ DRIVE = _object(
         },
         "volatile_write_cache": {"type": "boolean", "description": "NVMe: the controller has a volatile write cache"},
         "trim_supported": {"type": "boolean"},
-        "erase": _record("the erase methods it supports (NVMe Format and Sanitize, ATA security), as found"),
+        "erase": record("the erase methods it supports (NVMe Format and Sanitize, ATA security), as found"),
         "temperature_source": {
             **NULLABLE_STRING,
             "description": "where its temperature is read: hwmon, the NVMe SMART log or smartctl",
@@ -137,7 +131,7 @@ DRIVE = _object(
     + ["temperature_source", "partitions", "mounts", "signatures", "confirm_id", "development_target", "notes"]
     + ["eligible", "needs_wipe_confirmation", "reason", "temperature_c", "estimates"],
 )
-SUITE = _object(
+SUITE = closed(
     {
         "name": {"type": "string"},
         "version": {"type": "integer"},
@@ -153,36 +147,13 @@ SUITE = _object(
     },
     ["name", "version", "title", "sha256", "locked", "comparable", "steps", "repeat"],
 )
-# A run's own fields, of which its summary in the list, its document and its progress each give a part.
-RUN_FIELDS = {
-    "id": {"type": "integer"},
-    "suite": {"type": "string"},
-    "suite_hash": {"type": "string"},
-    "standard": {"type": "integer", "description": "1: a locked suite, unchanged"},
-    "state": STATE,
-    "origin": {"type": "string", "description": "local, or the bundle it was imported from"},
-    "created_at": UNIX_TIME,
-    "started_at": NULLABLE_NUMBER,
-    "finished_at": NULLABLE_NUMBER,
-    "error": NULLABLE_STRING,
-    "percent": {"type": "number"},
-    "step_index": {**NULLABLE_INTEGER, "description": "the step it is at"},
-    "step_count": {"type": "integer"},
-    "eta_s": NULLABLE_NUMBER,
-    "cur_iops": NULLABLE_NUMBER,
-    "cur_bw": {**NULLABLE_NUMBER, "description": "bytes/s"},
-    "progress_at": {**NULLABLE_NUMBER, "description": "Unix time of the last progress update"},
-    "cancel_requested": {"type": "integer", "description": "1: a cancel was asked for"},
-    "pid": {**NULLABLE_INTEGER, "description": "the process running it, while it runs"},
-    "drive_id": {"type": "integer", "description": "the appliance's record of the drive"},
-}
 
 
 def _run_fields(*names):
     return {name: RUN_FIELDS[name] for name in names}
 
 
-RUN_SUMMARY = _object(
+RUN_SUMMARY = closed(
     {
         **_run_fields("id", "suite", "suite_hash", "standard", "state", "origin", "created_at", "finished_at"),
         **_run_fields("percent", "error"),
@@ -194,91 +165,8 @@ RUN_SUMMARY = _object(
     ["id", "suite", "suite_hash", "standard", "state", "origin", "created_at", "finished_at", "percent", "error"]
     + ["path", "model", "serial", "repeat_id"],
 )
-METRIC = _object(
-    {
-        "name": {"type": "string", "examples": ["read.iops", "write.lat_p99.99", "steady.avg_iops"]},
-        "value": {"type": "number", "description": "full precision, never rounded"},
-        "unit": {"type": "string"},
-        "source": {"type": "string", "description": "the fio JSON pointer it was read from, or how it was derived"},
-    },
-    ["name", "value", "unit", "source"],
-)
-SERIES = _object(
-    {
-        "id": {"type": "integer"},
-        "step_id": {**NULLABLE_INTEGER, "description": "null: run-level"},
-        "name": {"type": "string", "examples": ["write.iops", "temperature", "write.mb_s", "read.clat_hist"]},
-        "unit": {"type": "string"},
-        "source": {"type": "string"},
-        "x_unit": {
-            "enum": ["ms", "ns", "bytes", "offset"],
-            "description": "x is ms since the step's (or run's) start; a latency histogram's bin in ns (y: the IOs "
-            "in it); a block size in bytes; or a zone's byte offset",
-        },
-        "x": {"type": "array", "items": {"type": "number"}},
-        "y": {"type": "array", "items": {"type": "number"}},
-    },
-    ["id", "step_id", "name", "unit", "source", "x_unit", "x", "y"],
-)
-STEP = _object(
-    {
-        "idx": {"type": "integer"},
-        "key": {"type": "string"},
-        "kind": {"enum": list(locked.STEP_KINDS)},
-        "title": {"type": "string"},
-        "state": {"type": "string"},
-        "estimate_s": NULLABLE_NUMBER,
-    },
-    ["idx", "key", "kind", "title", "state", "estimate_s"],
-)
-RUN = _object(
-    {
-        **RUN_FIELDS,
-        "drive": _record("the drive as it was found when the run was queued (the fields of GET /api/drives)"),
-        "request": _record(
-            "what the tester asked for when queueing it from the web (device, confirmation, options); null: "
-            "started at the console",
-            nullable=True,
-        ),
-        "environment": _record("the testbed, the tools and the OS controls the run had; null: not recorded", True),
-        "warnings": STRINGS,
-        "repeat": {
-            **_nullable(_object({"id": {"type": "integer"}, "position": {"type": "integer"}}, ["id", "position"])),
-            "description": "the repeat set it belongs to and its place in it (1 is the first run); null: none",
-        },
-        "steps": {
-            "type": "array",
-            "items": _object(
-                {
-                    **STEP["properties"],
-                    "id": {"type": "integer"},
-                    "run_id": {"type": "integer"},
-                    "started_at": NULLABLE_NUMBER,
-                    "finished_at": NULLABLE_NUMBER,
-                    "error": NULLABLE_STRING,
-                    "job_file": NULLABLE_STRING,
-                    "out_dir": {**NULLABLE_STRING, "description": "its folder of raw files, in the data folder"},
-                    "detail": _record(
-                        "what the step did besides fio: its cool-down, purge, trace or background", nullable=True
-                    ),
-                    "spec": _record("the step as its suite declares it; null: not a suite this image ships", True),
-                    "metrics": {"type": "array", "items": METRIC},
-                    "suspect": {
-                        **STRINGS,
-                        "description": "why the step's figures may not be the drive's (docs/methodology.md, "
-                        "Validity guards); empty when nothing is wrong",
-                    },
-                },
-                [*STEP["required"], "id", "run_id", "started_at", "finished_at", "error", "job_file", "out_dir"]
-                + ["detail", "spec", "metrics", "suspect"],
-            ),
-        },
-        "series": {"type": "array", "items": SERIES},
-    },
-    [*RUN_FIELDS, "drive", "request", "environment", "warnings", "repeat", "steps", "series"],
-)
 # A run's testbed in a compare (results/testbed.py), beside the runs in their order.
-TESTBED = _object(
+TESTBED = closed(
     {
         "run": {"type": "integer"},
         "cpu": {"type": "string"},
@@ -289,7 +177,7 @@ TESTBED = _object(
         "host": {"type": "string", "description": "what this PC cost each IO, on fio's null engine before the run"},
         "purge": {"type": "string", "description": "the methods its purges used"},
         "fio": {"type": "string"},
-        "classes": _record(
+        "classes": record(
             "its class in each part of the rule that decides whether two testbeds compare (docs/methodology.md, "
             "The summary, compare and the bench): link, path, controller, cache, link_power, iommu, cpu_clock, "
             "purge, fio, heat, flagged"
@@ -303,7 +191,7 @@ TESTBED = _object(
     ["run", "cpu", "kernel", "controller", "link", "path", "host", "purge", "fio", "classes", "apart"],
 )
 # A lab's runs are its appliances' (lab/index): the same, and where each came from.
-LAB_RUN_SUMMARY = _object(
+LAB_RUN_SUMMARY = closed(
     {
         **RUN_SUMMARY["properties"],
         "firmware": {"type": "string"},
@@ -320,25 +208,23 @@ LAB_RUN_SUMMARY = _object(
     },
     [*RUN_SUMMARY["required"], "firmware", "source_id", "host", "appliance", "bundle_sha256", "member", "received_at"],
 )
-# A lab's run document is the one its bundle holds, which leaves out the appliance's queue (bundle.LOCAL_FIELDS).
-LAB_RUN = _object(
+# A lab's run document is the one its bundle holds, as the lab admitted it (run_schema.ADMITTED: the appliance's
+# queue left out, every string, list and record bounded), and where it came from.
+LAB_RUN = closed(
     {
-        **{name: schema for name, schema in RUN["properties"].items() if name not in bundle.LOCAL_FIELDS},
+        **ADMITTED["properties"],
         "appliance": LAB_RUN_SUMMARY["properties"]["appliance"],
         "bundle_sha256": LAB_RUN_SUMMARY["properties"]["bundle_sha256"],
         "received_at": LAB_RUN_SUMMARY["properties"]["received_at"],
     },
-    [
-        *(name for name in RUN["required"] if name not in bundle.LOCAL_FIELDS),
-        *("appliance", "bundle_sha256", "received_at"),
-    ],
+    [*ADMITTED["required"], "appliance", "bundle_sha256", "received_at"],
 )
 REPEAT_FIELDS = {
     **_run_fields("id", "suite", "suite_hash", "standard", "state", "origin", "created_at", "started_at"),
     **_run_fields("finished_at", "error", "cancel_requested", "pid"),
     "times": {"type": "integer", "description": "how many runs the set was asked for"},
 }
-REPEAT_SUMMARY = _object(
+REPEAT_SUMMARY = closed(
     {
         **{k: v for k, v in REPEAT_FIELDS.items() if k not in ("started_at", "cancel_requested", "pid")},
         "runs": {"type": "integer", "description": "how many runs it has"},
@@ -349,7 +235,7 @@ REPEAT_SUMMARY = _object(
     ["id", "suite", "suite_hash", "standard", "times", "runs", "state", "origin", "created_at", "finished_at"]
     + ["error", "path", "model", "serial"],
 )
-FIGURE = _object(
+FIGURE = closed(
     {
         "key": {"type": "string", "examples": ["rand-read-4k/read.iops"], "description": "step/metric"},
         "step": {"type": "string"},
@@ -370,15 +256,15 @@ FIGURE = _object(
     ["key", "step", "name", "unit", "kind", "runs", "values", "n", "mean", "stdev", "cov_percent", "min", "max"]
     + ["threshold_percent", "flagged"],
 )
-REPEAT = _object(
+REPEAT = closed(
     {
         **REPEAT_FIELDS,
         "thresholds": THRESHOLDS,
-        "drive": _record("the drive as it was found when the set was queued (the fields of GET /api/drives)"),
+        "drive": record("the drive as it was found when the set was queued (the fields of GET /api/drives)"),
         "request": RUN["properties"]["request"],
         "runs": {
             "type": "array",
-            "items": _object(
+            "items": closed(
                 {"id": {"type": "integer"}, "position": {"type": "integer"}, "state": STATE},
                 ["id", "position", "state"],
             ),
@@ -393,12 +279,12 @@ REPEAT = _object(
     },
     [*REPEAT_FIELDS, "thresholds", "drive", "request", "runs", "counted", "figures", "flagged"],
 )
-PROGRESS = _object(
+PROGRESS = closed(
     {
         **_run_fields("id", "state", "step_index", "step_count", "percent", "eta_s", "cur_iops", "cur_bw"),
         **_run_fields("progress_at", "started_at", "finished_at", "cancel_requested", "error"),
-        "temperature": _nullable(
-            _object(
+        "temperature": nullable(
+            closed(
                 {"t_ms": {"type": "integer"}, "value": {"type": "number", "description": "°C"}},
                 ["t_ms", "value"],
             )
@@ -409,7 +295,7 @@ PROGRESS = _object(
     + ["started_at", "finished_at", "cancel_requested", "error", "temperature", "steps"],
 )
 TRACE_NAME = {"type": "string", "pattern": "^[a-z0-9][a-z0-9-]*$", "maxLength": 64, "examples": ["my-workstation"]}
-TRACE = _object(
+TRACE = closed(
     {
         "name": TRACE_NAME,
         "label": {"type": "string"},
@@ -418,7 +304,7 @@ TRACE = _object(
         "qd": {"type": "string", "description": "how each IO's queue depth was found"},
         "sha256": {"type": "string", "description": "of the imported trace file: a run that plays it names it"},
         "imported_at": UNIX_TIME,
-        "stats": _record("reads, writes, bytes, size mix, sequential share and runs, queue depths, footprint"),
+        "stats": record("reads, writes, bytes, size mix, sequential share and runs, queue depths, footprint"),
         "segments": {
             "type": "array",
             "items": {"type": "array", "items": {"type": "integer"}},
@@ -427,7 +313,7 @@ TRACE = _object(
     },
     ["name", "label", "format", "source", "qd", "sha256", "imported_at", "stats", "segments"],
 )
-STICK = _object(
+STICK = closed(
     {
         "device": {"type": "string", "description": "the file system's device"},
         "disk": {"type": "string", "description": "the kernel's name of the disk it is on"},
@@ -441,14 +327,14 @@ STICK = _object(
     },
     ["device", "disk", "fstype", "label", "size", "model", "serial", "mountpoint", "boot"],
 )
-EXPORTED = _object(
+EXPORTED = closed(
     {
         "device": {"type": "string"},
         "unmounted": {"type": "boolean", "description": "true: the stick's file system was unmounted after the export"},
         "pull": {"type": "string", "description": "whether the stick can be pulled out now, in words"},
         "exported": {
             "type": "array",
-            "items": _object(
+            "items": closed(
                 {
                     "run": {"type": "integer"},
                     "file": {"type": "string"},
@@ -463,8 +349,8 @@ EXPORTED = _object(
 )
 
 # What a request sends: web/validate.py holds the server to exactly these.
-LOGIN_REQUEST = _object({"pin": {"type": "string", "description": "the PIN on the appliance's console"}}, ["pin"])
-START_REQUEST = _object(
+LOGIN_REQUEST = closed({"pin": {"type": "string", "description": "the PIN on the appliance's console"}}, ["pin"])
+START_REQUEST = closed(
     {
         "drive": {"type": "string", "minLength": 1, "examples": ["/dev/nvme0n1"]},
         "suite": {"enum": locked.names(), "examples": ["standard"]},
@@ -477,17 +363,17 @@ START_REQUEST = _object(
     },
     ["drive", "suite", "confirm"],
 )
-REPEAT_REQUEST = _object(
+REPEAT_REQUEST = closed(
     {
         **START_REQUEST["properties"],
         "times": {"type": "integer", "minimum": 2, "maximum": MAX_TIMES, "description": "how many runs"},
     },
     [*START_REQUEST["required"], "times"],
 )
-TRACE_START_REQUEST = _object(
+TRACE_START_REQUEST = closed(
     {k: START_REQUEST["properties"][k] for k in ("drive", "confirm", "destroy_data")}, ["drive", "confirm"]
 )
-IMPORT_REQUEST = _object(
+IMPORT_REQUEST = closed(
     {
         "format": {
             "enum": sorted(user_traces.FORMATS),
@@ -505,7 +391,7 @@ IMPORT_REQUEST = _object(
     },
     ["format", "text"],
 )
-EXPORT_REQUEST = _object(
+EXPORT_REQUEST = closed(
     {
         "runs": {
             "type": "array",
@@ -632,7 +518,7 @@ DOCUMENT = {
         "/api/logout": {
             "post": _operation(
                 "End every session",
-                {"200": _json("logged out", _object({"authenticated": {"const": False}}, ["authenticated"]))},
+                {"200": _json("logged out", closed({"authenticated": {"const": False}}, ["authenticated"]))},
                 security=STATE_CHANGE,
             )
         },
@@ -665,7 +551,7 @@ DOCUMENT = {
                 {
                     "200": _json(
                         "a page of runs",
-                        _object(
+                        closed(
                             {
                                 "runs": {"type": "array", "items": _ref("RunSummary")},
                                 "next": {
@@ -684,7 +570,7 @@ DOCUMENT = {
                 {
                     "201": _json(
                         "queued",
-                        _object({"id": {"type": "integer"}, "url": {"type": "string"}}, ["id", "url"]),
+                        closed({"id": {"type": "integer"}, "url": {"type": "string"}}, ["id", "url"]),
                     ),
                     "404": _json("not a drive that GET /api/drives lists", ERROR),
                     "409": _json(
@@ -734,7 +620,7 @@ DOCUMENT = {
                 {
                     "202": _json(
                         "cancel requested",
-                        _object({"id": {"type": "integer"}, "cancel_requested": {"const": True}}, ["id"]),
+                        closed({"id": {"type": "integer"}, "cancel_requested": {"const": True}}, ["id"]),
                     ),
                     "409": _json("the run is not queued or running", ERROR),
                 },
@@ -746,7 +632,7 @@ DOCUMENT = {
                 "Every repeat set with its state",
                 {
                     "200": _json(
-                        "repeat sets", _object({"repeats": {"type": "array", "items": REPEAT_SUMMARY}}, ["repeats"])
+                        "repeat sets", closed({"repeats": {"type": "array", "items": REPEAT_SUMMARY}}, ["repeats"])
                     )
                 },
             ),
@@ -756,7 +642,7 @@ DOCUMENT = {
                 {
                     "201": _json(
                         "queued, with its first run",
-                        _object({"id": {"type": "integer"}, "url": {"type": "string"}}, ["id", "url"]),
+                        closed({"id": {"type": "integer"}, "url": {"type": "string"}}, ["id", "url"]),
                     ),
                     "404": _json("not a drive that GET /api/drives lists", ERROR),
                     "409": _json(
@@ -783,7 +669,7 @@ DOCUMENT = {
                 {
                     "202": _json(
                         "cancel requested",
-                        _object({"id": {"type": "integer"}, "cancel_requested": {"const": True}}, ["id"]),
+                        closed({"id": {"type": "integer"}, "cancel_requested": {"const": True}}, ["id"]),
                     ),
                     "409": _json("the repeat set is not queued or running", ERROR),
                 },
@@ -826,7 +712,7 @@ DOCUMENT = {
                 {
                     "201": _json(
                         "queued",
-                        _object({"id": {"type": "integer"}, "url": {"type": "string"}}, ["id", "url"]),
+                        closed({"id": {"type": "integer"}, "url": {"type": "string"}}, ["id", "url"]),
                     ),
                     "404": _json("no such trace, or not a drive that GET /api/drives lists", ERROR),
                     "409": _json(
@@ -869,7 +755,7 @@ DOCUMENT = {
                     "200": _json(
                         "the runs, whether they are comparable (one suite hash, workload hash and fio version), "
                         "and each run's testbed",
-                        _object(
+                        closed(
                             {
                                 "comparable": {"type": "boolean"},
                                 "warning": NULLABLE_STRING,
@@ -905,7 +791,7 @@ LAB_OPERATIONS = {
 def _uploaded(description, stored):
     return _json(
         description,
-        _object(
+        closed(
             {
                 "sha256": {"type": "string"},
                 "stored": {"const": stored},
@@ -978,7 +864,7 @@ LAB_DOCUMENT = {
             **DOCUMENT["components"]["securitySchemes"],
             "token": {"type": "http", "scheme": "bearer"},
         },
-        "schemas": {**DOCUMENT["components"]["schemas"], "Run": LAB_RUN, "RunSummary": LAB_RUN_SUMMARY},
+        "schemas": {**DOCUMENT["components"]["schemas"], "Run": LAB_RUN, "RunSummary": LAB_RUN_SUMMARY, **VALUES},
     },
     "paths": {
         **{
