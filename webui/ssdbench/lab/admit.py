@@ -120,6 +120,7 @@ def _run(host, doc, prefix):
         "state": state,
         "error": _text(doc.get("error"), f"{where}: error"),
         "created_at": _number(doc.get("created_at"), f"{where}: created_at") or 0.0,
+        "started_at": _number(doc.get("started_at"), f"{where}: started_at"),
         "finished_at": _number(doc.get("finished_at"), f"{where}: finished_at"),
     }
     testbed = (host, cpu or "unknown", kernel or "unknown")
