@@ -220,6 +220,8 @@ def hostile(doc, what):
         del doc["steps"][0]["state"]
     elif what == "NaN":
         doc["created_at"] = float("nan")
+    elif what == "a start that is not a number":  # the download's name reads it from the index (issue 35, item 9)
+        doc["started_at"] = "yesterday"
     elif what == "1e400":  # as written: JSON's own number, which reads as infinite
         doc["steps"][-1]["metrics"].append({"name": "x", "value": "1e400", "unit": "IOPS"})
         return json.dumps(doc).replace('"1e400"', "1e400").encode()
@@ -255,6 +257,7 @@ HOSTILE = {
     "a step without a state": "step 0: state is not text",
     "NaN": "a number that is not finite (NaN)",
     "1e400": "a number that is not finite (1e400)",
+    "a start that is not a number": "started_at is not a finite number",
     "tools that are not an object": "its figures and warnings cannot be read",
     "a model that is not text": "drive model is not text",
     "a deep nest": "nests too deeply",
