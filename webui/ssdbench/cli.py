@@ -505,9 +505,13 @@ def lab_local(args):
 
 
 def lab_runs(args):
-    rows = lab_index.list_runs(lab_connect(args))
+    rows = lab_index.list_runs(lab_connect(args))  # streamed: a lab of a million runs is never held whole
     if args.json:
-        return out_json(rows)
+        sys.stdout.write("[")
+        for n, row in enumerate(rows):
+            sys.stdout.write(("," if n else "") + "\n" + json.dumps(row, indent=1, ensure_ascii=False))
+        sys.stdout.write("\n]\n")
+        return None
     for r in rows:
         print(
             printable(

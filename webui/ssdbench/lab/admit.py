@@ -189,6 +189,7 @@ def _run(host, doc, prefix):
         "state": doc["state"],
         "error": doc["error"],
         "created_at": float(doc["created_at"]),
+        "started_at": doc.get("started_at"),
         "finished_at": doc["finished_at"],
     }
     testbed = (

@@ -54,10 +54,11 @@ def _add_run(conn, sha256, run, appliance):
     run_id = _id(
         conn,
         """INSERT INTO runs (bundle_sha256, member, source_id, testbed_id, drive_id, path, suite, suite_hash,
-                             standard, state, error, created_at, finished_at, model, card)
-           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id""",
+                             standard, state, error, created_at, started_at, finished_at, model, card)
+           VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING id""",
         (sha256, run.prefix, r["source_id"], testbed, drive, r["path"], r["suite"], r["suite_hash"], r["standard"])
-        + (r["state"], r["error"], r["created_at"], r["finished_at"], bench.model(run.card), json.dumps(run.card)),
+        + (r["state"], r["error"], r["created_at"], r["started_at"], r["finished_at"])
+        + (bench.model(run.card), json.dumps(run.card)),
     )
     if r["state"] == "done":
         _bench_pick(conn, run_id)
@@ -207,13 +208,33 @@ RUN_JOINS = """ JOIN drives d ON d.id = r.drive_id JOIN testbeds t ON t.id = r.t
                    JOIN appliances a ON a.id = t.appliance_id JOIN bundles b ON b.sha256 = r.bundle_sha256"""
 RUN_ROWS = RUN_COLUMNS + " FROM runs r" + RUN_JOINS
 CARD_ROWS = RUN_COLUMNS + ", r.card FROM runs r" + RUN_JOINS
-# The bench's picks, each with its run's row and card.
-BENCH_ROWS = RUN_COLUMNS + ", r.card, p.runs FROM bench p JOIN runs r ON r.id = p.run_id" + RUN_JOINS
+# The bench's models in order of name (the index bench_name), and a page of their picks, each with its run's row
+# and card: the page is taken from the bench alone, then joined, so that a page deep in it costs what the first does.
+BENCH_ORDER = """lower(p.model) COLLATE "C", p.model"""
+# A name's start as a range of the index (in code-point order, "C"), which a LIKE with a parameter is not: from
+# the start itself to the start followed by the last code point.
+BENCH_NAMED = """ WHERE lower(p.model) COLLATE "C" >= lower(%(name)s)
+                    AND lower(p.model) COLLATE "C" < lower(%(name)s) || chr(1114111)"""
+BENCH_PAGE = (
+    RUN_COLUMNS
+    + ", r.card, p.runs FROM (SELECT p.model, p.run_id, p.runs FROM bench p{named} ORDER BY "
+    + BENCH_ORDER
+    + " OFFSET %(offset)s LIMIT %(limit)s) p JOIN runs r ON r.id = p.run_id"
+    + RUN_JOINS
+    + " WHERE r.card IS NOT NULL ORDER BY "
+    + BENCH_ORDER
+)
+# Rows `lab runs` reads from the database at a time.
+STREAM_ROWS = 1000
 
 
 def list_runs(conn):
-    """Every run the lab holds, oldest first, in the shape of store.list_runs plus where it came from."""
-    return [_row(r) for r in conn.execute(RUN_ROWS + " ORDER BY r.id")]
+    """Every run the lab holds, oldest first, in the shape of store.list_runs plus where it came from: read from
+    a server-side cursor STREAM_ROWS at a time, so that a lab of a million runs lists them in the memory of a few."""
+    with conn.transaction(), conn.cursor(name="list_runs") as cur:
+        cur.itersize = STREAM_ROWS
+        for r in cur.execute(RUN_ROWS + " ORDER BY r.id"):
+            yield _row(r)
 
 
 def runs_page(conn, before, limit):
@@ -255,10 +276,12 @@ def cards(conn, run_ids):
     return [_card(found[i]) for i in run_ids]
 
 
-def bench_rows(conn):
-    """bench.latest's rows, from the bench's picks: one query over the models, whatever the number of runs."""
-    rows = [(_card(r), r["runs"]) for r in conn.execute(BENCH_ROWS + " WHERE r.card IS NOT NULL")]
-    return sorted(rows, key=lambda row: bench.model(row[0]).lower())
+def bench_page(conn, name, offset, limit):
+    """bench.latest's rows, from the bench's picks, by model name: up to `limit` of those whose model begins with
+    `name` (any case; "" for all), after the first `offset`. A model whose run is being indexed is left out."""
+    sql = BENCH_PAGE.format(named=BENCH_NAMED if name else "")
+    rows = conn.execute(sql, {"name": name, "offset": offset, "limit": limit})
+    return [(_card(r), r["runs"]) for r in rows]
 
 
 def run_row(conn, run_id):
@@ -283,8 +306,8 @@ class LabResults:
     def cards(self, run_ids):
         return cards(self.conn, run_ids)
 
-    def bench_rows(self):
-        return bench_rows(self.conn)
+    def bench_page(self, name, offset, limit):
+        return bench_page(self.conn, name, offset, limit)
 
     def run_document(self, run_id):
         row = run_row(self.conn, run_id)
@@ -305,5 +328,14 @@ class LabResults:
         return None  # the lab shows runs, not the appliance's repeat sets
 
     def bundle_file(self, run_id):
-        row = run_row(self.conn, run_id)
-        return shelf.bundle_path(self.store_dir, row["bundle_sha256"]) if row else None
+        """(the path of the run's bundle in the store, the name it is downloaded as), None for no such run: from
+        the index alone, the bundle as it came, unopened."""
+        found = self.conn.execute(
+            """SELECT r.bundle_sha256, r.suite, r.created_at, r.started_at, r.path, d.model, d.serial
+               FROM runs r JOIN drives d ON d.id = r.drive_id WHERE r.id = %s""",
+            (run_id,),
+        ).fetchone()
+        if found is None:
+            return None
+        drive = {k: found[k] for k in ("model", "serial", "path")}
+        return shelf.bundle_path(self.store_dir, found["bundle_sha256"]), bundle.bundle_name({**found, "drive": drive})

@@ -171,6 +171,15 @@ MIGRATIONS = [
         CREATE INDEX audit_at ON audit (at);
         """,
     ),
+    (
+        8,
+        "each run's start, which names its bundle's download without opening it (a run indexed before has none: "
+        "its creation names it); the bench's models by name, for its pages and its search by the start of a name",
+        """
+        ALTER TABLE runs ADD COLUMN started_at double precision;
+        CREATE INDEX bench_name ON bench ((lower(model) COLLATE "C"), model) INCLUDE (run_id, runs);
+        """,
+    ),
 ]
 
 

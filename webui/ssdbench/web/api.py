@@ -106,12 +106,11 @@ def delete_run(run_id):
 
 @bp.get("/runs/<int:run_id>/bundle")
 def download_bundle(run_id):
-    if lab_mode():  # the bundle as it came from its appliance
-        results = get_results()
-        path = results.bundle_file(run_id)
-        if path is None:
+    if lab_mode():  # the bundle as it came from its appliance, named from the index, never opened
+        found = get_results().bundle_file(run_id)
+        if found is None:
             return error(f"no run {run_id}", 404)
-        name = bundle.bundle_name(results.get_run(run_id))
+        path, name = found
         return send_file(path, mimetype="application/zip", as_attachment=True, download_name=name)
     if store.run_state(get_db(), run_id) is None:
         return error(f"no run {run_id}", 404)

@@ -86,9 +86,12 @@ class LocalResults:
         """The runs' cards (results/card.py), in this order. Raises LookupError naming the runs it lacks."""
         return [card.of(r) for r in load_runs(self.get_run, run_ids)]
 
-    def bench_rows(self):
+    def bench_page(self, name, offset, limit):
+        """As the lab's (lab/index.bench_page), from every done run's document."""
         done = (r["id"] for r in store.list_runs(self.db) if r["state"] == "done")
-        return bench.latest(card.of(store.get_run(self.db, run_id)) for run_id in done)
+        rows = bench.latest(card.of(store.get_run(self.db, run_id)) for run_id in done)
+        named = [row for row in rows if bench.model(row[0]).lower().startswith(name.lower())]
+        return named[offset : offset + limit]
 
     def get_run(self, run_id):
         return store.get_run(self.db, run_id)
@@ -141,9 +144,18 @@ def ranked(results, cards):
     return ranking.charts(cards, [results.repeat_set(c["id"]) for c in cards])
 
 
-def drive_bench(results):
-    """The /bench table: every drive model the results hold, its latest done comparable run's review figures."""
-    return bench.table(results.bench_rows())
+# The bench's models a page shows, by name; the pages a lab of many models has; the longest search it takes.
+BENCH_PAGE = 100
+MAX_BENCH_PAGE = 100_000
+MAX_SEARCH = 200
+
+
+def drive_bench(results, name="", page=1):
+    """A page of the /bench table, by model name: the drive models the results hold whose name begins with `name`
+    (any case), each its latest done comparable run's review figures, the table's page `page` (from 1), and
+    whether a page follows. Its cost is its length's, however many models the results hold."""
+    rows = results.bench_page(name, (page - 1) * BENCH_PAGE, BENCH_PAGE + 1)
+    return {**bench.table(rows[:BENCH_PAGE]), "page": page, "more": len(rows) > BENCH_PAGE, "name": name}
 
 
 def comparability(runs):

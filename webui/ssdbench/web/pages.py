@@ -306,8 +306,13 @@ def compare():
 
 @bp.get("/bench")
 def drive_bench():
-    # ?figure=ID: the review figure the bars rank the models by; when none is asked, the one most models have
-    table = data.drive_bench(get_results())
+    # ?figure=ID: the review figure the bars rank the page's models by; when none is asked, the one most of them
+    # have. ?model=TEXT: only the models whose name begins with it. ?page=N: the page of models (by name).
+    name = request.args.get("model", "").strip()
+    if len(name) > data.MAX_SEARCH or "\x00" in name:
+        abort(400)  # no model's name, and text PostgreSQL cannot take
+    page = min(max(request.args.get("page", 1, type=int), 1), data.MAX_BENCH_PAGE)
+    table = data.drive_bench(get_results(), name, page)
     ids = [c["id"] for c in table["columns"]]
     figure_id = request.args.get("figure")
     if figure_id not in ids:
@@ -318,4 +323,5 @@ def drive_bench():
         bench=table,
         figure=figure_id,
         chart=Markup(report_html.bar_chart(chart, bench.fineprint(table))) if chart else None,
+        max_search=data.MAX_SEARCH,
     )
