@@ -687,6 +687,15 @@ def test_power_cut_leaves_the_run_interrupted_with_its_steps(boot, disks):
     assert vm.shell(f"grep -c 'ssdbench.pin=<redacted>' {kept}/kernel.log") != "0"
     assert vm.shell(f"grep -rlF {PIN} {kept} | wc -l") == "0"
     assert vm.shell(f"test -s {kept}/ssdbench-runner.log && echo kept") == "kept"
+    # The init scripts' messages (rcS through boot-log) of each boot, the power cut's too, kept beside them: the
+    # first boot's growing of SSDB-DATA among them. Read in the VM, not from the serial console: on a PC they go
+    # to the screen. This boot's part comes with the keeper's next round.
+    heads = f"cat {kept}/boot.log 2> /dev/null | grep -c '^--- boot '"
+    wait_until(lambda: int(vm.shell(heads)) >= 3, "each boot's rcS messages in the kept boot.log")
+    looked = int(vm.shell(f"grep -c '^Looking for the ssdbench stick (partition UUID ' {kept}/boot.log"))
+    assert looked >= 3, looked
+    grown = f"SSDB-DATA: file system grown online: 256 MiB -> {GROWN_MIB} MiB"
+    assert vm.shell(f"grep -cxF '{grown}' {kept}/boot.log") == "1"
     zipped = "ssdbench diagnostics -o /tmp > /dev/null && python3 -m zipfile -l /tmp/ssdbench-diagnostics-*.zip"
     assert vm.shell(f"{zipped} | grep -cE '^(logs/kernel.log|lspci-nnk.txt|lsblk.txt|drives.json) '") == "4"
     steps = {s["key"]: s for s in run["steps"]}
