@@ -1,6 +1,7 @@
 """The ssdbench command: a thin layer over the engine. Errors are one line, never a traceback."""
 
 import argparse
+import functools
 import json
 import os
 import signal
@@ -369,7 +370,7 @@ def cmd_web(args):
 def cmd_runner(args):
     hooks, when_idle = [], None
     if args.auto_export:
-        hooks.append(usbexport.export_ended_run)
+        hooks.append(functools.partial(usbexport.export_ended_run, beside=logs.beside_bundles))
     if args.upload_to:
         lab = upload.Queue(args.upload_to, upload.token(), args.insecure, cafile=args.lab_ca)
         hooks.append(lab.after_run)
@@ -731,6 +732,7 @@ def cmd_export(args):
         run_ids,
         stick,
         on_progress=lambda run_id, path: print(f"run {run_id}: writing {path}", flush=True),
+        beside=logs.beside_bundles,
     )
     for item in done:
         print(f"run {item['run']}: {item['file']} ({size(item['bytes'])}), {item['state']}")

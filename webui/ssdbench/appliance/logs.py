@@ -165,6 +165,15 @@ def zip_prefix():
     return f"ssdbench-diagnostics-{platform.node()}-"
 
 
+def beside_bundles(data_dir, folder):
+    """This PC's diagnostics zip in an export's folder on a stick (results/usbexport's `beside`), in place of the ones
+    earlier exports from this PC left there."""
+    earlier = set(glob.glob(os.path.join(folder, glob.escape(zip_prefix()) + "*.zip")))
+    path = diagnostics(data_dir, folder)
+    for old in earlier - {path}:
+        os.unlink(old)
+
+
 def diagnostics(data_dir, folder):
     """A zip for a report, in `folder`: the kept logs, this boot's service logs, the kernel's log, lspci, lsblk,
     the kernel command line, the drives as ssdbench sees them and the testbed (kernel, CPU, tools, what set the

@@ -2,20 +2,18 @@
 atomically (bundle.write), read it back from the stick and verify it, unmount.
 
 Results go to ssdbench-results/ on the stick's file system. On the appliance's own stick that is its
-FAT partition, labelled SSDBENCH. Each export also writes the PC's diagnostics zip there (appliance/logs),
-in place of the one an earlier export from this PC left, so that a report can be sent with the results.
+FAT partition, labelled SSDBENCH. The caller may leave more there once the bundles are verified (`beside`: on the
+appliance, the PC's diagnostics zip, appliance/logs.beside_bundles), so that a report can be sent with the results.
 Export only adds files: it never formats, and never writes to a drive under test. It does not touch the
 database either, so a failed export changes nothing there.
 """
 
-import glob
 import os
 import shutil
 import stat
 import subprocess
 from contextlib import contextmanager
 
-from ..appliance import logs
 from ..drives import discovery, tool_output
 from ..errors import SsdbenchError
 from ..human import size
@@ -176,8 +174,9 @@ def ended_runs(db):
     return [r["id"] for r in store.list_runs(db) if r["state"] in store.ENDED]
 
 
-def export(db, data_dir, run_ids, stick, on_progress=None):
-    """Write the runs' bundles to the stick. Returns one entry per run: run, file, bytes, written/kept."""
+def export(db, data_dir, run_ids, stick, on_progress=None, beside=None):
+    """Write the runs' bundles to the stick, then `beside(data_dir, folder)` when given. Returns one entry per run:
+    run, file, bytes, written/kept."""
     _check_not_under_test(db, stick)
     out = []
     with mounted(stick) as point:
@@ -224,29 +223,22 @@ def export(db, data_dir, run_ids, stick, on_progress=None):
                     "state": "written and verified",
                 }
             )
-        _diagnostics(data_dir, folder)
+        if beside is not None:
+            try:
+                beside(data_dir, folder)
+            except OSError as exc:
+                raise SsdbenchError(
+                    f"the bundles are on the stick, verified, but the diagnostics zip could not be written there: {exc}"
+                ) from exc
         durable.sync_dir(folder)
     return out
 
 
-def _diagnostics(data_dir, folder):
-    """This PC's diagnostics zip beside the bundles, in place of the ones earlier exports from it left."""
-    earlier = set(glob.glob(os.path.join(folder, glob.escape(logs.zip_prefix()) + "*.zip")))
-    try:
-        path = logs.diagnostics(data_dir, folder)
-    except OSError as exc:
-        raise SsdbenchError(
-            f"the bundles are on the stick, verified, but the diagnostics zip could not be written there: {exc}"
-        ) from exc
-    for old in earlier - {path}:
-        os.unlink(old)
-
-
-def export_ended_run(db, data_dir, run_id, log):
+def export_ended_run(db, data_dir, run_id, log, beside=None):
     """Best effort, for the runner service: no stick, or a full one, is logged, and the service goes on."""
     try:
         stick = find()
-        for item in export(db, data_dir, [run_id], stick):
+        for item in export(db, data_dir, [run_id], stick, beside=beside):
             log(f"run {run_id}: {item['file']} on {stick['device']}, {item['state']}")
     except SsdbenchError as exc:
         log(f"run {run_id}: not exported: {exc}")

@@ -7,6 +7,7 @@ import tempfile
 
 from flask import url_for
 
+from ..appliance import logs
 from ..drives import discovery, health
 from ..errors import SsdbenchError
 from ..results import bench, card, document, ranking, store, usbexport
@@ -294,7 +295,11 @@ def export_runs(db, body, config):
     try:
         stick = usbexport.choose(stick_list(config), device)
         done = usbexport.export(
-            db, config["SSDBENCH_DATA_DIR"], usbexport.ended_runs(db) if runs is None else runs, stick
+            db,
+            config["SSDBENCH_DATA_DIR"],
+            usbexport.ended_runs(db) if runs is None else runs,
+            stick,
+            beside=logs.beside_bundles,
         )
     except usbexport.NotAStick as exc:
         return {"error": str(exc)}, 404
