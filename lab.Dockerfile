@@ -1,7 +1,6 @@
 # The lab server (compose.yaml): the ssdbench package with its lab extra. Its wheel build fetches uPlot from
-# the npm registry at its pinned version and hash (webui/fetch_uplot.py).
+# the npm registry at its pinned version and hash (webui/fetch_uplot.py). psycopg's binary wheel brings its libpq.
 FROM python:3.11-slim
-RUN apt-get update && apt-get install -y --no-install-recommends libpq5 && rm -rf /var/lib/apt/lists/*
 COPY webui /src/webui
 RUN pip install --no-cache-dir '/src/webui[lab]' && rm -rf /src
 # The server runs as a user of its own, which may write only the store (a new volume takes /store's owner).

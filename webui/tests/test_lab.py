@@ -311,19 +311,20 @@ def hostile(doc, what):
 HOSTILE = {
     "a string id": "at /id: is not of type integer",
     "an id past bigint": f"at /id: is over {run_schema.BIGINT}",
-    "a lone surrogate in the serial": "at /drive/serial: is a text holding a NUL or a lone surrogate",
+    "a lone surrogate in the serial": "result.json is damaged (no low surrogate in string",
     "a capacity that is not whole": "at /drive/capacity_bytes: is not of type",
     "a step without a state": "at /steps/0: lacks state",
     "no environment": "at /: lacks environment",
     "a state no finished run has": "state 'running' is not one of done, failed, cancelled, interrupted",
     "a field the document does not have": "at /: has a field the lab's API document does not state",
-    "NaN": "a number that is not finite (NaN)",
-    "1e400": "a number that is not finite (1e400)",
+    # orjson's words (admit._loads), which change between its versions but for these
+    "NaN": "result.json is damaged (unexpected character",
+    "1e400": "result.json is damaged (number is infinity",
     "a time past any clock": "at /created_at: is over 1e+300",
     "a metric's value that is text": "at /steps/1/metrics/0/value: is not of type number",
     "tools that are not an object": "at /environment/tools: is not of type ['object', 'null']",
     "a start that is not a number": "at /started_at: is not of type",
-    "a deep nest": "nests too deeply",
+    "a deep nest": "depth",
     "a record nested too deep": f"at /steps/0/detail/{'/'.join(['in'] * run_schema.DEPTH)}: nests a record more than",
     "a record of too many fields": f"at /environment/extra: has over {run_schema.FIELDS} fields",
     "too many warnings": f"at /warnings: is a list of over {run_schema.ITEMS} items",
@@ -335,8 +336,8 @@ HOSTILE = {
     "an environment.suite that is not an object": "at /environment/suite: is not of type ['object', 'null']",
     "a long key in the environment": "at /environment: has a field whose name is over 256 characters",
     "a hostile key's long value": f"at /environment/<script>{'k' * 32}...: is a text of over",
-    "a lone surrogate in a key of the tools": "at /environment/tools: has a field whose name is over",
-    "invalid UTF-8": "result.json is damaged ('utf-8' codec can't decode",
+    "a lone surrogate in a key of the tools": "surrogate in string",
+    "invalid UTF-8": "result.json is damaged (str is not valid UTF-8",
     **{
         f"{kind} at {path}": BUNDLE_SAYS.get(path, f"at /{path}: {BAD_TEXT_SAID[kind]}")
         for path in PAGE_TEXTS

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import zipfile
 
+import pytest
 from conftest import attach, needs_root
 
 import fetch_uplot
@@ -70,10 +71,11 @@ def test_a_wheel_from_the_sources_alone_runs_smoke_in_a_fresh_venv(tmp_path):
         subprocess.run(["losetup", "-d", dev], capture_output=True)
 
 
-def test_the_appliance_runs_without_the_labs_jsonschema():
-    """jsonschema is the lab's (the `lab` extra), which the image does not hold: the web app imports without it,
-    and only the lab's admission of an upload asks for it, by name."""
-    blocked = "import sys; sys.modules['jsonschema'] = None; import ssdbench.web; from ssdbench.lab import admit; "
-    proc = subprocess.run([sys.executable, "-c", blocked + "admit._validator()"], capture_output=True, text=True)
+@pytest.mark.parametrize("module, wanted", [("jsonschema", "_validator"), ("orjson", "_loads")])
+def test_the_appliance_runs_without_the_labs_own_modules(module, wanted):
+    """jsonschema and orjson are the lab's (the `lab` extra), which the image does not hold: the web app imports
+    without them, and only the lab's admission of an upload asks for each, by name."""
+    blocked = f"import sys; sys.modules['{module}'] = None; import ssdbench.web; from ssdbench.lab import admit; "
+    proc = subprocess.run([sys.executable, "-c", blocked + f"admit.{wanted}()"], capture_output=True, text=True)
     assert proc.returncode == 1
-    assert "SsdbenchError: the lab needs jsonschema" in proc.stderr and "'ssdbench[lab]'" in proc.stderr, proc.stderr
+    assert f"SsdbenchError: the lab needs {module}" in proc.stderr and "'ssdbench[lab]'" in proc.stderr, proc.stderr

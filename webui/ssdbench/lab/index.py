@@ -62,12 +62,20 @@ def _add_run(conn, sha256, run, appliance):
     )
     if r["state"] == "done":
         _bench_pick(conn, run_id)
-    with conn.cursor() as cur:  # one round trip for all of them (psycopg pipelines executemany)
-        cur.executemany(
-            """INSERT INTO figures (run_id, step, name, value, unit, kind) VALUES (%s, %s, %s, %s, %s, %s)
-               ON CONFLICT DO NOTHING""",
-            [(run_id, f.step, f.name, f.value, f.unit, f.kind) for f in run.figures],
-        )
+    # One statement for all of them, as columns: a statement a figure cost the database a third of an upload's time.
+    conn.execute(
+        """INSERT INTO figures (run_id, step, name, value, unit, kind)
+           SELECT %s, * FROM unnest(%s::text[], %s::text[], %s::float8[], %s::text[], %s::text[])
+           ON CONFLICT DO NOTHING""",
+        (
+            run_id,
+            [f.step for f in run.figures],
+            [f.name for f in run.figures],
+            [float(f.value) for f in run.figures],
+            [f.unit for f in run.figures],
+            [f.kind for f in run.figures],
+        ),
+    )
     return run_id
 
 

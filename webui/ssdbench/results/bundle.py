@@ -351,35 +351,46 @@ def verify(path):
     except (OSError, zipfile.BadZipFile) as exc:
         raise BundleError(f"{path}: not a readable bundle ({exc})") from exc
     with zf:
-        unsafe = zip_safety.problems(zf)
-        if unsafe:
-            raise BundleError(f"{path}: refused, {len(unsafe)} problem(s):\n" + "\n".join(unsafe))
-        names = zf.namelist()
-        if MANIFEST not in names:
-            raise BundleError(f"{path}: no {MANIFEST}: not an ssdbench bundle")
+        return verify_zip(zf, path)
+
+
+def verify_zip(zf, path, kept=None):
+    """verify() of the open zip of the bundle at `path`. `kept`: a dict naming members (documents the caller
+    reads next, each of a size it bounded), given the bytes of each as they were hashed, so that it is
+    inflated once (read_documents takes them)."""
+    unsafe = zip_safety.problems(zf)
+    if unsafe:
+        raise BundleError(f"{path}: refused, {len(unsafe)} problem(s):\n" + "\n".join(unsafe))
+    names = zf.namelist()
+    if MANIFEST not in names:
+        raise BundleError(f"{path}: no {MANIFEST}: not an ssdbench bundle")
+    try:
+        manifest = read_json(zf, MANIFEST, path)
+        listed = dict(manifest["files"])
+    except (ValueError, KeyError, TypeError, *DAMAGED) as exc:
+        raise BundleError(f"{path}: {MANIFEST} is damaged ({exc})") from exc
+    problems = []
+    if manifest.get("format") != FORMAT or manifest.get("format_version") != FORMAT_VERSION:
+        problems.append(
+            f"{MANIFEST}: format {manifest.get('format')} {manifest.get('format_version')}, "
+            f"this ssdbench reads {FORMAT} {FORMAT_VERSION}"
+        )
+    present = set(names) - {MANIFEST}
+    problems += [f"{n}: listed in the manifest but missing" for n in sorted(set(listed) - present)]
+    problems += [f"{n}: not listed in the manifest (added)" for n in sorted(present - set(listed))]
+    for name in sorted(set(listed) & present):
         try:
-            manifest = read_json(zf, MANIFEST, path)
-            listed = dict(manifest["files"])
-        except (ValueError, KeyError, TypeError, *DAMAGED) as exc:
-            raise BundleError(f"{path}: {MANIFEST} is damaged ({exc})") from exc
-        problems = []
-        if manifest.get("format") != FORMAT or manifest.get("format_version") != FORMAT_VERSION:
-            problems.append(
-                f"{MANIFEST}: format {manifest.get('format')} {manifest.get('format_version')}, "
-                f"this ssdbench reads {FORMAT} {FORMAT_VERSION}"
-            )
-        present = set(names) - {MANIFEST}
-        problems += [f"{n}: listed in the manifest but missing" for n in sorted(set(listed) - present)]
-        problems += [f"{n}: not listed in the manifest (added)" for n in sorted(present - set(listed))]
-        for name in sorted(set(listed) & present):
-            try:
+            if kept is not None and name in kept:
+                kept[name] = zf.read(name)
+                digest = hashlib.sha256(kept[name]).hexdigest()
+            else:
                 with zf.open(name) as member:
                     digest = _copy_hashing(member)
-            except DAMAGED as exc:
-                problems.append(f"{name}: unreadable, damaged ({exc})")
-                continue
-            if digest != listed[name]:
-                problems.append(f"{name}: sha256 {digest[:16]}…, the manifest says {listed[name][:16]}… (changed)")
+        except DAMAGED as exc:
+            problems.append(f"{name}: unreadable, damaged ({exc})")
+            continue
+        if digest != listed[name]:
+            problems.append(f"{name}: sha256 {digest[:16]}…, the manifest says {listed[name][:16]}… (changed)")
     if problems:
         raise BundleError(f"{path}: {len(problems)} problem(s):\n" + "\n".join(problems))
     return manifest
@@ -408,13 +419,20 @@ def _not_finite(name):
     raise ValueError(f"a number that is not finite ({name})")
 
 
-def read_json(zf, name, path):
-    """A member parsed as JSON, read into memory only when it is of a sane size. Every number is finite: Python's
-    JSON takes NaN, Infinity and 1e400, which no run writes and a database cannot index."""
-    if zf.getinfo(name).file_size > MAX_JSON_BYTES:
+def finite_json(data):
+    """JSON whose every number is finite: Python's JSON takes NaN, Infinity and 1e400, which no run writes and a
+    database cannot index."""
+    return json.loads(data, parse_float=_finite, parse_constant=_not_finite)
+
+
+def read_json(zf, name, path, loads=finite_json, kept=None):
+    """A member parsed as JSON by `loads` (finite_json, or a parser as strict: it raises ValueError), read into
+    memory only when it is of a sane size; or its bytes as verify_zip `kept` them."""
+    content = (kept or {}).get(name)
+    if content is None and zf.getinfo(name).file_size > MAX_JSON_BYTES:
         raise BundleError(f"{path}: {name} is over {MAX_JSON_BYTES} bytes, more than any run writes")
     try:
-        return json.loads(zf.read(name), parse_float=_finite, parse_constant=_not_finite)
+        return loads(zf.read(name) if content is None else content)
     except (ValueError, *DAMAGED) as exc:
         raise BundleError(f"{path}: {name} is damaged ({exc})") from exc
 
@@ -504,12 +522,13 @@ def _unpack(zf, staging, prefix=""):
             shutil.copyfileobj(src, dst)
 
 
-def read_documents(zf, path):
-    """The documents of a verified bundle's zip, each checked as a result: (the repeat set's document or None,
-    [(position in the set or None, run document, its members' prefix)]). Raises BundleError naming every problem."""
+def read_documents(zf, path, loads=finite_json, kept=None):
+    """The documents of a verified bundle's zip, each checked as a result and parsed by `loads` (read_json's,
+    as its `kept`): (the repeat set's document or None, [(position in the set or None, run document, its
+    members' prefix)]). Raises BundleError naming every problem."""
     names = set(zf.namelist())
     if REPEAT in names:
-        held = read_json(zf, REPEAT, path)
+        held = read_json(zf, REPEAT, path, loads, kept)
         problems = [f"{REPEAT}: {p}" for p in repeat_problems(held, names)]
         positions = [] if problems else [r["position"] for r in held["runs"]]
     else:
@@ -517,7 +536,7 @@ def read_documents(zf, path):
     runs = []
     for position in positions:
         prefix = run_member_prefix(position) if position else ""
-        doc = read_json(zf, prefix + RESULT, path)
+        doc = read_json(zf, prefix + RESULT, path, loads, kept)
         problems += [f"{prefix}{RESULT}: {p}" for p in document_problems(doc)]
         runs.append((position, doc, prefix))
     if problems:
