@@ -8,7 +8,8 @@ rest are sent a second time by another client at the same moment, so the lab mus
 
 It reports uploads per second (wall clock, first request to last answer) and the p50 and p99 latency of one
 upload as its client saw it, and checks that every bundle is in the database once, in the store once with
-its own sha256, and that every upload was confirmed; and fails under RATE uploads a second or over P99_MS.
+its own sha256, and that every upload was confirmed; ROUNDS times, each on a new lab, and fails when the
+median round is under RATE uploads a second or over P99_MS.
 Needs root (PostgreSQL as nobody) or a user who can run initdb. --short (make test): 20 uploads from 4 clients,
 which checks that every part works, not the times.
 """
@@ -35,6 +36,9 @@ from ssdbench.results import bundle, store, upload
 
 UPLOADS, CLIENTS, DISTINCT = 200, 20, 180
 RATE, P99_MS = 50, 1000
+# Rounds, each on a new lab: the verdict is on their median, as one round on this shared machine took from 45 to
+# 60 uploads a second with nothing changed.
+ROUNDS = 3
 
 
 def variants(path, count, folder):
@@ -153,11 +157,9 @@ def send_all(order, url, tokens):
     return answers, latencies, wall, failures
 
 
-def main():
-    args = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    args.add_argument("--short", action="store_true", help="20 uploads from 4 clients: check that it works")
-    short = args.parse_args().short
-    uploads, clients, distinct = (20, 4, 16) if short else (UPLOADS, CLIENTS, DISTINCT)
+def one_round(uploads, clients, distinct):
+    """One round on a new lab: (a line that says what it measured, uploads a second, p50 and p99 seconds,
+    problems)."""
     with empty_lab("ssdbench-bench-lab-") as (work, db_url, conn):
         tokens = [access.add_token(conn, f"bench-{n:02d}") for n in range(clients)]
         paths = variants(standard_bundle(work), distinct, work)
@@ -191,17 +193,37 @@ def main():
         size = os.path.getsize(paths[0])
     cuts = statistics.quantiles(latencies, n=100, method="inclusive") if len(latencies) > 1 else [0.0] * 99
     rate = len(answers) / wall
-    print(
+    said = (
         f"{len(answers)} of {len(order)} uploads of {len(paths)} distinct bundles ({size / 1e6:.2f} MB each) from "
         f"{clients} concurrent clients: {rate:.1f} uploads/s, latency p50 {cuts[49] * 1000:.0f} ms, "
         f"p99 {cuts[98] * 1000:.0f} ms"
     )
-    if not short and (rate < RATE or cuts[98] > P99_MS / 1000):
-        problems.append(f"under {RATE} uploads a second, or a p99 over {P99_MS} ms")
+    return said, rate, cuts[49], cuts[98], problems
+
+
+def main():
+    args = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    args.add_argument("--short", action="store_true", help="20 uploads from 4 clients: check that it works")
+    short = args.parse_args().short
+    uploads, clients, distinct = (20, 4, 16) if short else (UPLOADS, CLIENTS, DISTINCT)
+    rounds = []
+    for n in range(1 if short else ROUNDS):
+        said, *figures = one_round(uploads, clients, distinct)
+        print(f"round {n + 1}: {said}", flush=True)
+        rounds.append(figures)
+    rate, p50, p99 = (statistics.median(r[i] for r in rounds) for i in range(3))
+    problems = [p for r in rounds for p in r[3]]
+    if not short:
+        print(f"median of {ROUNDS} rounds: {rate:.1f} uploads/s, p50 {p50 * 1000:.0f} ms, p99 {p99 * 1000:.0f} ms")
+        if rate < RATE or p99 > P99_MS / 1000:
+            problems.append(f"under {RATE} uploads a second, or a p99 over {P99_MS} ms")
     for p in problems:
         print(f"PROBLEM: {p}")
     ok = not problems
-    print(json.dumps({"uploads_per_s": rate, "p50_ms": cuts[49] * 1000, "p99_ms": cuts[98] * 1000, "ok": ok}))
+    per_round = [{"uploads_per_s": r[0], "p50_ms": r[1] * 1000, "p99_ms": r[2] * 1000} for r in rounds]
+    print(
+        json.dumps({"uploads_per_s": rate, "p50_ms": p50 * 1000, "p99_ms": p99 * 1000, "rounds": per_round, "ok": ok})
+    )
     sys.exit(0 if ok else 1)
 
 
