@@ -36,7 +36,7 @@ from ssdbench.results import bundle, store, upload
 
 UPLOADS, CLIENTS, DISTINCT = 200, 20, 180
 RATE, P99_MS = 50, 1000
-# Rounds, each on a new lab: the verdict is on their median, as one round on this shared machine took from 45 to
+# Rounds, each on a new lab: the verdict is on their median, as one round on this shared machine took from 39 to
 # 60 uploads a second with nothing changed.
 ROUNDS = 3
 
