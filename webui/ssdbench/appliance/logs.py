@@ -21,6 +21,7 @@ import time
 import zipfile
 
 from ..drives import discovery
+from ..errors import SsdbenchError
 from ..run import environment
 from ..system import clock, redact, sysfs
 from . import access
@@ -169,7 +170,12 @@ def beside_bundles(data_dir, folder):
     """This PC's diagnostics zip in an export's folder on a stick (results/usbexport's `beside`), in place of the ones
     earlier exports from this PC left there."""
     earlier = set(glob.glob(os.path.join(folder, glob.escape(zip_prefix()) + "*.zip")))
-    path = diagnostics(data_dir, folder)
+    try:
+        path = diagnostics(data_dir, folder)
+    except OSError as exc:
+        raise SsdbenchError(
+            f"the bundles are on the stick, verified, but the diagnostics zip could not be written there: {exc}"
+        ) from exc
     for old in earlier - {path}:
         os.unlink(old)
 
