@@ -223,7 +223,7 @@ class Quiet:
     def apply(self):
         name = os.path.basename(os.path.realpath(self.drive["path"]))
         queue = f"/sys/block/{name}/queue"
-        return {
+        found = {
             "governor": self.governor(),
             "cpu_dma_latency": self.hold_dma_latency(),
             "scheduler": self.switch("scheduler", f"{queue}/scheduler", "none", "I/O scheduler", of_drive=True),
@@ -239,6 +239,9 @@ class Quiet:
             ),
             "irq_affinity": self.irq_affinity(),
         }
+        # the link's L-states as the run has them: the ASPM policy just set decides them (results/testbed.py)
+        found["aspm"]["l_states"] = discovery.link_states(name)
+        return found
 
     def note(self, entry, what):
         """The crash record gets `entry` (what a change will be put back to) before the change is made. None
