@@ -195,6 +195,19 @@ def test_the_drives_interrupts_are_pinned_to_its_node_or_recorded_as_the_kernel_
         assert "failed" in pinned["reason"]
     controls.restore()
     assert {str(n): open(f"/proc/irq/{n}/smp_affinity_list").read().strip() for n in host["irqs"]} == found
+    # one interrupt for every IO (AHCI's): on fio's core, with no NUMA node known
+    one = {**host, "irqs": host["irqs"][:1]}
+    controls = quiet.Quiet({"path": f"/dev/{disks[0]}", "transport": "sata", "host_controller": one})
+    controls.fio_core = "0"
+    pinned = controls.irq_affinity()
+    irq = str(one["irqs"][0])
+    assert controls.cpus is None and pinned["before"] == {irq: found[irq]}
+    if pinned["state"] == "applied":
+        assert pinned["value"] == "on fio's core, CPUs 0" and quiet.parse_cpulist(pinned["tested"][irq]) <= {0}
+    else:
+        assert "failed" in pinned["reason"]
+    controls.restore()
+    assert open(f"/proc/irq/{irq}/smp_affinity_list").read().strip() == found[irq]
 
 
 @needs_root()
