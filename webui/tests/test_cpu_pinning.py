@@ -73,6 +73,13 @@ def topology(root, name):
     return quiet.parse_cpulist((root / "sys/devices/system/cpu/online").read_text().strip())
 
 
+def without(root, every, ranking):
+    """fio's CPU once every CPU's `ranking` file is gone (a firmware or a kernel without it)."""
+    for c in every:
+        (root / f"sys/devices/system/cpu/cpu{c}/{ranking}").unlink()
+    return quiet.fio_cpu(every, every)
+
+
 def test_fios_cpu_on_alder_lake_is_the_first_thread_of_a_favoured_p_core(tmp_path, monkeypatch):
     """i9-12900K: CPU 1 is CPU 0's SMT sibling (what the lowest CPU but 0 was); CPPC ranks two P-cores first."""
     monkeypatch.setattr(discovery, "SYS", str(tmp_path / "sys"))
@@ -83,9 +90,7 @@ def test_fios_cpu_on_alder_lake_is_the_first_thread_of_a_favoured_p_core(tmp_pat
     assert "by ACPI CPPC highest_perf (68, where the others have 64 to 68)" in why
     assert why.endswith("the first thread of its core (CPUs 4,5)")
     # a firmware without CPPC: the P-cores' top clock ranks them (the favoured ones clock higher)
-    for c in every:
-        (tmp_path / f"sys/devices/system/cpu/cpu{c}/acpi_cppc/highest_perf").unlink()
-    cpu, why = quiet.fio_cpu(every, every)
+    cpu, why = without(tmp_path, every, "acpi_cppc/highest_perf")
     assert cpu == 4 and "by cpuinfo_max_freq (5200000" in why
     # the runner held to E-cores: no P-core among them, the first E-core but none of CPU 0's
     assert quiet.fio_cpu(every, set(range(16, 24)))[0] == 16
@@ -99,9 +104,7 @@ def test_fios_cpu_on_zen_4_is_the_preferred_core(tmp_path, monkeypatch):
     assert cpu == 3 and "not CPU 0's core (CPUs 0,16" in why
     assert "by AMD's preferred-core ranking (236" in why and why.endswith("(CPUs 3,19)")
     # a kernel before amd-pstate's ranking: CPPC's highest_perf ranks the same cores
-    for c in every:
-        (tmp_path / f"sys/devices/system/cpu/cpu{c}/cpufreq/amd_pstate_prefcore_ranking").unlink()
-    cpu, why = quiet.fio_cpu(every, every)
+    cpu, why = without(tmp_path, every, "cpufreq/amd_pstate_prefcore_ranking")
     assert cpu == 3 and "by ACPI CPPC highest_perf (236" in why
     # the second threads alone open to the runner: the best of them, CPU 3's sibling
     assert quiet.fio_cpu(every, set(range(17, 32)))[0] == 19
