@@ -370,8 +370,7 @@ def _flags_differ(name, theirs, ours, whose):
     """The flags' part, cause by cause: each cause one run has and the other has not."""
     if UNKNOWN.fullmatch(theirs) or UNKNOWN.fullmatch(ours):
         return [] if _same(theirs, ours) else [f"{name}: {theirs} ({whose}: {ours})"]
-    have = lambda cls: set() if cls == REFERENCE["flagged"] else set(cls.split(CAUSES))  # noqa: E731
-    mine, yours = have(theirs), have(ours)
+    mine, yours = (set() if cls == REFERENCE["flagged"] else set(cls.split(CAUSES)) for cls in (theirs, ours))
     return [f"{name}: {cause} ({whose}: not so)" for cause in sorted(mine - yours)] + [
         f"{name}: not {cause} ({whose}: {cause})" for cause in sorted(yours - mine)
     ]
