@@ -16,7 +16,7 @@ def test_every_flagged_step_is_under_its_rules_cause_once_with_its_title(smoke_r
     assert len(names) == len(set(names))  # no cause twice
     for step, reasons in zip(run["steps"], suspects):
         for reason in reasons:
-            group = next(c for c in found if c["cause"] == causes.named(reason))
+            group = next(c for c in found if c["cause"] == validity.cause_of(reason))
             assert [s["title"] for s in group["steps"] if s["key"] == step["key"]] == [step["title"]]
             assert f"{step['title']}: {reason}" in group["details"]
     # a run's own warnings, each under one cause, but none of the reasons it compares with nothing: a cause of its

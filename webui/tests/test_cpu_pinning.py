@@ -1,13 +1,14 @@
-"""Interrupts and CPU (issue 32, item 6): the drive's NUMA node from its PCI function (a SATA drive's AHCI
-adapter, as QEMU's captured sysfs has it), fio on one fixed CPU for every step, and the clock of that CPU
-recorded while each step runs."""
+"""Interrupts and CPU (issue 32, item 6; issue 44, item 4): the drive's NUMA node from its PCI function (a SATA
+drive's AHCI adapter, as QEMU's captured sysfs has it), fio on one fixed CPU for every step (the first thread of
+the best-ranked core not CPU 0's, on the CPU files of an Alder Lake, a Zen 4 and a two-socket Xeon), and the
+clock of that CPU recorded while each step runs."""
 
 import json
 import os
 import re
 import time
 
-from conftest import ENGINE_SUITE, needs_root, start_run
+from conftest import ENGINE_SUITE, data, needs_root, start_run
 from test_testbed import captured_sysfs
 
 from ssdbench.drives import discovery
@@ -49,27 +50,77 @@ def test_a_sata_drives_node_is_its_ahci_adapters(tmp_path, monkeypatch):
         assert controls.fio_cpus == {found["cpu"]} == {min(allowed - {0}) if len(allowed) > 1 else 0}
 
 
-def test_fios_cpu_is_a_p_core_of_the_fastest_and_not_cpu_0(tmp_path, monkeypatch):
+def test_fios_cpu_is_not_cpu_0_and_of_the_fastest_where_no_topology_is_shown(tmp_path, monkeypatch):
     monkeypatch.setattr(discovery, "SYS", str(tmp_path / "sys"))
     every = set(range(16))
-    # all alike, no cpufreq (this VM): the lowest CPU but 0
+    # all alike, no cpufreq, no topology (this VM): each CPU a core of its own, the lowest but 0
     assert quiet.fio_cpu(every, every)[0] == 1
     assert quiet.fio_cpu({0}, every)[0] == 0  # CPU 0 where it is the only one
     assert quiet.fio_cpu({4, 5}, {0, 1})[0] is None  # none the runner may use
-    # not hybrid, but some CPUs clock higher (Intel's favoured cores, AMD's preferred, a hybrid the kernel
-    # does not split): one of the fastest
+    # some CPUs clock higher and nothing else ranks them: one of the fastest
     for cpu in every:
         khz = "5700000" if cpu in (6, 7) else "4800000"
         write(tmp_path, f"/sys/devices/system/cpu/cpu{cpu}/cpufreq/cpuinfo_max_freq", khz)
     cpu, why = quiet.fio_cpu(every, every)
-    assert cpu == 6 and "fastest (5700 MHz" in why
-    # hybrid (Intel P-cores 0-7 with SMT, E-cores 8-15): a P-core, not CPU 0, even where an E-core clocks higher
-    write(tmp_path, "/sys/devices/cpu_core/cpus", "0-7")
-    write(tmp_path, "/sys/devices/cpu_atom/cpus", "8-15")
-    write(tmp_path, "/sys/devices/system/cpu/cpu9/cpufreq/cpuinfo_max_freq", "9000000")
+    assert cpu == 6 and "by cpuinfo_max_freq (5700000" in why
+
+
+def topology(root, name):
+    """A machine's CPU files (tests/data/cpu-NAME.txt, as `grep -r .` prints them) laid out under `root`."""
+    for line in data(f"cpu-{name}.txt").splitlines():
+        path, value = line.rsplit(":", 1)
+        write(root, path, value)
+    return quiet.parse_cpulist((root / "sys/devices/system/cpu/online").read_text().strip())
+
+
+def without(root, every, ranking):
+    """fio's CPU once every CPU's `ranking` file is gone (a firmware or a kernel without it)."""
+    for c in every:
+        (root / f"sys/devices/system/cpu/cpu{c}/{ranking}").unlink()
+    return quiet.fio_cpu(every, every)
+
+
+def test_fios_cpu_on_alder_lake_is_the_first_thread_of_a_favoured_p_core(tmp_path, monkeypatch):
+    """i9-12900K: CPU 1 is CPU 0's SMT sibling (what the lowest CPU but 0 was); CPPC ranks two P-cores first."""
+    monkeypatch.setattr(discovery, "SYS", str(tmp_path / "sys"))
+    every = topology(tmp_path, "alder-lake")
     cpu, why = quiet.fio_cpu(every, every)
-    assert cpu == 1 and why.startswith("a P-core (hybrid") and "not CPU 0" in why
-    assert quiet.fio_cpu({8, 9}, every)[1].startswith("no P-core among them")
+    assert cpu == 4 and quiet.siblings(cpu) == {4, 5}
+    assert "not CPU 0's core (CPUs 0,1" in why and "a P-core (hybrid" in why
+    assert "by ACPI CPPC highest_perf (68, where the others have 64 to 68)" in why
+    assert why.endswith("the first thread of its core (CPUs 4,5)")
+    # a firmware without CPPC: the P-cores' top clock ranks them (the favoured ones clock higher)
+    cpu, why = without(tmp_path, every, "acpi_cppc/highest_perf")
+    assert cpu == 4 and "by cpuinfo_max_freq (5200000" in why
+    # the runner held to E-cores: no P-core among them, the first E-core but none of CPU 0's
+    assert quiet.fio_cpu(every, set(range(16, 24)))[0] == 16
+
+
+def test_fios_cpu_on_zen_4_is_the_preferred_core(tmp_path, monkeypatch):
+    """Ryzen 9 7950X: CPU N and N+16 share a core; amd-pstate ranks core 3 with core 0 at the top."""
+    monkeypatch.setattr(discovery, "SYS", str(tmp_path / "sys"))
+    every = topology(tmp_path, "zen4")
+    cpu, why = quiet.fio_cpu(every, every)
+    assert cpu == 3 and "not CPU 0's core (CPUs 0,16" in why
+    assert "by AMD's preferred-core ranking (236" in why and why.endswith("(CPUs 3,19)")
+    # a kernel before amd-pstate's ranking: CPPC's highest_perf ranks the same cores
+    cpu, why = without(tmp_path, every, "cpufreq/amd_pstate_prefcore_ranking")
+    assert cpu == 3 and "by ACPI CPPC highest_perf (236" in why
+    # the second threads alone open to the runner: the best of them, CPU 3's sibling
+    assert quiet.fio_cpu(every, set(range(17, 32)))[0] == 19
+
+
+def test_fios_cpu_on_a_two_socket_xeon_is_on_the_drives_node(tmp_path, monkeypatch):
+    """2 x Xeon Gold 6248: CPU N and N+40 share a core; nothing ranks the cores, so the first of the node's, and
+    on node 0 not CPU 0's (CPU 40 is its sibling)."""
+    monkeypatch.setattr(discovery, "SYS", str(tmp_path / "sys"))
+    every = topology(tmp_path, "xeon-2s")
+    nodes = [quiet.parse_cpulist((tmp_path / f"sys/devices/system/node/node{n}/cpulist").read_text()) for n in (0, 1)]
+    cpu, why = quiet.fio_cpu(nodes[0], every)
+    assert cpu == 1 and "not CPU 0's core (CPUs 0,40" in why and "ranked alike" in why
+    cpu, why = quiet.fio_cpu(nodes[1], every)
+    assert cpu == 20 and "CPU 0" not in why and why.endswith("(CPUs 20,60)")
+    assert quiet.fio_cpu(nodes[0] - {0, 1}, every)[0] == 2
 
 
 def fio_processes(data_dir):

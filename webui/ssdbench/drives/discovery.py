@@ -191,6 +191,12 @@ def pcie_path(name):
     return path
 
 
+def link_states(name):
+    """The ASPM states enabled on a drive's link, at both its ends (the first two functions of its PCIe path):
+    what the ASPM policy left them at when this is read. Empty: no PCIe link."""
+    return [hop["aspm"] for hop in pcie_path(name)[:2]]
+
+
 def _driver(pci):
     link = f"{pci}/driver"
     return os.path.basename(os.path.realpath(link)) if os.path.exists(link) else None

@@ -99,6 +99,14 @@ OTHER = [("discard (whole device)", _discard), ("zero-fill (the device cannot di
 # methodology, section 1). The others only tell the drive that every block is free (deallocate, TRIM, discard) or
 # write over every block (zero-fill), and leave its flash as they found it: a run purged by one is flagged.
 ERASES = ("NVMe Format NVM, user data erase", "NVMe Sanitize, block erase", "ATA Security Erase")
+# How a method's reason says the drive lacks it (the methods above, and runs recorded before this was named):
+# any other reason it was not used (frozen, a password set, another namespace in use, a failure) is the testbed's.
+LACKS = "does not support"
+
+
+def offered(attempt):
+    """Whether the drive offers a method a purge tried (an attempt as purge() records it)."""
+    return not (attempt.get("outcome") == "not available" and LACKS in str(attempt.get("reason")))
 
 
 def purge(drive, busy=None):

@@ -102,7 +102,7 @@ def _bench_pick(conn, run_id):
 
 def fill_cards(conn, store_dir, log=lambda message: None, batch=FILL_BATCH):
     """Give every run that has no card its card, from its bundle, in transactions of `batch` runs, each committed
-    (`ssdbench lab migrate`, after a migration that made or emptied the cards: schema 2, 3, 4). A run whose
+    (`ssdbench lab migrate`, after a migration that made or emptied the cards: schema 2, 3, 4, 9). A run whose
     bundle cannot be read, or whose document gives no card, is skipped and keeps no card: its pages say it is
     being indexed, and the next `lab migrate` tries it again. The servers serve meanwhile. Then the bench is
     picked again from every run with a card. Returns (runs filled, [(run id, why) of those skipped])."""

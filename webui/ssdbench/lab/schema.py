@@ -180,6 +180,15 @@ MIGRATIONS = [
         CREATE INDEX bench_name ON bench ((lower(model) COLLATE "C"), model) INCLUDE (run_id, runs);
         """,
     ),
+    (
+        9,
+        "each run's card carries its testbed's class as results/testbed.py now judges it (a link's speed where its "
+        "maximum is unknown, the L-states read after the controls are set, the purge against what the drive "
+        "offers, a class per flag's cause): every card is made again from its bundle",
+        """
+        UPDATE runs SET card = NULL;
+        """,
+    ),
 ]
 
 

@@ -38,9 +38,12 @@ def table(rows):
     many done runs the model has), created_at, origin, appliance (on a lab, the one that sent it), values
     (column id to value), host (column id to why the PC is in that figure, where it is), not_reached, testbed
     (its CPU, controller and link, in words), testbed_differs (how it differs from the reference testbed; empty:
-    it does not)}."""
+    it does not), testbed_unverified (its parts that are unknown, so not verified against the reference)}."""
     out, columns = [], {}
     for chosen, count in rows:
+        differs, unverified = testbed.judged(
+            testbed.REFERENCE, chosen.get("testbed"), "the reference testbed's", ideal=True
+        )
         for fig in chosen["review"]:
             columns.setdefault(fig["id"], {k: fig[k] for k in ("id", "label", "unit", "better")})
         for fid in chosen.get("not_reached", []):
@@ -62,9 +65,8 @@ def table(rows):
                 # a steady state not reached is said so, not left as "not measured" (headline.not_reached)
                 "not_reached": chosen.get("not_reached", []),
                 "testbed": testbed.summary(chosen.get("testbed")),
-                "testbed_differs": testbed.differences(
-                    testbed.REFERENCE, chosen.get("testbed"), "the reference testbed's"
-                ),
+                "testbed_differs": differs,
+                "testbed_unverified": unverified,
             }
         )
     return {"columns": sorted(columns.values(), key=lambda c: headline.review_order(c["id"])), "rows": out}
@@ -87,6 +89,8 @@ def chart(bench, figure_id):
             "current": False,
             "apart": bool(r["testbed_differs"]),
             "why": [f"testbed {d}" for d in r["testbed_differs"]],
+            # a row stored before the bench said what it could not verify has nothing to say
+            "unverified": r.get("testbed_unverified", []),
             "testbed": r["testbed"],
             "spread": None,
         }

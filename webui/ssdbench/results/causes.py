@@ -39,15 +39,10 @@ def of(run, suspects=None):
             groups.setdefault(words, {"cause": words, "steps": [], "details": []})["details"].append(text)
     for step, reasons in zip(run["steps"], suspects):
         for reason in reasons:
-            words = named(reason)
+            words = validity.cause_of(reason)
             group = groups.setdefault(words, {"cause": words, "steps": [], "details": []})
             title = step.get("title") or step["key"]
             if step["key"] not in (s["key"] for s in group["steps"]):
                 group["steps"].append({"key": step["key"], "title": title})
             group["details"].append(f"{title}: {reason}")
     return list(groups.values())
-
-
-def named(reason):
-    """A step's reason's cause: its rule's, or its consequence, its words after its last colon."""
-    return getattr(reason, "cause", None) or reason.rsplit(": ", 1)[-1]

@@ -20,12 +20,13 @@ def charts(runs, sets=None):
     current run. `sets`, beside `runs`, holds for each run the done runs of its repeat set (cards), whose spread
     of the figure (n, mean, stdev, min, max) its bar carries, or None. Each bar:
     run, label, step, value, current, apart (its workload or testbed differs from the current run's), why (how,
-    in words; empty when it is not apart), testbed (its CPU, controller and link), spread, host (why the PC is in
-    the figure, validity rule 9, or None)."""
+    in words; empty when it is not apart), unverified (the parts of its testbed that compare only as unknown in
+    both, "not verified: PART"), testbed (its CPU, controller and link), spread, host (why the PC is in the figure,
+    validity rule 9, or None)."""
     sets = sets or [None] * len(runs)
-    why = [set_apart(runs[0], run) for run in runs]
+    judged = [judge(runs[0], run) for run in runs]
     found = {}
-    for run, held, reasons in zip(runs, sets, why):
+    for run, held, (reasons, unverified) in zip(runs, sets, judged):
         apart = bool(reasons)
         for fig in run["review"]:
             chart = found.setdefault(fig["id"], {k: fig[k] for k in ("id", "label", "unit", "better", "test", "name")})
@@ -40,6 +41,7 @@ def charts(runs, sets=None):
                     "current": run is runs[0],
                     "apart": apart,
                     "why": reasons,
+                    "unverified": unverified,
                     "testbed": testbed.summary(run.get("testbed")),
                     "spread": _spread(held, fig["id"]),
                 }
@@ -56,12 +58,18 @@ def charts(runs, sets=None):
     return out
 
 
-def set_apart(current, run):
-    """Why `run` (a card) is not ranked with `current`: its workload differs, or its testbed differs in a part of
-    results/testbed's rule. None of either: an empty list."""
+def judge(current, run):
+    """(why `run` (a card) is not ranked with `current`: its workload differs, or its testbed differs in a part of
+    results/testbed's rule, none of either an empty list; the parts of its testbed that compare unverified)."""
     out = [] if summary.workload(run) == summary.workload(current) else ["another workload"]
     theirs = (current.get("testbed") or {}).get("classes") or {}
-    return out + [f"testbed {d}" for d in testbed.differences(theirs, run.get("testbed"), f"run {current['id']}'s")]
+    differs, unverified = testbed.judged(theirs, run.get("testbed"), f"run {current['id']}'s")
+    return out + [f"testbed {d}" for d in differs], unverified
+
+
+def set_apart(current, run):
+    """Why `run` (a card) is not ranked with `current` (judge): an empty list when it is."""
+    return judge(current, run)[0]
 
 
 def ranked(bars, better):

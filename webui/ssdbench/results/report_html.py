@@ -272,12 +272,16 @@ def bar_chart(c, fineprint):
         hover = f"{b['label']}: {b['value']} {c['unit']} ({b['source']})\ntestbed: {b['testbed']}"
         if b["why"]:
             hover += "\nnot comparable: " + "; ".join(b["why"])
+        if b.get("unverified"):
+            hover += "\n" + "; ".join(b["unverified"])
         if b.get("host"):
             hover += "\nthe PC is in this figure: " + b["host"]
         if spread:
             hover += f"; repeat set of {spread['n']}: min {spread['min']}, max {spread['max']}, stdev {spread['stdev']}"
         classes = "bar" + (" current" if b["current"] else "") + (" apart" if b["apart"] else "")
-        classes += " best" if b.get("best") else ""
+        classes += (" best" if b.get("best") else "") + (" unverified" if b.get("unverified") else "")
+        # a part compared only as unknown in both runs: the bar is outlined dashed, the hover names the parts
+        outline = ' stroke="#555" stroke-dasharray="4 2"' if b.get("unverified") else ""
         color = "#d62728" if b["current"] else f"url(#{hatch})" if b["apart"] else "#1f77b4"
         label = b["label"] if len(b["label"]) <= LABEL_CHARS else b["label"][: LABEL_CHARS - 1] + "…"
         weight = "bold" if b["current"] else "normal"
@@ -285,7 +289,8 @@ def bar_chart(c, fineprint):
             f'<g class="{classes}" data-run="{b["run"]}" data-value="{b["value"]}"><title>{_e(hover)}</title>'
             f'<text x="{LABEL_W - 6}" y="{y + 16}" text-anchor="end" font-weight="{weight}">'
             f"{_e(label)}{' ▸' if b['current'] else ''}</text>"
-            f'<rect x="{LABEL_W}" y="{y + 3}" width="{x(b["value"]):.1f}" height="{ROW_H - 6}" fill="{color}"/>'
+            f'<rect x="{LABEL_W}" y="{y + 3}" width="{x(b["value"]):.1f}" height="{ROW_H - 6}" '
+            f'fill="{color}"{outline}/>'
         )
         end = x(b["value"])
         if spread:
@@ -336,7 +341,7 @@ def compare_runs(runs, run_url=None):
         head = f'<a href="{_e(run_url(r["id"]))}">{name}</a>' if run_url else name
         d = r["drive"]
         origin = f", {_e(r['origin'])}" if r.get("origin") and r["origin"] != "local" else ""
-        differs = testbed.differences(reference, r.get("testbed"), f"run {runs[0]['id']}'s")
+        differs, unverified = testbed.judged(reference, r.get("testbed"), f"run {runs[0]['id']}'s")
         warnings = "".join(f"<li>{_e(w)}</li>" for w in r.get("warnings") or [])
         out.append(
             f"<li{current if i == 0 else ''}>{head}{' (current)' if i == 0 else ''}: "
@@ -346,6 +351,11 @@ def compare_runs(runs, run_url=None):
             + (
                 f'<p class="testbed-differs">Another testbed, marked apart: {_e("; ".join(differs))}</p>'
                 if differs
+                else ""
+            )
+            + (
+                f'<p class="testbed-unverified">Compared, {_e("; ".join(unverified))}</p>'
+                if unverified and i > 0
                 else ""
             )
             + (

@@ -3,7 +3,8 @@ PCIe path above it, each control's outcome, the host's cost, purge, fio), what i
 drive's maximum or a narrower one above it, thermal throttling, a purge weaker than the suite asks, a fio outside
 the validated range), and the one rule that says whether two runs' testbeds compare (docs/methodology.md, "The
 summary, compare and the bench"): the same class in each part. A part that a run did not record, or that could
-not be read, is a class of its own: it never matches a known one.
+not be read, is unknown: it never matches a known class; against another run's unknown it compares, and the
+part is "not verified". A class known in part (a link's speed with its maximum unknown) matches only the same.
 """
 
 import re
@@ -16,6 +17,8 @@ from . import validity
 FIO_VALIDATED = ((3, 33), (3, 41))
 VALIDATED = "3.33 to 3.41"
 NOT_RECORDED = "not recorded"
+UNAVAILABLE = "unavailable"
+UNKNOWN = re.compile(f"{NOT_RECORDED}|{UNAVAILABLE}")
 # Each part of the rule, as the pages name it, and its class in a testbed that is all the suite asks: the bench's
 # reference.
 PARTS = {
@@ -39,11 +42,15 @@ REFERENCE = {
     "link_power": "ASPM performance, L-states none; power saving off",
     "iommu": "identity",
     "cpu_clock": "governor performance; turbo on",
-    "purge": "an erase",
+    "purge": "the strongest the drive offers",
     "fio": VALIDATED,
     "heat": "no",
     "flagged": "none",
 }
+# The causes of a step's flags that the class holds in a part of their own (heat), and the separator of the
+# flags' causes in their class.
+OWN_PART = {"the drive ran hot"}
+CAUSES = "; "
 # fio had a whole CPU in the host-cost calibration when the median of its jobs' CPU shares is at least this.
 WHOLE_CPU = 90.0
 # The driver and mode a drive's own controller runs in, by transport: anything else (a RAID mode, an Intel VMD
@@ -67,12 +74,14 @@ def link(drive):
             return "none (a loop device)", "none", None
         return "none known", NOT_RECORDED, None
     speed = _number(found["speed"])
+    # where the most the drive can is unknown, its link's class is what it ran at: known in part
+    unknown_top = f"; its maximum {NOT_RECORDED}"
     if found.get("kind") == "pcie":
         width = _number(str(found.get("width") or "").lstrip("x"))
         now = f"PCIe {speed:g} GT/s x{width:g}" if width else f"PCIe {speed:g} GT/s"
         top_speed, top_width = _number(found.get("max_speed")), _number(found.get("max_width"))
         if top_speed is None or top_width is None or width is None:
-            return now, NOT_RECORDED, None
+            return now, now + unknown_top, None
         most = f"{top_speed:g} GT/s x{top_width:g}"
         below = speed < top_speed or width < top_width
         where = ""
@@ -80,7 +89,7 @@ def link(drive):
         now = f"SATA {speed:g} Gb/s"
         top_speed = _number(found.get("max"))
         if top_speed is None:
-            return now, NOT_RECORDED, None
+            return now, now + unknown_top, None
         most = f"{top_speed:g} Gb/s"
         below = speed < top_speed
         port = _number(found.get("port_max"))
@@ -99,11 +108,15 @@ def host_path(drive):
     needs). The drive needs its own link at its maximum (NVMe), or its SATA link's maximum in payload; a link of
     the path that carries less bounds every figure that link bounds: a SATA drive behind a Gen2 x1 adapter, an
     NVMe drive behind a switch on fewer lanes. An NVMe drive's own link and the port facing it are the link that
-    `link` judges: here only a link narrower than the drive's own as it runs counts."""
+    `link` judges: here only a link narrower than the drive's own as it runs counts. No PCIe link above a drive
+    that has a PCI function (a SATA adapter built into the chipset, a VM's conventional PCI) is no narrower link:
+    a SATA drive on the chipset and an NVMe drive in a full slot share the class."""
     if "pcie_path" not in drive:
         return NOT_RECORDED, NOT_RECORDED, None
     path = drive["pcie_path"] or []
     if not path:
+        if drive.get("host_controller"):
+            return "none (no PCIe link above the drive)", REFERENCE["path"], None
         return "none (no PCIe link above the drive)", "none", None
     rates = [(validity.link_limit({"kind": "pcie", "speed": hop["speed"], "width": hop["width"]}), hop) for hop in path]
     known = [(rate, hop) for rate, hop in rates if rate]
@@ -137,20 +150,18 @@ def _outcome(control):
     if control.get("state") == "applied":
         return str(control.get("value"))
     before = control.get("before")
-    return f"left {before}" if isinstance(before, str) else "unavailable"
+    return f"left {before}" if isinstance(before, str) else UNAVAILABLE
 
 
-def _l_states(drive):
+def _l_states(aspm):
     """The ASPM states enabled on the drive's link, from both its ends (the drive's function and the port facing
-    it: the first two functions of its PCIe path)."""
-    path = drive.get("pcie_path")
-    if path is None:
+    it), as read once the run's controls were set (the ASPM control's `l_states`, quiet.py): the policy decides
+    them, so what discovery saw before it was set says nothing of the run. None: no PCIe link."""
+    states = aspm.get("l_states") if isinstance(aspm, dict) else None
+    if not isinstance(states, list):
         return NOT_RECORDED
-    states = [hop.get("aspm") for hop in path[:2]]
-    if not states:
-        return "none (no PCIe link)"
     if not all(isinstance(s, dict) for s in states):
-        return "unavailable"
+        return UNAVAILABLE
     on = sorted({name for s in states for name, value in s.items() if value == "1"})
     return ", ".join(on) or "none"
 
@@ -158,7 +169,8 @@ def _l_states(drive):
 def controls(run):
     """The class of each control the run sets, by its outcome during the run: the write cache, link power (the
     ASPM policy and the L-states of the drive's link, NVMe's APST or SATA's link power management), the IOMMU
-    domain of the drive's function, and the CPU clock (the governor and turbo)."""
+    domain of the drive's function, and the CPU clock (the governor and turbo). NVMe's APST and SATA's link power
+    management are one control, power saving: off is off, whichever the drive's interface."""
     env = run.get("environment") or {}
     found = env.get("controls")
     if not isinstance(found, dict):
@@ -170,8 +182,8 @@ def controls(run):
     turbo = str((env.get("cpu") or {}).get("turbo") or NOT_RECORDED).split(" ")[0].rstrip(":")
     return {
         "cache": _outcome(found.get("write_cache")),
-        "link_power": f"ASPM {aspm}, L-states {_l_states(run['drive'])}; power saving {saving}",
-        "iommu": "unavailable" if domain.startswith("unavailable") else domain,
+        "link_power": f"ASPM {aspm}, L-states {_l_states(found.get('aspm'))}; power saving {saving}",
+        "iommu": UNAVAILABLE if domain.startswith(UNAVAILABLE) else domain,
         "cpu_clock": f"governor {_outcome(found.get('governor'))}; turbo {turbo}",
     }
 
@@ -214,7 +226,11 @@ def controller(drive):
 
 
 def purge_used(run):
-    """(what the purges used, its class, the flag when a purge was weaker than the erase the suite asks)."""
+    """(what the purges used, its class, the flag when a purge was weaker than the erase the suite asks). The
+    class is the drive's best: a purge weaker than an erase is the testbed's only where the drive offers a
+    stronger method that was not used (a frozen drive, another namespace in use, a failure: purge.offered); a
+    drive that offers no erase (a SATA drive without the security feature set, a loop device) is purged as well as
+    it can be, and its flag says so all the same."""
     used = [
         (step["key"], step["detail"]["method"], step["detail"].get("attempts") or [])
         for step in run["steps"]
@@ -234,7 +250,11 @@ def purge_used(run):
         + (f" ({why})" if why else "")
         + ": the drive was not returned to its fresh state, so what follows may measure what it held before"
     )
-    return methods, method, flag
+    for _, method, tried in weak:
+        stronger = [a["method"] for a in tried if a.get("outcome") != "used" and purge.offered(a)]
+        if stronger:
+            return methods, f"{method}, where the drive offers {stronger[0]}", flag
+    return methods, REFERENCE["purge"], flag
 
 
 def fio(run):
@@ -297,10 +317,20 @@ def flags(run):
     return [f for f in found if f]
 
 
+def flagged(run, suspects):
+    """The flags' class: the cause of each flag of a step and of the host's calibration (validity.cause_of), in
+    order, each a class of its own, or "none". The testbed's other flags (link, path, purge, fio, heat) are parts
+    of their own already."""
+    found = {validity.cause_of(reason) for reasons in suspects for reason in reasons}
+    if host(run)[1]:
+        found.add(validity.HOST_CAUSE)
+    return CAUSES.join(sorted(found - OWN_PART)) or REFERENCE["flagged"]
+
+
 def of(run, suspects):
     """The testbed as a card carries it: what its CPU, kernel, host controller, link and path, host cost, purge
-    and fio were, and its class in each part of the rule. `suspects`: validity.suspects(run), which decides its
-    flags' class with its throttling and the flags of the testbed itself."""
+    and fio were, and its class in each part of the rule. `suspects`: validity.suspects(run), whose causes are
+    its flags' class with the host's calibration."""
     env = run.get("environment") or {}
     drive = run["drive"]
     shown_link, link_class, _ = link(drive)
@@ -309,7 +339,6 @@ def of(run, suspects):
     shown_host, _ = host(run)
     shown_purge, purge_class, _ = purge_used(run)
     version, fio_class, _ = fio(run)
-    flagged = any(suspects) or bool(flags(run))
     return {
         "cpu": (env.get("cpu") or {}).get("model") or NOT_RECORDED,
         "kernel": (env.get("kernel") or {}).get("release") or NOT_RECORDED,
@@ -327,22 +356,48 @@ def of(run, suspects):
             "purge": purge_class,
             "fio": fio_class,
             "heat": heat(run),
-            "flagged": "some: a suspect step or a flagged testbed" if flagged else REFERENCE["flagged"],
+            "flagged": flagged(run, suspects),
         },
     }
 
 
-def differences(reference, testbed, whose="the current run's"):
-    """The parts in which a testbed's class (testbed["classes"]) differs from `reference` (classes), in words:
-    none when the two compare. A part that either did not record is a class of its own ("not recorded"), as is
-    one that could not be read ("unavailable"): neither matches a known class."""
+def _same(theirs, ours):
+    # not recorded and unavailable are both unknown: one class
+    return UNKNOWN.sub("?", theirs) == UNKNOWN.sub("?", ours)
+
+
+def _flags_differ(name, theirs, ours, whose):
+    """The flags' part, cause by cause: each cause one run has and the other has not."""
+    if UNKNOWN.fullmatch(theirs) or UNKNOWN.fullmatch(ours):
+        return [] if _same(theirs, ours) else [f"{name}: {theirs} ({whose}: {ours})"]
+    mine, yours = (set() if cls == REFERENCE["flagged"] else set(cls.split(CAUSES)) for cls in (theirs, ours))
+    return [f"{name}: {cause} ({whose}: not so)" for cause in sorted(mine - yours)] + [
+        f"{name}: not {cause} ({whose}: {cause})" for cause in sorted(yours - mine)
+    ]
+
+
+def judged(reference, testbed, whose="the current run's", ideal=False):
+    """(the parts in which a testbed's class (testbed["classes"]) differs from `reference` (classes), in words;
+    the parts that compare unverified, "not verified: PART"): nothing differs when the two compare. Unknown (not
+    recorded, or unavailable: it could not be read) never matches a known class, and compares with unknown, the
+    part not verified. `ideal`: `reference` is the suite's class (REFERENCE, the bench's), known in every part,
+    against which an unknown part can be neither matched nor told apart: not verified."""
     classes = (testbed or {}).get("classes") or {}
-    out = []
+    differs, unverified = [], []
     for part, name in PARTS.items():
         theirs, ours = classes.get(part, NOT_RECORDED), reference.get(part, NOT_RECORDED)
-        if theirs != ours:
-            out.append(f"{name}: {theirs} ({whose}: {ours})")
-    return out
+        if UNKNOWN.search(theirs) and (ideal or UNKNOWN.search(ours)) and (ideal or _same(theirs, ours)):
+            unverified.append(f"not verified: {name} ({theirs})")
+        elif part == "flagged":
+            differs += _flags_differ(name, theirs, ours, whose)
+        elif not _same(theirs, ours):
+            differs.append(f"{name}: {theirs} ({whose}: {ours})")
+    return differs, unverified
+
+
+def differences(reference, testbed, whose="the current run's"):
+    """The parts in which a testbed's class differs from `reference`'s, in words (judged)."""
+    return judged(reference, testbed, whose)[0]
 
 
 def summary(testbed):

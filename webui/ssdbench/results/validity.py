@@ -61,6 +61,11 @@ def cause(words):
     return tag
 
 
+def cause_of(reason):
+    """A step's reason's cause: its rule's, or its consequence, its words after its last colon."""
+    return getattr(reason, "cause", None) or reason.rsplit(": ", 1)[-1]
+
+
 def suspects(run):
     """For each step of the run, in order, the reasons its figures may not be the drive's (none: an empty list)."""
     link = run["drive"].get("link")

@@ -32,6 +32,17 @@ ASPM_POLICY = "/sys/module/pcie_aspm/parameters/policy"
 NODE_CPULIST = "{}/devices/system/node/node{}/cpulist"
 CPUS = "devices/system/cpu"
 P_CORES, E_CORES = "devices/cpu_core/cpus", "devices/cpu_atom/cpus"
+# Under a CPU's folder: the CPUs of its physical core (its SMT threads), and how the firmware and the kernel rank
+# its core, best first in this order: AMD's preferred-core ranking (amd-pstate, since 6.9), ACPI CPPC's highest
+# performance (Intel's favoured cores that ITMT schedules to first, AMD's preferred cores before amd-pstate said
+# so, hybrid cores), the scheduler's capacity (arm64, hybrid x86 since 6.x), and last the top clock
+SIBLINGS = "topology/thread_siblings_list"
+RANKS = (
+    ("AMD's preferred-core ranking", "cpufreq/amd_pstate_prefcore_ranking"),
+    ("ACPI CPPC highest_perf", "acpi_cppc/highest_perf"),
+    ("the scheduler's cpu_capacity", "cpu_capacity"),
+    ("cpuinfo_max_freq", "cpufreq/cpuinfo_max_freq"),
+)
 GOVERNORS = "/sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor"
 BOOT_ID = "/proc/sys/kernel/random/boot_id"
 RECORD = "put-back.json"
@@ -217,13 +228,14 @@ class Quiet:
         self.cpus = None  # the drive's NUMA node's CPUs, its interrupts' (None: no node known)
         self.cpulist = None
         self.fio_cpus = None  # the one CPU fio runs on, as a set (None: fio may use every CPU)
+        self.fio_core = None  # that CPU's physical core, as a cpulist: its threads (None: no CPU chosen)
         # (control, a function that puts back the state the run found and says what it became), in the order set
         self.undo = []
 
     def apply(self):
         name = os.path.basename(os.path.realpath(self.drive["path"]))
         queue = f"/sys/block/{name}/queue"
-        return {
+        found = {
             "governor": self.governor(),
             "cpu_dma_latency": self.hold_dma_latency(),
             "scheduler": self.switch("scheduler", f"{queue}/scheduler", "none", "I/O scheduler", of_drive=True),
@@ -239,6 +251,9 @@ class Quiet:
             ),
             "irq_affinity": self.irq_affinity(),
         }
+        # the link's L-states as the run has them: the ASPM policy just set decides them (results/testbed.py)
+        found["aspm"]["l_states"] = discovery.link_states(name)
+        return found
 
     def note(self, entry, what):
         """The crash record gets `entry` (what a change will be put back to) before the change is made. None
@@ -322,7 +337,9 @@ class Quiet:
         return {**result, "before": before}
 
     def irq_affinity(self):
-        """The drive's interrupts on the CPUs fio is pinned to (the DUT's NUMA node): an IO completed on another
+        """The drive's interrupts near fio. A controller with one interrupt for every IO (AHCI's) has it on fio's
+        core (fio's CPU and its SMT sibling): each completion is handled where fio waits for it, on any board,
+        NUMA or not. Several interrupts go on the CPUs of the drive's NUMA node: an IO completed on another
         node's CPU crosses between the nodes. The kernel refuses a change to interrupts it manages itself (NVMe's
         queues, each already on the CPUs that submit to it); those, and any it refuses, stay as found. The record
         holds each interrupt's CPUs as found (`before`) and as tested."""
@@ -332,7 +349,11 @@ class Quiet:
         found = {str(n): sysfs.read(f"/proc/irq/{n}/smp_affinity_list") for n in host["irqs"]}
         if not found:
             return _unavailable(f"IRQ affinity: {host['pci']} lists no interrupt")
-        if self.cpus is None:
+        if len(found) == 1 and self.fio_core:
+            cpus, cpulist, where = parse_cpulist(self.fio_core), self.fio_core, f"on fio's core, CPUs {self.fio_core}"
+        elif self.cpus is not None:
+            cpus, cpulist, where = self.cpus, self.cpulist, f"on node CPUs {self.cpulist}"
+        else:
             why = "the drive reports no NUMA node to pin them to: left as found"
             return {**_unavailable(f"IRQ affinity: {why}"), "before": found, "tested": found}
         tested, refused, changed = dict(found), [], {}
@@ -340,10 +361,10 @@ class Quiet:
             if before is None:
                 refused.append(f"IRQ {irq}: its CPUs could not be read: left as found")
                 continue
-            if parse_cpulist(before) <= self.cpus:
-                continue  # already on the node
+            if parse_cpulist(before) <= cpus:
+                continue  # already there
             path = f"/proc/irq/{irq}/smp_affinity_list"
-            result = self.set_file("irq_affinity", path, self.cpulist, f"IRQ {irq}", before, of_drive=True)
+            result = self.set_file("irq_affinity", path, cpulist, f"IRQ {irq}", before, of_drive=True)
             if result["state"] != "applied":
                 refused.append(result["reason"])
                 continue
@@ -353,7 +374,7 @@ class Quiet:
         record = {"before": found, "tested": tested}
         if refused:
             return {**_unavailable(f"IRQ affinity: {'; '.join(refused)}"), **record}
-        return {**_applied(f"on node CPUs {self.cpulist}"), **record}
+        return {**_applied(where), **record}
 
     def restore(self):
         """Put back every state the run changed, the last set first, then remove the crash record. Returns what
@@ -439,7 +460,7 @@ class Quiet:
         cpu, why = fio_cpu(self.cpus or parse_cpulist(sysfs.read(f"{discovery.SYS}/{CPUS}/online") or "0"))
         if cpu is None:
             return {**_unavailable(f"fio's CPU: {why}: fio may use every CPU"), "node": node if cpulist else None}
-        self.fio_cpus = {cpu}
+        self.fio_cpus, self.fio_core = {cpu}, _cpulist(siblings(cpu))
         record = {"cpu": cpu, "node": node if cpulist else None, "node_cpus": cpulist, "why": f"{place}; {why}"}
         return {**_applied(f"fio on CPU {cpu}"), **record}
 
@@ -549,36 +570,56 @@ def parse_cpulist(text):
     return cpus
 
 
+def _cpulist(cpus):
+    return ",".join(str(c) for c in sorted(cpus))
+
+
+def siblings(cpu):
+    """The CPUs of `cpu`'s physical core (its SMT threads, itself included): itself alone where sysfs shows no
+    topology."""
+    listed = sysfs.read(f"{discovery.SYS}/{CPUS}/cpu{cpu}/{SIBLINGS}")
+    return parse_cpulist(listed) | {cpu} if listed else {cpu}
+
+
 def fio_cpu(candidates, allowed=None):
     """The one CPU fio runs on for every step of a run, from `candidates` (the drive's node's CPUs, or every
     online CPU), and why that one: (cpu, why), or (None, why not). Only a CPU the runner may use itself
-    (`allowed`, its own affinity). On a hybrid CPU a P-core: /sys/devices/cpu_core/cpus where the kernel lists
-    E-cores apart (cpu_atom); otherwise, among the CPUs with the highest cpuinfo_max_freq (a hybrid CPU the
-    kernel does not split, AMD's compact cores; all alike elsewhere). Not CPU 0 where another is left: it takes
-    most of the kernel's housekeeping interrupts. Then the lowest-numbered."""
+    (`allowed`, its own affinity). The first thread of a physical core, and not a thread of CPU
+    0's core where another is left: CPU 0 takes most of the kernel's housekeeping interrupts, and its sibling
+    shares its core. On a hybrid CPU whose E-cores the kernel lists apart (cpu_atom), a P-core. Then the best
+    core as the firmware ranks them (RANKS: the first that tells the cores apart), then the lowest-numbered."""
     allowed = os.sched_getaffinity(0) if allowed is None else allowed
     pool = set(candidates) & set(allowed)
     if not pool:
         return None, f"none of CPUs {sorted(candidates)} is open to the runner (it may use {sorted(allowed)})"
     why = []
+    cores = {}
+    for cpu in sorted(pool):
+        cores.setdefault(frozenset(siblings(cpu)), cpu)
+    firsts = set(cores.values())
+    zero = siblings(0)
+    if firsts - zero:
+        why.append(f"not CPU 0's core (CPUs {_cpulist(zero)}: the kernel's housekeeping)" if firsts & zero else "")
+        firsts -= zero
     p_cores, e_cores = (sysfs.read(f"{discovery.SYS}/{f}") for f in (P_CORES, E_CORES))
     if p_cores and e_cores:
-        on_p = pool & parse_cpulist(p_cores)
-        pool = on_p or pool
+        on_p = firsts & parse_cpulist(p_cores)
+        firsts = on_p or firsts
         why.append(f"{'a P-core' if on_p else 'no P-core among them'} (hybrid: P-cores {p_cores}, E-cores {e_cores})")
+    for name, path in RANKS:
+        read = {c: sysfs.read(f"{discovery.SYS}/{CPUS}/cpu{c}/{path}") for c in firsts}
+        ranks = {c: int(v) for c, v in read.items() if v and v.isdigit()}
+        if len(ranks) == len(firsts) and len(set(ranks.values())) > 1:
+            top = max(ranks.values())
+            firsts = {c for c, v in ranks.items() if v == top}
+            why.append(f"the best-ranked core by {name} ({top}, where the others have {min(ranks.values())} to {top})")
+            break
     else:
-        max_khz = {c: sysfs.read(f"{discovery.SYS}/{CPUS}/cpu{c}/cpufreq/cpuinfo_max_freq") for c in pool}
-        known = {c: int(k) for c, k in max_khz.items() if k and k.isdigit()}
-        if known and len(set(known.values())) > 1:
-            top = max(known.values())
-            pool = {c for c, k in known.items() if k == top}
-            why.append(f"of the fastest ({top / 1000:.0f} MHz most, cpuinfo_max_freq)")
-        else:
-            why.append("all alike" if known else "no cpufreq: the CPUs' top clocks are unknown, taken as alike")
-    if len(pool) > 1 and 0 in pool:
-        pool.discard(0)
-        why.append("not CPU 0 (the kernel's housekeeping)")
-    return min(pool), ", ".join(why)
+        why.append("its cores ranked alike" if any(read.values()) else "no ranking of its cores: taken as alike")
+    cpu = min(firsts)
+    core = siblings(cpu)
+    why.append(f"the first thread of its core (CPUs {_cpulist(core)})" if len(core) > 1 else "a core of one thread")
+    return cpu, ", ".join(w for w in why if w)
 
 
 def idle(minimum_s, should_stop):

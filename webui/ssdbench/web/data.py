@@ -172,10 +172,15 @@ def comparability(runs):
 
 
 def testbeds(runs):
-    """Each run's testbed (results/testbed.py) and why compare sets it apart from the first run (its workload,
-    or a part of its testbed), for GET /api/compare: the runs are run documents."""
+    """Each run's testbed (results/testbed.py), why compare sets it apart from the first run (its workload, or a
+    part of its testbed) and the parts it compares with unverified, for GET /api/compare: the runs are run
+    documents."""
     cards = [card.of(r) for r in runs]
-    return [{"run": c["id"], **c["testbed"], "apart": ranking.set_apart(cards[0], c)} for c in cards]
+    judged = [ranking.judge(cards[0], c) for c in cards]
+    return [
+        {"run": c["id"], **c["testbed"], "apart": why, "unverified": unknown}
+        for c, (why, unknown) in zip(cards, judged)
+    ]
 
 
 def start_run(db, body, config, trace=None):

@@ -180,15 +180,19 @@ TESTBED = closed(
         "classes": record(
             "its class in each part of the rule that decides whether two testbeds compare (docs/methodology.md, "
             "The summary, compare and the bench): link, path, controller, cache, link_power, iommu, cpu_clock, "
-            "purge, fio, heat, flagged"
+            "purge, fio, heat, flagged (the causes of its flags, or none)"
         ),
         "apart": {
             **STRINGS,
             "description": "why compare sets it apart from the first run (another workload, or a part of its "
             "testbed); empty: ranked with it",
         },
+        "unverified": {
+            **STRINGS,
+            "description": "the parts of its testbed that neither it nor the first run knows: compared, not verified",
+        },
     },
-    ["run", "cpu", "kernel", "controller", "link", "path", "host", "purge", "fio", "classes", "apart"],
+    ["run", "cpu", "kernel", "controller", "link", "path", "host", "purge", "fio", "classes", "apart", "unverified"],
 )
 # A lab's runs are its appliances' (lab/index): the same, and where each came from.
 LAB_RUN_SUMMARY = closed(
