@@ -119,17 +119,27 @@ def _receive(conn, hold, stream, length, appliance, fresh):
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (shelf.lock_key(sha256),))
             hold.place(held, sha256)
             made = index.add_bundle(conn, sha256, length, manifest, host, rows, appliance)
-    except BaseException:
+    except BaseException as exc:
         # Its rows did not commit: nor may its file stay. On a connection of its own, as the upload's may be what
         # died; if the database cannot be reached at all, `lab sweep` finds the file and `lab reindex` takes it.
         with contextlib.closing(fresh()) as own:
             forget(own, hold.store_dir, sha256)
+        if _unstorable(exc):
+            why = f"the lab's database cannot hold a value of it (SQLSTATE {exc.sqlstate})"
+            return {"error": f"refused, nothing was kept: {why}"}, 422
         raise
     finally:
         hold.release(held)
     if made is None:
         return {"sha256": sha256, "stored": False, "runs": index.bundle_runs(conn, sha256)}, 200
     return {"sha256": sha256, "stored": True, "runs": made}, 201
+
+
+def _unstorable(exc):
+    """Whether the database refused a value of the bundle itself (SQLSTATE class 22, a data exception, or 54, a
+    limit such as an index row's size) that admission let through: the sender's fault, told as such (422), never a
+    500 that its appliance would retry for an hour. Its message, which may quote the value, is not."""
+    return str(getattr(exc, "sqlstate", None) or "")[:2] in ("22", "54")
 
 
 def forget(conn, store_dir, sha256):
@@ -153,8 +163,17 @@ def remove(conn, store_dir, sha256):
 
 
 def sweep(conn, store_dir):
-    """What dead servers left: each bundle one of them linked into the store goes unless its row committed."""
-    return shelf.sweep(store_dir, lambda sha256: forget(conn, store_dir, sha256))
+    """What dead servers left: each bundle one of them linked into the store is put aside in quarantine unless its
+    row committed, never deleted: after a restore of the store from files, a row the restored database lacks is
+    `lab reindex`'s to give back (docs/lab.md)."""
+    return shelf.sweep(store_dir, lambda sha256: _set_aside(conn, store_dir, sha256))
+
+
+def _set_aside(conn, store_dir, sha256):
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (shelf.lock_key(sha256),))
+        if not index.has_bundle(conn, sha256):
+            shelf.quarantine(store_dir, sha256)
 
 
 def sweep_store(conn, store_dir, move=False):
