@@ -3,6 +3,7 @@ real CLI. Bundles are kept once and only whole, a tampered one is refused, a kil
 done, and the pages show every appliance's runs side by side."""
 
 import contextlib
+import email.utils
 import glob
 import hashlib
 import http.client
@@ -921,6 +922,35 @@ def test_a_bundle_the_lab_fails_on_waits_on_its_own_and_is_set_aside_stuck(lab_d
     assert "Internal Server Error" in page
     for path in ("/runs/99999999999999999999", "/repeats/9223372036854775808"):  # SQLite took neither: a 500
         assert client.get(path).status_code == 404, path
+
+
+def test_a_lab_that_asks_to_wait_is_waited_out_and_no_try_is_counted(finished_bundle, tmp_path):
+    """Issue 46, item 8: a 429 counted as a failed try and its Retry-After was ignored, so a lab at its quota set a
+    queue's bundles aside as stuck. Now the queue waits as long as the lab asks (seconds, or an HTTP date), and no
+    try is counted; a date it cannot read, or an answer without one, is a failure as before."""
+    body = b'{"error": "busy"}'
+    head = b"Content-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n" % len(body)
+    for status, after, waited in (
+        (b"429 Too Many Requests", b"120", 120),
+        (b"503 Service Unavailable", email.utils.formatdate(time.time() + 300, usegmt=True).encode(), 300),
+        (b"429 Too Many Requests", b"9" * 40, upload.RETRY_AFTER_MAX_S),
+    ):
+        answer = b"HTTP/1.1 %s\r\nRetry-After: %s\r\n%s\r\n%s" % (status, after, head, body)
+        data_dir = tmp_path / f"data{waited}"
+        (data_dir / upload.QUEUE_DIR).mkdir(parents=True)
+        queued = pathlib.Path(shutil.copy(finished_bundle, data_dir / upload.QUEUE_DIR / "a.zip"))
+        with hostile_lab(answer) as url:
+            clock, said = Clock(), []
+            lab_queue = upload.Queue(url, "ssdb_test", clock=clock)
+            lab_queue.drain(str(data_dir), said.append)
+            assert "no try counted" in said[-1] and not pathlib.Path(f"{queued}{upload.NOTE}").exists(), said
+            assert waited - 2 <= lab_queue.next_try - clock.now <= waited, said
+        assert queued.exists()
+    answer = b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: soon\r\n%s\r\n%s" % (head, body)
+    with hostile_lab(answer) as url:
+        said = []
+        upload.Queue(url, "ssdb_test", clock=Clock()).drain(str(data_dir), said.append)
+    assert f"try 1 of {upload.MAX_TRIES}" in said[-1], said
 
 
 def test_the_token_goes_in_clear_only_to_this_machine_or_when_told():
