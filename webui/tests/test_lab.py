@@ -101,7 +101,7 @@ def test_wrong_passwords_are_counted_per_address_behind_a_proxy_and_per_user(lab
     wrong passwords locked every user out."""
     bob = lab("user", "add", "bob", db=lab_db).stdout.strip()
     ann = lab("user", "add", "ann", db=lab_db).stdout.strip()
-    with lab_server(lab_db, tmp_path / "store", options=("--behind-proxy",)) as (_, url):
+    with lab_server(lab_db, tmp_path / "store", options=("--behind-proxy", "127.0.0.1")) as (_, url):
         for _ in range(5):
             assert login_from(url, "ann", "wrong", "198.51.100.7") == 401
         assert login_from(url, "bob", bob, "198.51.100.7") == 429  # that address waits, whoever it names

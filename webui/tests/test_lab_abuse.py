@@ -196,7 +196,7 @@ def test_the_compose_labs_proxy_holds_slow_and_half_sent_requests_off_the_lab(la
     the very file compose.yaml mounts stands in for the compose lab.)"""
     password = lab("user", "add", "ann", db=lab_db).stdout.strip()
     with (
-        lab_server(lab_db, tmp_path / "store", options=("--behind-proxy",)) as (_, url),
+        lab_server(lab_db, tmp_path / "store", options=("--behind-proxy", "127.0.0.1")) as (_, url),
         proxy(url, tmp_path / "proxy") as front,
     ):
         browser = Browser(front)
@@ -279,7 +279,7 @@ def test_guesses_slow_the_guesser_never_the_owner_and_are_counted_before_they_ar
     as long as the guesses went on; and 16 wrong guesses sent at once from one address all reached scrypt."""
     password = lab("user", "add", "admin", db=lab_db).stdout.strip()
     limit = auth.MAX_FAILURES
-    with lab_server(lab_db, tmp_path / "store", options=("--behind-proxy",)) as (_, url):
+    with lab_server(lab_db, tmp_path / "store", options=("--behind-proxy", "127.0.0.1")) as (_, url):
         for _ in range(limit):
             assert login_from(url, "admin", "wrong", "198.51.100.1") == 401
         assert login_from(url, "admin", "wrong", "198.51.100.1") == 429  # that address waits

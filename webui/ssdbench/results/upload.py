@@ -8,8 +8,8 @@ to RETRY_MAX_S, doubling. When the lab answers one bundle with an error, that bu
 and the queue goes on to the next: one bundle the lab cannot take never holds back the runs after it. One it
 refuses as not a bundle that verifies is set aside as NAME.zip.refused; one it has answered with an error
 MAX_TRIES times, as NAME.zip.stuck. A lab that answers 429 or 503 with Retry-After (busy, or the token's hourly
-quota met) is waited out: the whole queue waits as long as it asks, and no try is counted. Each failure's reason is kept beside the bundle (NAME.zip.json), and the
-appliance's History shows what was set aside or waits (held()).
+quota met) is waited out: the whole queue waits as long as it asks, and no try is counted. Each failure's reason
+is kept beside the bundle (NAME.zip.json), and the appliance's History shows what was set aside or waits (held()).
 
 The token travels only in the Authorization header, so only over https:// (plain http:// only to this
 machine's loopback, or when told --insecure). It is never written to a file, a log or a message here, and the

@@ -822,6 +822,11 @@ UPLOAD = {
             "of uploads or bytes (its Retry-After says when to send again)",
             ERROR,
         ),
+        "503": _json(
+            "this lab server is receiving as many uploads as it takes at once (its Retry-After says when to send "
+            "again)",
+            ERROR,
+        ),
     },
 }
 # What a lab's server (gunicorn, web/lab_server.py) refuses itself, before the app sees the request, with an HTML
@@ -832,7 +837,7 @@ SERVER_REFUSALS = {
         "content": {"text/html": {"schema": {"type": "string"}}},
     },
     "431": {
-        "description": "a header field is over 8 KiB: the server's own answer",
+        "description": "a header field is over 8 KiB, or the headers over 64 KiB in all: the server's own answer",
         "content": {"text/html": {"schema": {"type": "string"}}},
     },
 }
