@@ -107,11 +107,15 @@ def test_wrong_passwords_are_counted_per_address_behind_a_proxy_and_per_user(lab
         assert login_from(url, "bob", bob, "198.51.100.7") == 429  # that address waits, whoever it names
         assert login_from(url, "ann", ann, "203.0.113.9") == 200  # ann logs in from anywhere else (issue 35)
         assert login_from(url, "bob", bob, "203.0.113.9") == 200  # and so does everybody else
-    with lab_server(lab_db, tmp_path / "store") as (_, url):
-        # Not behind a proxy: the header is anybody's to write, and means nothing.
-        for n in range(5):
-            assert login_from(url, f"nobody{n}", "wrong", f"192.0.2.{n}") == 401
-        assert login_from(url, "bob", bob, "192.0.2.77") == 429
+    for options in ((), ("--behind-proxy", "192.0.2.254")):
+        with psycopg.connect(lab_db) as conn:
+            conn.execute("DELETE FROM login_tries")
+        with lab_server(lab_db, tmp_path / "store", options=options) as (_, url):
+            # Not behind a proxy, or from an address that is not the proxy's (issue 46, item 8): the header is
+            # anybody's to write, and means nothing.
+            for n in range(5):
+                assert login_from(url, f"nobody{n}", "wrong", f"192.0.2.{n}") == 401
+            assert login_from(url, "bob", bob, "192.0.2.77") == 429
 
 
 def test_a_missing_user_costs_the_one_scrypt_a_wrong_password_costs(lab_db, monkeypatch):

@@ -38,6 +38,7 @@ from conftest import (
     wait_until,
 )
 
+from ssdbench.lab import access as lab_access
 from ssdbench.lab import cluster, receive
 from ssdbench.results import bundle, run_schema, zip_safety
 from ssdbench.web import auth
@@ -58,11 +59,14 @@ def lab_db(postgres):
 
 class Attack:
     """Connections that send a request and never finish it: `slow` ones a byte a second, `partial` ones a piece
-    of their headers once. Each one's end (the server closing it) is noted, from its opening. One thread sends
-    and watches them all (a TLS connection is not to be read and written from two threads at once)."""
+    of their headers once, `pipelined` ones a whole request with the first byte of the next behind it, then the
+    rest of that one a byte a second. Each one's end (the server closing it) is noted, from its opening. One
+    thread sends and watches them all (a TLS connection is not to be read and written from two threads at once).
+    Each connection comes from an address of its own (127.0.x.y), as from as many clients, unless `source` names
+    one for all."""
 
-    def __init__(self, port, slow, partial, bodies=True, wrap=lambda sock: sock):
-        self.port, self.wrap, self.ended = port, wrap, {}
+    def __init__(self, port, slow, partial, bodies=True, wrap=lambda sock: sock, pipelined=0, source=None):
+        self.port, self.wrap, self.ended, self.source, self.count = port, wrap, {}, source, 0
         self.opened = time.monotonic()
         head = b"GET /history HTTP/1.1\r\nHost: lab\r\n"
         body = b"POST /login HTTP/1.1\r\nHost: lab\r\nContent-Type: application/x-www-form-urlencoded\r\n"
@@ -72,6 +76,11 @@ class Attack:
         self.partial = [self._open() for _ in range(partial)]
         for sock in self.partial:
             sock.sendall(head + b"X-Half: ")
+        login = b"GET /login HTTP/1.1\r\nHost: lab\r\n\r\n"
+        for _ in range(pipelined):
+            sock = self._open()
+            sock.sendall(login + login[:1])
+            self.slow.append((sock, login[1:-2] + b"X-Slow: " + b"x" * 4000))
         self.watch = selectors.DefaultSelector()
         for sock in self.sockets():
             sock.setblocking(False)
@@ -80,7 +89,9 @@ class Attack:
         self.thread.start()
 
     def _open(self):
-        return self.wrap(socket.create_connection(("127.0.0.1", self.port), timeout=60))
+        self.count += 1
+        source = self.source or f"127.0.{self.count // 250}.{self.count % 250 + 2}"
+        return self.wrap(socket.create_connection(("127.0.0.1", self.port), timeout=60, source_address=(source, 0)))
 
     def sockets(self):
         return [s for s, _ in self.slow] + self.partial
@@ -125,6 +136,40 @@ def test_slow_and_half_sent_requests_hold_no_thread_and_are_closed_at_their_dead
     held_off(attack, waits, server.HEAD_S)
 
 
+def test_a_flood_from_one_address_and_pipelined_trickles_leave_the_pages_answering(lab_db, tmp_path):
+    """Issue 46, items 1 and 2: nothing capped the connections one client held (about 2,000 on this machine), and
+    a request pipelined behind the last went straight to a thread, whose only limit was 30 s a read: one byte
+    every 20 s held it for hours, and 16 such held every thread. Now 2,000 idle connections from one address
+    leave the lab holding PER_ADDRESS of them a worker (the rest closed as they come), 16 pipelined trickles are
+    closed at their header deadline after their first answer, and the login page answers in under a second all
+    along, to another address."""
+    with lab_server(lab_db, tmp_path / "store") as (_, url):
+        port = int(url.rsplit(":", 1)[1])
+        flood = [socket.create_connection(("127.0.0.1", port), source_address=("127.0.0.2", 0)) for _ in range(2000)]
+        try:
+            for sock in flood:
+                sock.setblocking(False)
+            attack = Attack(port, slow=0, partial=0, pipelined=16)
+            waits = under_attack(Browser(url), attack, "/login")
+            # Every connection of the flood the lab did not keep has been closed, by the time the trickles were.
+            kept = [sock for sock in flood if still_open(sock)]
+            assert len(kept) <= server.PER_ADDRESS * server.OPTIONS["workers"], len(kept)
+        finally:
+            for sock in flood:
+                sock.close()
+    held_off(attack, waits, server.HEAD_S)
+
+
+def still_open(sock):
+    """Whether the server has not closed this (non-blocking) connection."""
+    try:
+        return sock.recv(1, socket.MSG_PEEK) != b""
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+
+
 def held_off(attack, waits, deadline):
     """Each slow connection closed at its deadline (none before it, all within a few of the event loop's rounds
     of a second after), and every page answered in under a second meanwhile."""
@@ -133,16 +178,16 @@ def held_off(attack, waits, deadline):
     assert len(waits) >= 5 and max(waits) < 1.0, sorted(waits)[-5:]
 
 
-def under_attack(browser, attack):
-    """How long each logged-in page took to answer, one after the other, until every attacking connection has
-    been closed."""
+def under_attack(browser, attack, page_path="/history"):
+    """How long each page (a logged-in one, History, by default) took to answer, one after the other, until every
+    attacking connection has been closed."""
     waits = []
     try:
         while len(attack.ended) < len(attack.sockets()) and time.monotonic() - attack.opened < 120:
             started = time.monotonic()
-            status, _, page = browser.get("/history")
+            status, _, page = browser.get(page_path)
             waits.append(time.monotonic() - started)
-            assert status == 200 and "History" in page
+            assert status == 200 and ("History" in page or page_path != "/history")
         wait_until(lambda: len(attack.ended) == len(attack.sockets()), "every slow connection to close", 120)
     finally:
         attack.close()
@@ -295,6 +340,15 @@ def test_guesses_slow_the_guesser_never_the_owner_and_are_counted_before_they_ar
         with concurrent.futures.ThreadPoolExecutor(16) as pool:
             at_once = list(pool.map(lambda _: login_from(url, "bob", "wrong", "192.0.2.200"), range(16)))
         assert sorted(at_once) == [401] * limit + [429] * (16 - limit), at_once
+        # Issue 46, item 8: a /48 holds 65,536 /64s, each a guess of its own at a user guessed at. Its network now
+        # fails NETWORK_SHARE times one prefix's tries at most, then each of its /64s waits.
+        share = lab_access.NETWORK_SHARE * limit
+        tried = [login_from(url, "nobody", "wrong", f"2001:db8:77:{n:x}::1") for n in range(share + 1)]
+        assert tried == [401] * share + [429], tried
+        # And a user guessed at from more networks than that waits past USER_SHARE times the limit, from anywhere.
+        most = lab_access.USER_SHARE * limit
+        tried = [login_from(url, "carol", "wrong", f"2001:db8:{0x100 + n:x}::1") for n in range(most + 1)]
+        assert tried == [401] * most + [429], tried
 
 
 def with_manifest(path, out, change):

@@ -180,6 +180,15 @@ MIGRATIONS = [
         CREATE INDEX bench_name ON bench ((lower(model) COLLATE "C"), model) INCLUDE (run_id, runs);
         """,
     ),
+    (
+        9,
+        "each try at a password counted per network as well (an IPv6 /48, which holds 65,536 /64s)",
+        """
+        DELETE FROM login_tries;
+        ALTER TABLE login_tries ADD COLUMN network text NOT NULL;
+        CREATE INDEX login_tries_network ON login_tries (network, at);
+        """,
+    ),
 ]
 
 
