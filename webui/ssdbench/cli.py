@@ -474,7 +474,13 @@ def lab_serve(args):
     except ValueError as exc:
         raise SsdbenchError(f"--behind-proxy {exc}") from exc
     os.makedirs(args.store, exist_ok=True)
-    app = create_app({"SSDBENCH_LAB_DB": lab_schema.url(args.db), "SSDBENCH_LAB_STORE": args.store})
+    app = create_app(
+        {
+            "SSDBENCH_LAB_DB": lab_schema.url(args.db),
+            "SSDBENCH_LAB_STORE": args.store,
+            "SSDBENCH_LAB_READ_BYTES": int(args.read_mib * (1 << 20)),
+        }
+    )
     print(
         f"ssdbench lab: http://{args.host}:{args.port}/ (log in as a user of `ssdbench lab user add`)",
         file=sys.stderr,
@@ -996,6 +1002,14 @@ def add_lab(sub):
             "connections only; needed to listen on any address but the loopback",
         )
         p.add_argument("--host", default="127.0.0.1", help="address to listen on (the loopback, for the proxy)")
+        p.add_argument(
+            "--read-mib",
+            type=float,
+            default=64,
+            metavar="MIB",
+            help="the run documents a server process reads at once, in MiB of JSON (about 9 times as much of "
+            "memory): a compare of runs holding more is refused (413), one while others read waits, then 503",
+        )
         p.add_argument("--port", type=int, default=8090)
         p.add_argument(
             "--access-log",

@@ -39,7 +39,7 @@ from conftest import (
 )
 
 from ssdbench.lab import access as lab_access
-from ssdbench.lab import cluster, receive
+from ssdbench.lab import cluster, index, receive
 from ssdbench.results import bundle, run_schema, zip_safety
 from ssdbench.web import auth
 from ssdbench.web import lab_server as server
@@ -491,6 +491,40 @@ def post_bundle(url, token, path):
 def rows(db, sql):
     with psycopg.connect(db) as conn:
         return conn.execute(sql).fetchall()
+
+
+def test_a_lab_reads_no_more_results_at_once_than_its_budget(lab_db, finished_bundle, tmp_path):
+    """Issue 46, item 7: a run document is parsed at about 9 times its size, and a compare of 10 runs took 1.5 GB
+    for any logged-in user. A server process now reads at most --read-mib of documents at once: a request whose
+    own would pass it is refused (413), and one that would pass it beside others waits, then gets 503."""
+    with zipfile.ZipFile(finished_bundle) as zf:
+        size = zf.getinfo(bundle.RESULT).file_size
+    second = rewritten(
+        finished_bundle, tmp_path / "2.zip", lambda n, c: c and c.replace(b'\n "id": 1,', b'\n "id": 2,')
+    )
+    token = lab("token", "add", "bench-a", db=lab_db).stdout.strip()
+    password = lab("user", "add", "ann", db=lab_db).stdout.strip()
+    budget = ("--read-mib", str(1.5 * size / (1 << 20)))  # one document, not two
+    with lab_server(lab_db, tmp_path / "store", options=budget) as (_, url):
+        for path in (finished_bundle, second):
+            ssdbench("upload", path, "--to", url, "--token", token, check=True)
+        browser = Browser(url)
+        browser.login("ann", password)
+        assert browser.get("/api/runs/1")[0] == 200 and browser.get("/runs/2")[0] == 200
+        status, _, body = browser.get("/api/compare?run=1&run=2")
+        assert status == 413 and "compare fewer runs" in json.loads(body)["error"], body
+        assert browser.get("/compare?run=1&run=2")[0] == 200  # from the cards, no document
+    # Beside others' requests, a request waits for its share: it gets it as one ends, or is told to come back.
+    shared = index.Budget(2 * size, wait_s=0.2)
+    shared.take(size, 0)
+    shared.take(size, 0)
+    with pytest.raises(index.Busy):
+        shared.take(size, 0)
+    shared.wait_s = 600
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        waiting = pool.submit(shared.take, size, 0)
+        shared.give(size)
+        assert waiting.result(timeout=600) is None and shared.used == 2 * size
 
 
 def test_a_value_the_database_refuses_is_the_senders_fault(lab_db):

@@ -843,12 +843,23 @@ SERVER_REFUSALS = {
 }
 
 
-def _served_by_a_lab(item):
-    """A path's operations with the answers a lab's server gives of its own."""
+# What a lab answers of the routes that read run documents from their bundles, past what a server process reads at
+# once (lab/index.Budget).
+DOCUMENT_REFUSALS = {
+    "413": _json("the runs asked for hold more results than a lab reads for one request: ask for fewer", ERROR),
+    "503": _json(
+        "the lab is reading as many results as it may for other requests (Retry-After: when to ask again)", ERROR
+    ),
+}
+READS_DOCUMENTS = ("/api/runs/{run_id}", "/api/compare")
+
+
+def _served_by_a_lab(item, extra=None):
+    """A path's operations with the answers a lab's server gives of its own, and `extra` ones."""
     return {
         method: op
         if method == "parameters"
-        else {**op, "responses": dict(sorted((op["responses"] | SERVER_REFUSALS).items()))}
+        else {**op, "responses": dict(sorted((op["responses"] | SERVER_REFUSALS | (extra or {})).items()))}
         for method, op in item.items()
     }
 
@@ -874,7 +885,8 @@ LAB_DOCUMENT = {
     "paths": {
         **{
             path: _served_by_a_lab(
-                {k: v for k, v in DOCUMENT["paths"][path].items() if k in methods or k == "parameters"}
+                {k: v for k, v in DOCUMENT["paths"][path].items() if k in methods or k == "parameters"},
+                DOCUMENT_REFUSALS if path in READS_DOCUMENTS else None,
             )
             for path, methods in LAB_OPERATIONS.items()
         },
