@@ -488,9 +488,9 @@ def post_bundle(url, token, path):
         return exc.code, exc.headers
 
 
-def rows(db, sql):
+def rows(db, sql, *params):
     with psycopg.connect(db) as conn:
-        return conn.execute(sql).fetchall()
+        return conn.execute(sql, params).fetchall()
 
 
 def test_a_lab_reads_no_more_results_at_once_than_its_budget(lab_db, finished_bundle, tmp_path):
@@ -525,6 +525,38 @@ def test_a_lab_reads_no_more_results_at_once_than_its_budget(lab_db, finished_bu
         waiting = pool.submit(shared.take, size, 0)
         shared.give(size)
         assert waiting.result(timeout=600) is None and shared.used == 2 * size
+
+
+def test_a_token_past_its_quota_or_a_disk_at_its_floor_takes_no_upload_and_pages_answer(
+    lab_db, finished_bundle, tmp_path
+):
+    """Issue 46, item 8: the disk had no quota per token and no floor, and a full disk answered everybody 400. Now a
+    token whose bundles would pass STORED_BYTES, and any upload to a store below its free-space floor (a 64 MiB
+    tmpfs, under FREE_FLOOR_BYTES), get 507, the pages answer, and the refusals, however many, are one audit row
+    a minute."""
+    token = lab("token", "add", "bench-a", db=lab_db).stdout.strip()
+    password = lab("user", "add", "ann", db=lab_db).stdout.strip()
+    store = tmp_path / "store"
+    store.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", store], check=True)
+    try:
+        with lab_server(lab_db, store) as (_, url):
+            rows(
+                lab_db,
+                "INSERT INTO bundles (sha256, bytes, kind, appliance_id, manifest) SELECT repeat('a', 64), %s, 'run',"
+                " id, '{}' FROM appliances RETURNING 1",
+                receive.STORED_BYTES,
+            )
+            for said in ("would pass its quota of 256 GiB", "the lab's disk is nearly full", "nearly full"):
+                status, body, _ = post_timed(url, token, finished_bundle)
+                assert status == 507 and said in body["error"], (status, body)
+                rows(lab_db, "DELETE FROM bundles RETURNING 1")
+            browser = Browser(url)
+            assert browser.login("ann", password)[0] == 200 and browser.get("/history")[0] == 200
+        assert rows(lab_db, "SELECT count(*) FROM audit WHERE outcome = '507'") == [(1,)]
+        assert not list(store.glob("incoming/*/*"))
+    finally:
+        subprocess.run(["umount", store], check=True)
 
 
 def test_a_value_the_database_refuses_is_the_senders_fault(lab_db):

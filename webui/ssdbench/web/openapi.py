@@ -827,6 +827,10 @@ UPLOAD = {
             "again)",
             ERROR,
         ),
+        "507": _json(
+            "the token's bundles fill its storage quota, or the lab's disk is at its free-space floor: nothing is kept",
+            ERROR,
+        ),
     },
 }
 # What a lab's server (gunicorn, web/lab_server.py) refuses itself, before the app sees the request, with an HTML
