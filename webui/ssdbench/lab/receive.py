@@ -76,8 +76,8 @@ def _room(conn, store_dir, appliance_id, length):
     """Why an upload of `length` bytes may not be kept (507), or None: the token's bundles would pass its quota,
     or the store's disk would fall below its floor, which keeps room for the pages, the database and the other
     tokens' uploads (a full disk answered everybody with 400)."""
-    kept = conn.execute("SELECT coalesce(sum(bytes), 0) AS bytes FROM bundles WHERE appliance_id = %s", (appliance_id,))
-    if kept.fetchone()["bytes"] + length > STORED_BYTES:
+    kept = conn.execute("SELECT stored_bytes FROM appliances WHERE id = %s", (appliance_id,)).fetchone()
+    if kept["stored_bytes"] + length > STORED_BYTES:
         return f"this token's bundles would pass its quota of {STORED_BYTES >> 30} GiB: ask the lab's operator"
     disk = os.statvfs(store_dir)
     floor = max(FREE_FLOOR_BYTES, disk.f_blocks * disk.f_frsize * FREE_FLOOR_SHARE)
