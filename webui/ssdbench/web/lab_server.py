@@ -17,8 +17,8 @@ HEAD_S after its connection opened (or its previous answer went) is closed, and 
 MAX_HEAD. A request sent behind the last on a kept-alive connection (pipelined) goes through the same deadline,
 not straight to a thread as gunicorn's worker hands it (issue 46: one byte every 20 s held a thread for hours).
 Only a whole request gets a thread; a bundle's body, the one that may be large, is streamed by its thread, which
-cuts it if it falls behind the pace an appliance's own deadline asks for (upload.py), and uploads take at most
-web/lab.UPLOAD_THREADS of a worker's threads: the others are the pages'. Every read and write of a thread has
+cuts it if it falls behind the pace an appliance's own deadline asks for (upload.py). Uploads have threads of
+their own (UPLOAD_THREADS), and wait for them: the pages' are never theirs. Every read and write of a thread has
 SOCKET_TIMEOUT_S. One client address holds at most PER_ADDRESS connections of a worker, but the proxy's
 (`lab serve --behind-proxy ADDR`), whose connections carry everybody's requests.
 """
@@ -34,13 +34,12 @@ import socket
 import struct
 import threading
 import time
+from concurrent import futures
 from functools import partial
 
 from gunicorn.app.base import BaseApplication
 from gunicorn.workers.gthread import TConn, ThreadWorker
 from werkzeug.middleware.proxy_fix import ProxyFix
-
-from . import lab
 
 # A request's headers, and a body that is not a bundle, must be whole this long after they may begin.
 HEAD_S = 10
@@ -59,9 +58,11 @@ MAX_HEAD = 64 * 1024
 # The connections one client address may hold in a worker, whole requests or not: a browser opens six, the proxy
 # caps an address at 32 (lab-proxy.conf). Past it, a connection is closed as it is accepted.
 PER_ADDRESS = 32
-# The threads of a worker that uploads may never take (web/lab.UPLOAD_THREADS is the rest): the pages answer while
-# four tokens each keep four slow uploads going.
-PAGE_THREADS = 2
+# A worker's threads for uploads, and for everything else (the pages, the API): uploads wait for threads of their
+# own, so that the pages answer while four tokens each keep four slow uploads going (they took every thread).
+UPLOAD_THREADS = 6
+PAGE_THREADS = 4
+UPLOAD = re.compile(rb"POST /lab/bundles[ ?]")
 # A worker process per core (at least two), as reading and checking a bundle holds Python's lock: one worker took
 # 20.6 uploads a second on two cores where two took 30 (make bench). Threads in each for the uploads of many
 # appliances at once and the pages of a few people, each thread with its own database connection (web/db). A
@@ -69,7 +70,7 @@ PAGE_THREADS = 2
 # answers nothing for five minutes (a hung database) is restarted.
 OPTIONS = {
     "workers": max(2, os.cpu_count() or 1),
-    "threads": lab.UPLOAD_THREADS + PAGE_THREADS,
+    "threads": PAGE_THREADS,
     "worker_connections": 1000,
     "timeout": 300,
     "graceful_timeout": 30,
@@ -152,8 +153,20 @@ class Worker(ThreadWorker):
         self.arriving = collections.deque()  # connections whose request is not whole yet, oldest first
         self.paced, self.paced_lock = set(), threading.Lock()
         self.per_address = collections.Counter()  # a client address: its connections open (the main thread's)
+        self.upload_pool = futures.ThreadPoolExecutor(UPLOAD_THREADS)
         threading.Thread(target=self._pace, daemon=True).start()
         super().init_process()
+
+    def handle_quit(self, sig, frame):
+        self.upload_pool.shutdown(wait=False)
+        super().handle_quit(sig, frame)
+
+    def enqueue_req(self, conn):
+        """A whole request to a thread: an upload to one of the uploads', anything else to gunicorn's pool."""
+        if not UPLOAD.match(getattr(conn, "head", b"")):
+            return super().enqueue_req(conn)
+        fs = self.upload_pool.submit(self.handle, conn)
+        fs.add_done_callback(lambda done: self.method_queue.defer(self.finish_request, conn, done))
 
     def accept(self, listener):
         try:

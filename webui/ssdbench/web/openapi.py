@@ -822,11 +822,6 @@ UPLOAD = {
             "of uploads or bytes (its Retry-After says when to send again)",
             ERROR,
         ),
-        "503": _json(
-            "this lab server is receiving as many uploads as it takes at once (its Retry-After says when to send "
-            "again)",
-            ERROR,
-        ),
         "507": _json(
             "the token's bundles fill its storage quota, or the lab's disk is at its free-space floor: nothing is kept",
             ERROR,
