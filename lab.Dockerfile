@@ -8,6 +8,6 @@ RUN useradd --system --uid 10001 --no-create-home --home-dir /nonexistent --shel
     && mkdir /store && chown lab: /store && chmod 0750 /store
 USER lab
 # The schema is migrated at every start (it is idempotent), then the server runs, while the cards an upgrade
-# made or emptied are filled from the store beside it, in committed batches (lab migrate --store). compose.yaml
-# lets only its reverse proxy reach it (lab-proxy.conf): so the proxy's X-Forwarded-For is trusted.
-CMD ["sh", "-c", "ssdbench lab migrate && { ssdbench lab migrate --store /store & } && exec ssdbench lab serve --host 0.0.0.0 --port 8090 --store /store --behind-proxy"]
+# made or emptied are filled from the store beside it, in committed batches (lab migrate --store). The proxy's
+# X-Forwarded-For is trusted on its connections only: compose.yaml gives it its address, 172.30.77.2.
+CMD ["sh", "-c", "ssdbench lab migrate && { ssdbench lab migrate --store /store & } && exec ssdbench lab serve --host 0.0.0.0 --port 8090 --store /store --behind-proxy 172.30.77.2"]

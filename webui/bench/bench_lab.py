@@ -1,7 +1,7 @@
 """make bench, lab part: how many uploads a second one lab server keeps, and how long one waits.
 
 A real PostgreSQL (lab/cluster: Debian's postgresql, in a temporary folder) and the real `ssdbench lab serve`
-(gunicorn, a worker of 8 threads per core) on it; CLIENTS appliances, each with its own token, send UPLOADS
+(gunicorn, a worker per core, of 6 threads for uploads) on it; CLIENTS appliances, each with its own token, send UPLOADS
 bundles between them, CLIENTS at a time, with the upload client the appliances use (results/upload.send). The
 bundles are DISTINCT variants of one run's bundle (bench_web's standard-sized run, its manifest dated apart): the
 rest are sent a second time by another client at the same moment, so the lab must keep each once and tell both clients.

@@ -461,28 +461,32 @@ def lab_serve(args):
         raise SsdbenchError(
             f"the lab needs flask, gunicorn and psycopg ({exc}); install them with pip install 'ssdbench[lab]'"
         ) from exc
-    behind_proxy = getattr(args, "behind_proxy", False)
+    behind_proxy = getattr(args, "behind_proxy", None)
     if not behind_proxy and not upload.loopback(args.host):
         # Its own deadlines bound what one client costs it, but the proxy is what sets a connection limit per
         # client, terminates TLS and buffers what the network sends: docs/lab.md, In production.
         raise SsdbenchError(
             f"--host {args.host}: a lab listens on the network only behind a reverse proxy (docs/lab.md, In "
-            "production): listen on 127.0.0.1 for the proxy and add --behind-proxy"
+            "production): listen on 127.0.0.1 for the proxy and add --behind-proxy ITS_ADDRESS"
         )
+    try:
+        behind = lab_server.proxies(behind_proxy) if behind_proxy else []
+    except ValueError as exc:
+        raise SsdbenchError(f"--behind-proxy {exc}") from exc
     os.makedirs(args.store, exist_ok=True)
-    app = create_app({"SSDBENCH_LAB_DB": lab_schema.url(args.db), "SSDBENCH_LAB_STORE": args.store})
-    if behind_proxy:
-        from werkzeug.middleware.proxy_fix import ProxyFix
-
-        # The client's address is the one the proxy adds to X-Forwarded-For (one proxy: its last entry), and
-        # only then: a client talking to the lab directly could write any address there.
-        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=1, x_proto=1)
+    app = create_app(
+        {
+            "SSDBENCH_LAB_DB": lab_schema.url(args.db),
+            "SSDBENCH_LAB_STORE": args.store,
+            "SSDBENCH_LAB_READ_BYTES": int(args.read_mib * (1 << 20)),
+        }
+    )
     print(
         f"ssdbench lab: http://{args.host}:{args.port}/ (log in as a user of `ssdbench lab user add`)",
         file=sys.stderr,
         flush=True,
     )
-    lab_server.serve(app, args.host, args.port, args.access_log)
+    lab_server.serve(app, args.host, args.port, args.access_log, behind)
 
 
 def lab_local(args):
@@ -992,11 +996,20 @@ def add_lab(sub):
     for p in (serve, local):
         p.add_argument(
             "--behind-proxy",
-            action="store_true",
-            help="the lab is reached through one reverse proxy: take the client's address from its "
-            "X-Forwarded-For; needed to listen on any address but the loopback",
+            metavar="ADDR",
+            help="the lab is reached through one reverse proxy, at ADDR (an address, a network such as "
+            "172.30.0.0/24, or a host name): take the client's address from its X-Forwarded-For, on its "
+            "connections only; needed to listen on any address but the loopback",
         )
         p.add_argument("--host", default="127.0.0.1", help="address to listen on (the loopback, for the proxy)")
+        p.add_argument(
+            "--read-mib",
+            type=float,
+            default=64,
+            metavar="MIB",
+            help="the run documents a server process reads at once, in MiB of JSON (about 9 times as much of "
+            "memory): a compare of runs holding more is refused (413), one while others read waits, then 503",
+        )
         p.add_argument("--port", type=int, default=8090)
         p.add_argument(
             "--access-log",

@@ -619,11 +619,12 @@ def two_appliances(lab_db, finished_bundle, tmp_path, url):
     return tokens
 
 
-def rewritten(path, out, change, compression=zipfile.ZIP_STORED):
+def rewritten(path, out, change, compression=zipfile.ZIP_STORED, manifest_change=dict):
     """A copy of a bundle whose members pass through change(name, bytes) -> bytes (None drops one); the
-    manifest lists the new hashes, plus any member change(None, None) returns as {name: bytes}."""
+    manifest, passed through manifest_change(dict) -> dict, lists the new hashes, plus any member change(None, None)
+    returns as {name: bytes}."""
     with zipfile.ZipFile(path) as src, zipfile.ZipFile(out, "w", compression) as dst:
-        manifest = json.loads(src.read(bundle.MANIFEST))
+        manifest = manifest_change(json.loads(src.read(bundle.MANIFEST)))
         members = {n: change(n, src.read(n)) for n in src.namelist() if n != bundle.MANIFEST}
         members.update(change(None, None) or {})
         for name, content in members.items():

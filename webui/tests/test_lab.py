@@ -3,6 +3,7 @@ real CLI. Bundles are kept once and only whole, a tampered one is refused, a kil
 done, and the pages show every appliance's runs side by side."""
 
 import contextlib
+import email.utils
 import glob
 import hashlib
 import http.client
@@ -100,17 +101,21 @@ def test_wrong_passwords_are_counted_per_address_behind_a_proxy_and_per_user(lab
     wrong passwords locked every user out."""
     bob = lab("user", "add", "bob", db=lab_db).stdout.strip()
     ann = lab("user", "add", "ann", db=lab_db).stdout.strip()
-    with lab_server(lab_db, tmp_path / "store", options=("--behind-proxy",)) as (_, url):
+    with lab_server(lab_db, tmp_path / "store", options=("--behind-proxy", "127.0.0.1")) as (_, url):
         for _ in range(5):
             assert login_from(url, "ann", "wrong", "198.51.100.7") == 401
         assert login_from(url, "bob", bob, "198.51.100.7") == 429  # that address waits, whoever it names
         assert login_from(url, "ann", ann, "203.0.113.9") == 200  # ann logs in from anywhere else (issue 35)
         assert login_from(url, "bob", bob, "203.0.113.9") == 200  # and so does everybody else
-    with lab_server(lab_db, tmp_path / "store") as (_, url):
-        # Not behind a proxy: the header is anybody's to write, and means nothing.
-        for n in range(5):
-            assert login_from(url, f"nobody{n}", "wrong", f"192.0.2.{n}") == 401
-        assert login_from(url, "bob", bob, "192.0.2.77") == 429
+    for options in ((), ("--behind-proxy", "192.0.2.254")):
+        with psycopg.connect(lab_db) as conn:
+            conn.execute("DELETE FROM login_tries")
+        with lab_server(lab_db, tmp_path / "store", options=options) as (_, url):
+            # Not behind a proxy, or from an address that is not the proxy's (issue 46, item 8): the header is
+            # anybody's to write, and means nothing.
+            for n in range(5):
+                assert login_from(url, f"nobody{n}", "wrong", f"192.0.2.{n}") == 401
+            assert login_from(url, "bob", bob, "192.0.2.77") == 429
 
 
 def test_a_missing_user_costs_the_one_scrypt_a_wrong_password_costs(lab_db, monkeypatch):
@@ -208,9 +213,20 @@ PAGE_TEXTS = (
     *(f"steps/1/metrics/0/{name}" for name in ("name", "unit", "source")),
     *(f"series/0/{name}" for name in ("name", "unit", "source")),
 )
+# The texts the lab's index keys on (run_schema.KEYED), within what PostgreSQL's B-tree takes of a row.
+KEYED_TEXTS = ("drive/model", "drive/serial", "drive/firmware", "environment/kernel/release", "environment/cpu/model")
+
+
+def bound(path):
+    """The most characters the lab takes of the text at `path`."""
+    if "job_file" in path:
+        return run_schema.JOB_FILE
+    return run_schema.KEYED if path in KEYED_TEXTS else run_schema.TEXT
+
+
 # What each such text may be instead: (what, the value at `path`, what the lab says of it).
 BAD_TEXTS = (
-    ("over its bound", lambda path: "x" * (run_schema.JOB_FILE if "job_file" in path else run_schema.TEXT) + "x"),
+    ("over its bound", lambda path: "x" * bound(path) + "x"),
     ("a NUL", lambda path: "text\x00"),
     ("a list", lambda path: ["text"]),
 )
@@ -250,8 +266,8 @@ def hostile(doc, what):
         put(doc, path, dict(BAD_TEXTS)[kind](path))
     elif what == "a string id":
         doc["id"] = str(doc["id"])
-    elif what == "an id past bigint":
-        doc["id"] = 2**63
+    elif what == "an id past the column's":
+        doc["id"] = run_schema.INTEGER + 1
     elif what == "a lone surrogate in the serial":
         doc["drive"]["serial"] = "S123\ud800"
     elif what == "a capacity that is not whole":
@@ -271,8 +287,12 @@ def hostile(doc, what):
     elif what == "1e400":  # as written: JSON's own number, which reads as infinite
         doc["steps"][-1]["metrics"].append({"name": "x", "value": "1e400", "unit": "IOPS", "source": "x"})
         return json.dumps(doc).replace('"1e400"', "1e400").encode()
-    elif what == "a time past any clock":
-        doc["created_at"] = 1e301
+    elif what == "a time past the year 9999":
+        doc["created_at"] = run_schema.LAST_TIME + 1
+    elif what == "a start before 1970":
+        doc["started_at"] = -1
+    elif what == "an end past the year 9999":  # as 1e300 was: History's date raised OverflowError (issue 46)
+        doc["finished_at"] = 1e300
     elif what == "a metric's value that is text":
         doc["steps"][1]["metrics"][0]["value"] = "1"
     elif what == "tools that are not an object":  # what compare and the bench read: refused, not a 500 later
@@ -310,7 +330,7 @@ def hostile(doc, what):
 
 HOSTILE = {
     "a string id": "at /id: is not of type integer",
-    "an id past bigint": f"at /id: is over {run_schema.BIGINT}",
+    "an id past the column's": f"at /id: is over {run_schema.INTEGER}",
     "a lone surrogate in the serial": "result.json is damaged (no low surrogate in string",
     "a capacity that is not whole": "at /drive/capacity_bytes: is not of type",
     "a step without a state": "at /steps/0: lacks state",
@@ -320,7 +340,9 @@ HOSTILE = {
     # orjson's words (admit._loads), which change between its versions but for these
     "NaN": "result.json is damaged (unexpected character",
     "1e400": "result.json is damaged (number is infinity",
-    "a time past any clock": "at /created_at: is over 1e+300",
+    "a time past the year 9999": f"at /created_at: is over {run_schema.LAST_TIME}",
+    "a start before 1970": "at /started_at: is under 0",
+    "an end past the year 9999": f"at /finished_at: is over {run_schema.LAST_TIME}",
     "a metric's value that is text": "at /steps/1/metrics/0/value: is not of type number",
     "tools that are not an object": "at /environment/tools: is not of type ['object', 'null']",
     "a start that is not a number": "at /started_at: is not of type",
@@ -403,18 +425,40 @@ def test_a_bundle_the_index_cannot_take_is_refused_before_it_is_kept(lab_db, fin
         assert rows(lab_db, "SELECT count(*) FROM bundles") == [(1,)] and len(kept(store)) == 1
         assert not list(store.glob("incoming/*/*"))
         assert {page: browser.get(page) for page in pages} == before
+        # Each bound itself is taken (issue 46, item 4), and every page reads what it took: the last date a page
+        # writes, the largest id the column holds, and each text keyed on at its most, of 4-byte characters.
+        at_bound = {
+            **json.loads(document),
+            **dict.fromkeys(("created_at", "started_at", "finished_at"), run_schema.LAST_TIME),
+            "id": run_schema.INTEGER,
+        }
+        for path in KEYED_TEXTS:
+            put(at_bound, path, "\U0001d11e" * bound(path))
+        path = rewritten(
+            finished_bundle,
+            tmp_path / "at-bound.zip",
+            lambda name, was: json.dumps(at_bound).encode() if name == bundle.RESULT else was,
+            manifest_change=lambda m: {**m, "run": {**m["run"], "host": "h" * run_schema.KEYED}},
+        )
+        taken = upload.send(path, url, other)
+        assert taken["stored"], taken
+        for page in ("/history", "/bench", f"/runs/{taken['runs'][0]}"):
+            assert browser.get(page)[0] == 200, page
+        with browser.opener.open(f"{url}/api/runs/{taken['runs'][0]}/bundle") as download:
+            assert download.status == 200 and "9999" in download.headers["Content-Disposition"]
+        assert "9999-12-31" in lab("runs", db=lab_db).stdout
     # A store file without its row, whatever left it, is found by the sweep, and put aside when told; a kept one
     # stays. Nothing is deleted (issue 35, item 5).
     stray = pathlib.Path(shelf.bundle_path(str(store), "ab" * 32))
     stray.parent.mkdir(parents=True, exist_ok=True)
     stray.write_bytes(b"left by a crash")
     swept = lab("sweep", "--store", str(store), db=lab_db)
-    assert "2 bundle files in" in swept.stdout and "1 without their row in the database, left" in swept.stdout
+    assert "3 bundle files in" in swept.stdout and "1 without their row in the database, left" in swept.stdout
     assert "ab" * 32 in swept.stdout and stray.exists()
     swept = lab("sweep", "--store", str(store), "--quarantine", db=lab_db)
     assert "1 without their row in the database, moved to" in swept.stdout
     assert not stray.exists() and (store / "quarantine" / stray.name).read_bytes() == b"left by a crash"
-    assert len(kept(store)) == 1
+    assert len(kept(store)) == 2
 
 
 def test_bench_shows_a_models_run_the_lab_received_last_and_who_sent_it(lab_db, finished_bundle, tmp_path):
@@ -882,6 +926,35 @@ def test_a_bundle_the_lab_fails_on_waits_on_its_own_and_is_set_aside_stuck(lab_d
     assert "Internal Server Error" in page
     for path in ("/runs/99999999999999999999", "/repeats/9223372036854775808"):  # SQLite took neither: a 500
         assert client.get(path).status_code == 404, path
+
+
+def test_a_lab_that_asks_to_wait_is_waited_out_and_no_try_is_counted(finished_bundle, tmp_path):
+    """Issue 46, item 8: a 429 counted as a failed try and its Retry-After was ignored, so a lab at its quota set a
+    queue's bundles aside as stuck. Now the queue waits as long as the lab asks (seconds, or an HTTP date), and no
+    try is counted; a date it cannot read, or an answer without one, is a failure as before."""
+    body = b'{"error": "busy"}'
+    head = b"Content-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n" % len(body)
+    for status, after, waited in (
+        (b"429 Too Many Requests", b"120", 120),
+        (b"503 Service Unavailable", email.utils.formatdate(time.time() + 300, usegmt=True).encode(), 300),
+        (b"429 Too Many Requests", b"9" * 40, upload.RETRY_AFTER_MAX_S),
+    ):
+        answer = b"HTTP/1.1 %s\r\nRetry-After: %s\r\n%s\r\n%s" % (status, after, head, body)
+        data_dir = tmp_path / f"data{waited}"
+        (data_dir / upload.QUEUE_DIR).mkdir(parents=True)
+        queued = pathlib.Path(shutil.copy(finished_bundle, data_dir / upload.QUEUE_DIR / "a.zip"))
+        with hostile_lab(answer) as url:
+            clock, said = Clock(), []
+            lab_queue = upload.Queue(url, "ssdb_test", clock=clock)
+            lab_queue.drain(str(data_dir), said.append)
+            assert "no try counted" in said[-1] and not pathlib.Path(f"{queued}{upload.NOTE}").exists(), said
+            assert waited - 2 <= lab_queue.next_try - clock.now <= waited, said
+        assert queued.exists()
+    answer = b"HTTP/1.1 429 Too Many Requests\r\nRetry-After: soon\r\n%s\r\n%s" % (head, body)
+    with hostile_lab(answer) as url:
+        said = []
+        upload.Queue(url, "ssdb_test", clock=Clock()).drain(str(data_dir), said.append)
+    assert f"try 1 of {upload.MAX_TRIES}" in said[-1], said
 
 
 def test_the_token_goes_in_clear_only_to_this_machine_or_when_told():

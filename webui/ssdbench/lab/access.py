@@ -22,7 +22,11 @@ TOKEN_BYTES = 32
 TOKEN_PREFIX = "ssdb_"
 # scrypt's cost: about 50 ms and 16 MiB a login, so that a stolen table is slow to guess from.
 SCRYPT = {"n": 2**14, "r": 8, "p": 1}
-# The advisory locks (a pair of 32-bit keys: this, and the prefix's hash) under which a try is checked and counted.
+# How many more tries than one prefix a network may fail in the window (a site's /48, where one person is one /64),
+# and a user from everywhere, before each waits.
+NETWORK_SHARE = 4
+USER_SHARE = 6
+# The advisory locks (a pair of 32-bit keys: this, and the network's hash) under which a try is checked and counted.
 TRIES_LOCK = 0x55D8E4C3
 
 
@@ -164,41 +168,47 @@ def secret_key(conn):
 
 
 def prefix(address):
-    """The part of a client's address that one client holds: an IPv4 address, an IPv6 /64."""
+    """(the part of a client's address that one client holds, the network it is in): an IPv4 address, twice; an
+    IPv6 /64, and the /48 a site is given (65,536 /64s, each a client to the count of the first)."""
     try:
         ip = ipaddress.ip_address(address)
     except ValueError:
-        return str(address)[:64]
+        return (str(address)[:64],) * 2
+    if ip.version == 6 and ip.ipv4_mapped:
+        ip = ip.ipv4_mapped
     if ip.version == 4:
-        return str(ip)
-    if ip.ipv4_mapped:
-        return str(ip.ipv4_mapped)
-    return str(ipaddress.ip_network(f"{ip}/64", strict=False))
+        return (str(ip),) * 2
+    return tuple(str(ipaddress.ip_network(f"{ip}/{bits}", strict=False)) for bits in (64, 48))
 
 
-def take_try(conn, prefix, user, limit, window_s):
+def take_try(conn, client, user, limit, window_s):
     """Count one try at a password before it is checked: its id, or why it must wait ("address", "user").
 
-    A prefix that has failed `limit` times in the window waits, whichever user it names. A user whose password
-    has failed `limit` times is not locked: only the prefixes that have failed at it wait, so the guesses of
-    others never keep its owner out. The check and the count are one step under a lock on the prefix: tries
-    sent at once from one address get no more than the limit between them."""
+    `client` is prefix()'s (prefix, network). A prefix that has failed `limit` times in the window waits, whichever
+    user it names, and so does a network that has failed NETWORK_SHARE times as often. A user whose password has
+    failed `limit` times is not locked: only the prefixes that have failed at it wait, so the guesses of others
+    never keep its owner out; but past USER_SHARE times as often, from however many networks, every try at it
+    waits, its owner's too: the one bound on a guesser who holds many. The check and the count are one step under
+    a lock on the network: tries sent at once from one address get no more than the limit between them."""
+    prefix_, network = client
     with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (TRIES_LOCK, prefix))
+        conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (TRIES_LOCK, network))
         conn.execute("DELETE FROM login_tries WHERE at <= now() - make_interval(secs => %s)", (window_s,))
         seen = conn.execute(
             """SELECT count(*) FILTER (WHERE prefix = %(p)s) AS from_prefix,
+                      count(*) FILTER (WHERE network = %(n)s) AS from_network,
                       count(*) FILTER (WHERE username = %(u)s) AS at_user,
                       count(*) FILTER (WHERE prefix = %(p)s AND username = %(u)s) AS at_user_from_prefix
-               FROM login_tries WHERE prefix = %(p)s OR username = %(u)s""",
-            {"p": prefix, "u": user},
+               FROM login_tries WHERE prefix = %(p)s OR network = %(n)s OR username = %(u)s""",
+            {"p": prefix_, "n": network, "u": user},
         ).fetchone()
-        if seen["from_prefix"] >= limit:
+        if seen["from_prefix"] >= limit or seen["from_network"] >= limit * NETWORK_SHARE:
             return None, "address"
-        if seen["at_user"] >= limit and seen["at_user_from_prefix"]:
+        if seen["at_user"] >= limit * USER_SHARE or (seen["at_user"] >= limit and seen["at_user_from_prefix"]):
             return None, "user"
         made = conn.execute(
-            "INSERT INTO login_tries (prefix, username) VALUES (%s, %s) RETURNING id", (prefix, user)
+            "INSERT INTO login_tries (prefix, network, username) VALUES (%s, %s, %s) RETURNING id",
+            (prefix_, network, user),
         ).fetchone()
     return made["id"], None
 

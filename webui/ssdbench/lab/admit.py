@@ -10,7 +10,6 @@ of the lab's own: a refusal never quotes the hostile value, nor more than PATH_P
 """
 
 import functools
-import zipfile
 from typing import NamedTuple
 
 from ..errors import SsdbenchError
@@ -108,9 +107,10 @@ def _properties(validator, properties, instance, schema):
 
 
 @functools.cache
-def _validator():
-    """ADMITTED's validator, in the document it is resolved in (ADMITTED and the record values it refers to).
-    jsonschema is the lab's (its `lab` extra): an appliance, whose web app imports this module, admits nothing."""
+def _validator(schema="ADMITTED"):
+    """The validator of run_schema's ADMITTED (a run document) or MANIFEST, in the document it is resolved in (the
+    schema and the record values it refers to). jsonschema is the lab's (its `lab` extra): an appliance, whose web
+    app imports this module, admits nothing."""
     try:
         import jsonschema
     except ImportError as exc:
@@ -118,7 +118,7 @@ def _validator():
     extended = jsonschema.validators.extend(
         jsonschema.Draft202012Validator, {"items": _items, "properties": _properties, "type": _type}
     )
-    return extended({**run_schema.ADMITTED, "components": {"schemas": run_schema.VALUES}})
+    return extended({**getattr(run_schema, schema), "components": {"schemas": run_schema.VALUES}})
 
 
 @functools.cache
@@ -173,11 +173,7 @@ def documents(part):
     size and compression ratio are held to zip_safety's before a byte is inflated, and zipfile inflates no member
     past the size it states. Raises Refused, or bundle.BundleError."""
     try:
-        zf = zipfile.ZipFile(part)
-    except (OSError, zipfile.BadZipFile) as exc:
-        raise Refused(f"not a readable bundle ({exc})") from exc
-    try:
-        with zf:
+        with bundle.open_zip(part) as zf:
             for name, limit in ((bundle.MANIFEST, MAX_MANIFEST_BYTES), (bundle.REPEAT, MAX_REPEAT_BYTES)):
                 if name in zf.NameToInfo and zf.getinfo(name).file_size > limit:
                     raise Refused(f"{name} of {zf.getinfo(name).file_size} bytes: the lab takes {limit}")
@@ -209,8 +205,9 @@ def kept_manifest(manifest, host):
 
 def index_rows(manifest, runs):
     """(the bundle's host, [Run]): every value the index writes, checked. Raises Refused."""
+    _admitted(manifest, bundle.MANIFEST, "MANIFEST")
     kind = "repeat" if "repeat" in manifest else "run"
-    host = _text((manifest.get(kind) or {}).get("host"), "manifest.json: host") or "unnamed"
+    host = (manifest.get(kind) or {}).get("host") or "unnamed"
     return host, [_run(host, doc, prefix) for _, doc, prefix in runs]
 
 
@@ -249,11 +246,11 @@ def _run(host, doc, prefix):
     return Run(prefix, testbed, drive, row, headline.figures(doc), summarised)
 
 
-def _admitted(doc, where):
-    """Refuse a document that is not valid against ADMITTED, the schema the lab's API document states of its runs,
-    naming the first place it fails and how, never quoting what it holds there."""
+def _admitted(doc, where, schema="ADMITTED"):
+    """Refuse a document that is not valid against `schema`: ADMITTED, the schema the lab's API document states of
+    its runs, or MANIFEST; naming the first place it fails and how, never quoting what it holds there."""
     try:
-        error = next(_validator().iter_errors(doc), None)
+        error = next(_validator(schema).iter_errors(doc), None)
     except RecursionError as exc:
         raise Refused(f"{where}: nests too deeply") from exc
     if error is None:
@@ -274,18 +271,3 @@ def _step_of_path(part):
     """A step of a path in a document: an index, or a field's name, shortened and escaped."""
     text = str(part)
     return ascii(text[:PATH_PART])[1:-1] + ("..." if len(text) > PATH_PART else "")
-
-
-def _text(value, where):
-    """A string PostgreSQL can store (no NUL, no lone surrogate), or None."""
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise Refused(f"{where} is not text")
-    if "\x00" in value or len(value) > run_schema.TEXT:
-        raise Refused(f"{where}: a NUL or over {run_schema.TEXT} characters")
-    try:
-        value.encode()
-    except UnicodeEncodeError as exc:
-        raise Refused(f"{where}: not valid Unicode ({exc.reason})") from exc
-    return value

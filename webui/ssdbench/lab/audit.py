@@ -31,6 +31,23 @@ def record(conn, actor, action, outcome, subject=None, address=None):
     )
 
 
+def record_refusal(conn, actor, action, outcome, subject=None, address=None):
+    """record() a refusal that a sender may repeat at will (a token over its quota, 429): once a minute at most per
+    actor, action and outcome, so that nobody grows this table by asking again and again."""
+    conn.execute(
+        """INSERT INTO audit (actor, address, action, subject, outcome)
+           SELECT %(actor)s, %(address)s, %(action)s, %(subject)s, %(outcome)s
+           WHERE NOT EXISTS (SELECT FROM audit WHERE at > now() - interval '1 minute' AND actor = %(actor)s
+                             AND action = %(action)s AND outcome = %(outcome)s)""",
+        dict(
+            zip(
+                ("actor", "address", "action", "subject", "outcome"),
+                map(_bounded, (actor, address, action, subject, outcome)),
+            )
+        ),
+    )
+
+
 def operator():
     """Who runs an `ssdbench lab` command: its system user, on its host."""
     try:

@@ -8,6 +8,7 @@ drive model's run, kept up to date as bundles arrive (by results/bench.py's rule
 """
 
 import json
+import threading
 import zipfile
 
 from ..errors import SsdbenchError
@@ -301,12 +302,48 @@ def figures(conn, run_id):
     return list(conn.execute("SELECT step, name, value, unit, kind FROM figures WHERE run_id=%s", (run_id,)))
 
 
+class Busy(SsdbenchError):
+    """The server process reads as many run documents as its budget holds: the request may be sent again."""
+
+
+class TooLarge(SsdbenchError):
+    """The runs a request asks for hold more of documents than a server process reads at once."""
+
+
+class Budget:
+    """The bytes of run documents a server process has parsed for the requests it serves (a document takes about
+    9 times its size in memory as it is parsed): a request takes what it reads, and gives it back as it ends."""
+
+    def __init__(self, total, wait_s):
+        self.total, self.wait_s, self.used = total, wait_s, 0
+        self.changed = threading.Condition()
+
+    def take(self, size, held):
+        """Count `size` bytes more for a request that holds `held` already: waits for them up to wait_s, then
+        raises Busy; raises TooLarge when the request's own would pass the total."""
+        if held + size > self.total:
+            raise TooLarge(
+                f"the runs asked for hold over {self.total >> 20} MiB of results, what this lab reads for one page: "
+                "compare fewer runs"
+            )
+        with self.changed:
+            if not self.changed.wait_for(lambda: self.used + size <= self.total, self.wait_s):
+                raise Busy(f"this lab server is reading {self.used >> 20} MiB of results for other pages: try again")
+            self.used += size
+
+    def give(self, size):
+        with self.changed:
+            self.used -= size
+            self.changed.notify_all()
+
+
 class LabResults:
     """The runs of every appliance, for the same pages and API that show an appliance's own (web/data's
-    LocalResults): each run's document as its bundle holds it, under the lab's run id."""
+    LocalResults): each run's document as its bundle holds it, under the lab's run id. `take(size)` counts a
+    document's bytes against the server's Budget before it is parsed."""
 
-    def __init__(self, conn, store_dir):
-        self.conn, self.store_dir = conn, store_dir
+    def __init__(self, conn, store_dir, take=lambda size: None):
+        self.conn, self.store_dir, self.take = conn, store_dir, take
 
     def runs_page(self, before, limit):
         return runs_page(self.conn, before, limit)
@@ -323,6 +360,7 @@ class LabResults:
             return None
         path = shelf.bundle_path(self.store_dir, row["bundle_sha256"])
         with zipfile.ZipFile(path) as zf:
+            self.take(zf.getinfo(row["member"] + bundle.RESULT).file_size)
             doc = bundle.read_json(zf, row["member"] + bundle.RESULT, path)
         # The lab's id, where the run came from, and no repeat set: the lab shows runs, not the appliance's sets.
         doc.update(id=row["id"], origin=row["origin"], repeat=None, appliance=row["appliance"])

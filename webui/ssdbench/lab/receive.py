@@ -11,6 +11,7 @@ clients are told it is there.
 """
 
 import contextlib
+import errno
 import os
 import threading
 
@@ -22,6 +23,11 @@ MAX_BUNDLE_BYTES = 4 << 30
 # The uploads one token may have in flight, on every server of the lab: an appliance sends one at a time, and a
 # token that sends many slowly holds no more than these of the servers' threads.
 IN_FLIGHT = 4
+# What one token's bundles may hold of the store in all (a full suite's bundle is some hundreds of MB: a thousand of
+# them), and the free space below which the lab takes no upload: the larger of a share of its disk and a size.
+STORED_BYTES = 256 << 30
+FREE_FLOOR_BYTES = 1 << 30
+FREE_FLOOR_SHARE = 0.02
 # The advisory locks (PostgreSQL's pair of 32-bit keys: this plus a slot, the appliance's id) that count them.
 IN_FLIGHT_LOCK = 0x55D8E4C2
 # What one token may send in an hour: an appliance ends a run every few hours at most, a queue that waited for
@@ -38,7 +44,8 @@ _ADMITTING = threading.Lock()
 def receive(conn, hold, stream, length, token, fresh, address=None):
     """Take one upload: (answer document, HTTP status, headers). 201: kept now; 200: it was there already; 400:
     its body ended short; 401: no valid token; 413: too large; 422: not a bundle that verifies (nothing of it is
-    kept); 429: the token has IN_FLIGHT uploads going already, or has sent its hour's quota (with Retry-After).
+    kept); 429: the token has IN_FLIGHT uploads going already, or has sent its hour's quota (with Retry-After);
+    507: the token's bundles fill its STORED_BYTES, or the store's disk is at its floor, or full.
     `fresh()` is a new connection to the lab's database, for the cleaning up after `conn` itself failed. Each
     answer to a valid token is in the audit log, under its appliance's name, with the client's `address`."""
     appliance = access.appliance(conn, token)
@@ -46,7 +53,8 @@ def receive(conn, hold, stream, length, token, fresh, address=None):
         return {"error": "no valid token: ask the lab for one (ssdbench lab token add NAME)"}, 401, {}
     body, status, headers = _take(conn, hold, stream, length, appliance, fresh)
     told = f"bundle {body['sha256']}, runs {', '.join(map(str, body['runs']))}" if "sha256" in body else body["error"]
-    audit.record(conn, appliance["name"], "upload", str(status), told, address)
+    keep = audit.record_refusal if status in (429, 507) else audit.record
+    keep(conn, appliance["name"], "upload", str(status), told, address)
     return body, status, headers
 
 
@@ -54,11 +62,28 @@ def _take(conn, hold, stream, length, appliance, fresh):
     with _in_flight(conn, appliance["id"]) as slot:
         if slot is None:
             return {"error": f"this token has {IN_FLIGHT} uploads in flight: send one at a time"}, 429, {}
+        full = _room(conn, hold.store_dir, appliance["id"], length)
+        if full:
+            return {"error": full}, 507, {}
         wait = _quota(conn, appliance["id"], length)
         if wait:
             error = f"this token has sent its hour's {UPLOADS_AN_HOUR} uploads or {BYTES_AN_HOUR} bytes"
             return {"error": error}, 429, {"Retry-After": str(wait)}
         return (*_receive(conn, hold, stream, length, appliance, fresh), {})
+
+
+def _room(conn, store_dir, appliance_id, length):
+    """Why an upload of `length` bytes may not be kept (507), or None: the token's bundles would pass its quota,
+    or the store's disk would fall below its floor, which keeps room for the pages, the database and the other
+    tokens' uploads (a full disk answered everybody with 400)."""
+    kept = conn.execute("SELECT stored_bytes FROM appliances WHERE id = %s", (appliance_id,)).fetchone()
+    if kept["stored_bytes"] + length > STORED_BYTES:
+        return f"this token's bundles would pass its quota of {STORED_BYTES >> 30} GiB: ask the lab's operator"
+    disk = os.statvfs(store_dir)
+    floor = max(FREE_FLOOR_BYTES, disk.f_blocks * disk.f_frsize * FREE_FLOOR_SHARE)
+    if disk.f_bavail * disk.f_frsize - length < floor:
+        return "the lab's disk is nearly full: it takes no upload until its operator makes room"
+    return None
 
 
 def _quota(conn, appliance_id, length):
@@ -100,7 +125,10 @@ def _receive(conn, hold, stream, length, appliance, fresh):
         part, sha256 = hold.receive(stream, length, MAX_BUNDLE_BYTES)
     except shelf.TooLarge as exc:
         return {"error": f"refused: {exc}"}, 413
-    except OSError as exc:  # the client stopped, or fell so far behind that the server cut it (web/lab_server)
+    except OSError as exc:
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):  # the disk, not the client
+            return {"error": "the lab's disk is full: nothing was kept; its operator must make room"}, 507
+        # The client stopped, or fell so far behind that the server cut it (web/lab_server).
         return {"error": f"refused, nothing was kept: {exc}"}, 400
     try:
         with _ADMITTING:
@@ -119,17 +147,27 @@ def _receive(conn, hold, stream, length, appliance, fresh):
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (shelf.lock_key(sha256),))
             hold.place(held, sha256)
             made = index.add_bundle(conn, sha256, length, manifest, host, rows, appliance)
-    except BaseException:
+    except BaseException as exc:
         # Its rows did not commit: nor may its file stay. On a connection of its own, as the upload's may be what
         # died; if the database cannot be reached at all, `lab sweep` finds the file and `lab reindex` takes it.
         with contextlib.closing(fresh()) as own:
             forget(own, hold.store_dir, sha256)
+        if _unstorable(exc):
+            why = f"the lab's database cannot hold a value of it (SQLSTATE {exc.sqlstate})"
+            return {"error": f"refused, nothing was kept: {why}"}, 422
         raise
     finally:
         hold.release(held)
     if made is None:
         return {"sha256": sha256, "stored": False, "runs": index.bundle_runs(conn, sha256)}, 200
     return {"sha256": sha256, "stored": True, "runs": made}, 201
+
+
+def _unstorable(exc):
+    """Whether the database refused a value of the bundle itself (SQLSTATE class 22, a data exception, or 54, a
+    limit such as an index row's size) that admission let through: the sender's fault, told as such (422), never a
+    500 that its appliance would retry for an hour. Its message, which may quote the value, is not."""
+    return str(getattr(exc, "sqlstate", None) or "")[:2] in ("22", "54")
 
 
 def forget(conn, store_dir, sha256):
@@ -153,8 +191,17 @@ def remove(conn, store_dir, sha256):
 
 
 def sweep(conn, store_dir):
-    """What dead servers left: each bundle one of them linked into the store goes unless its row committed."""
-    return shelf.sweep(store_dir, lambda sha256: forget(conn, store_dir, sha256))
+    """What dead servers left: each bundle one of them linked into the store is put aside in quarantine unless its
+    row committed, never deleted: after a restore of the store from files, a row the restored database lacks is
+    `lab reindex`'s to give back (docs/lab.md)."""
+    return shelf.sweep(store_dir, lambda sha256: _set_aside(conn, store_dir, sha256))
+
+
+def _set_aside(conn, store_dir, sha256):
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (shelf.lock_key(sha256),))
+        if not index.has_bundle(conn, sha256):
+            shelf.quarantine(store_dir, sha256)
 
 
 def sweep_store(conn, store_dir, move=False):

@@ -189,6 +189,29 @@ MIGRATIONS = [
         UPDATE runs SET card = NULL;
         """,
     ),
+    (
+        10,
+        "each try at a password counted per network as well (an IPv6 /48, which holds 65,536 /64s); the bytes of "
+        "each appliance's bundles, for its storage quota, kept by a trigger as bundles come and go",
+        """
+        DELETE FROM login_tries;
+        ALTER TABLE login_tries ADD COLUMN network text NOT NULL;
+        CREATE INDEX login_tries_network ON login_tries (network, at);
+        ALTER TABLE appliances ADD COLUMN stored_bytes bigint NOT NULL DEFAULT 0;
+        UPDATE appliances a
+            SET stored_bytes = coalesce((SELECT sum(bytes) FROM bundles b WHERE b.appliance_id = a.id), 0);
+        CREATE FUNCTION bundles_stored() RETURNS trigger AS $$ BEGIN
+            IF TG_OP = 'INSERT' THEN
+                UPDATE appliances SET stored_bytes = stored_bytes + NEW.bytes WHERE id = NEW.appliance_id;
+            ELSE
+                UPDATE appliances SET stored_bytes = stored_bytes - OLD.bytes WHERE id = OLD.appliance_id;
+            END IF;
+            RETURN NULL;
+        END $$ LANGUAGE plpgsql;
+        CREATE TRIGGER bundles_stored AFTER INSERT OR DELETE ON bundles
+            FOR EACH ROW EXECUTE FUNCTION bundles_stored();
+        """,
+    ),
 ]
 
 

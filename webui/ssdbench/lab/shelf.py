@@ -9,8 +9,9 @@ written before it is kept.
 
 An upload becomes a kept bundle by a hard link from the server's own folder, under an advisory lock on its
 sha256 that the database row is committed under (receive). A server that dies (kill -9, a power cut) leaves its
-folder behind, unlocked: the next server to start sweeps it, removing its parts and every kept file it linked
-whose row never committed. So the store holds no half bundle, and no bundle that the database does not list.
+folder behind, unlocked: the next server to start sweeps it, removing its parts and putting aside, in
+STORE/quarantine/, every kept file it linked whose row never committed. So the store holds no half bundle, and no
+bundle that the database does not list, and a sweep deletes no bundle.
 Several servers may share one store (NFS included): each writes only in its own folder.
 """
 
@@ -63,8 +64,9 @@ class Shelf:
         durable.sync_dir(incoming)
 
     def receive(self, stream, length, limit):
-        """The body of an upload (`length` bytes, at most `limit`) into a file of this server's folder, synced.
-        Returns (its path, its sha256). A body cut short or over the limit leaves nothing."""
+        """The body of an upload (`length` bytes, at most `limit`) into a file of this server's folder.
+        Returns (its path, its sha256). A body cut short or over the limit leaves nothing. It is synced once it
+        is admitted (hold): a refused one, a 2-million-member zip say, is answered without waiting on the disk."""
         if length > limit:
             raise TooLarge(f"{length} bytes, over the {limit} a bundle may be")
         path = os.path.join(self.folder, f"{secrets.token_hex(8)}.part")
@@ -79,8 +81,6 @@ class Shelf:
                     digest.update(block)
                     f.write(block)
                     left -= len(block)
-                f.flush()
-                os.fsync(f.fileno())
         except BaseException:
             os.unlink(path)
             raise
@@ -90,6 +90,8 @@ class Shelf:
         """The verified part under its sha256 in this server's folder: what a sweep looks for if we die."""
         # The part's own random name stays in it: two uploads of one bundle at once each hold their own copy.
         held = os.path.join(self.folder, f"{sha256}.{os.path.basename(part)[: -len('.part')]}.zip")
+        with open(part, "rb") as f:
+            os.fsync(f.fileno())
         os.replace(part, held)
         durable.sync_dir(self.folder)
         return held
@@ -108,9 +110,9 @@ class Shelf:
         os.unlink(held)
 
 
-def sweep(store_dir, forget):
-    """Clear the folders of dead servers: their parts go, and forget(sha256) is called for each bundle one of
-    them held (it removes the kept file unless the database lists it). Returns the sha256 of those bundles."""
+def sweep(store_dir, set_aside):
+    """Clear the folders of dead servers: their parts go, and set_aside(sha256) is called for each bundle one of
+    them held (it quarantines the kept file unless the database lists it). Returns the sha256 of those bundles."""
     incoming = os.path.join(store_dir, INCOMING)
     if not os.path.isdir(incoming):
         return []
@@ -127,7 +129,7 @@ def sweep(store_dir, forget):
             folder = lock_path[: -len(".lock")]
             for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else ():
                 if SHA256.fullmatch(name.split(".")[0]) and name.endswith(".zip"):
-                    forget(name.split(".")[0])
+                    set_aside(name.split(".")[0])
                     held.append(name.split(".")[0])
             shutil.rmtree(folder, ignore_errors=True)
             os.unlink(lock_path)
@@ -150,7 +152,10 @@ def quarantine(store_dir, sha256):
     aside = os.path.join(store_dir, QUARANTINE)
     os.makedirs(aside, exist_ok=True)
     final = bundle_path(store_dir, sha256)
-    os.rename(final, os.path.join(aside, os.path.basename(final)))
+    try:
+        os.rename(final, os.path.join(aside, os.path.basename(final)))
+    except FileNotFoundError:  # never linked into the store: its server died before
+        return
     durable.sync_dir(aside)
     durable.sync_dir(os.path.dirname(final))
 

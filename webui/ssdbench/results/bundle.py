@@ -346,12 +346,20 @@ def verify(path):
     """Check a bundle: every file the manifest lists is there with its hash, and nothing else is.
     Returns the manifest; raises BundleError naming every problem. A zip that is unsafe to read (a name
     reaching outside its folder, a link, too many members or bytes) is refused before any member is read."""
+    with open_zip(path) as zf:
+        return verify_zip(zf, path)
+
+
+def open_zip(path):
+    """The bundle at `path` opened, once its end records show a member count and a central directory that
+    zip_safety allows: zipfile reads the whole directory as it opens a file. Raises BundleError."""
     try:
-        zf = zipfile.ZipFile(path)
+        problem = zip_safety.directory_problem(path)
+        if problem:
+            raise BundleError(f"{path}: refused, {problem}")
+        return zipfile.ZipFile(path)
     except (OSError, zipfile.BadZipFile) as exc:
         raise BundleError(f"{path}: not a readable bundle ({exc})") from exc
-    with zf:
-        return verify_zip(zf, path)
 
 
 def verify_zip(zf, path, kept=None):
@@ -367,7 +375,9 @@ def verify_zip(zf, path, kept=None):
     try:
         manifest = read_json(zf, MANIFEST, path)
         listed = dict(manifest["files"])
-    except (ValueError, KeyError, TypeError, *DAMAGED) as exc:
+        if not all(isinstance(manifest.get(kind, {}), dict) for kind in ("run", "repeat")):
+            raise TypeError("what it describes is not a record")
+    except (ValueError, KeyError, TypeError, AttributeError, *DAMAGED) as exc:
         raise BundleError(f"{path}: {MANIFEST} is damaged ({exc})") from exc
     problems = []
     if manifest.get("format") != FORMAT or manifest.get("format_version") != FORMAT_VERSION:

@@ -9,7 +9,7 @@ says; its records' values are the components VALUES, which the document holding 
 """
 
 from ..suites import locked
-from . import store
+from . import store, zip_safety
 
 
 def closed(properties, required=()):
@@ -33,7 +33,10 @@ NULLABLE_STRING = {"type": ["string", "null"]}
 NULLABLE_NUMBER = {"type": ["number", "null"]}
 NULLABLE_INTEGER = {"type": ["integer", "null"]}
 STRINGS = {"type": "array", "items": {"type": "string"}}
-UNIX_TIME = {"type": "number", "description": "Unix time"}
+# A Unix time, from 1970 to the last second of the year 9999: what every page writes as a date (human.when).
+LAST_TIME = 253402300799
+UNIX_TIME = {"type": "number", "minimum": 0, "maximum": LAST_TIME, "description": "Unix time"}
+NULLABLE_TIME = {**UNIX_TIME, "type": ["number", "null"]}
 STATE = {"enum": list(store.STATES)}
 
 # Fields of a run's or a repeat set's document that describe this machine's queue, not the result.
@@ -41,6 +44,10 @@ LOCAL_FIELDS = ("pid", "cancel_requested", "request", "step_index", "eta_s", "cu
 # A string a page shows (a model, a fio version, a warning, a step's error): far above any real one (the longest
 # of a smoke run is 1151 characters, in its host cost), far below what made a page of tens of MB.
 TEXT = 4096
+# A text the lab's index keys on (a drive's model, serial and firmware; a testbed's host, CPU and kernel; a suite's
+# hash): three in one index row, at up to 4 bytes a character, stay under the 2,704 bytes that PostgreSQL's B-tree
+# takes of a row. A real one is under 64 characters.
+KEYED = 200
 # A step's fio job file, which the run page shows whole: a smoke run's longest is 2768 characters.
 JOB_FILE = 64 << 10
 # Neither a NUL nor a lone surrogate, which PostgreSQL stores in neither text nor jsonb.
@@ -56,6 +63,8 @@ FIELDS = 256
 DEPTH = 8
 # What PostgreSQL's bigint holds; a number of a run a double holds with room for its sums.
 BIGINT = 2**63 - 1
+# PostgreSQL's integer, the column of a run's id on the appliance that made it.
+INTEGER = 2**31 - 1
 LARGEST = 1e300
 
 
@@ -68,8 +77,8 @@ RUN_FIELDS = {
     "state": STATE,
     "origin": {"type": "string", "description": "local, or the bundle it was imported from"},
     "created_at": UNIX_TIME,
-    "started_at": NULLABLE_NUMBER,
-    "finished_at": NULLABLE_NUMBER,
+    "started_at": NULLABLE_TIME,
+    "finished_at": NULLABLE_TIME,
     "error": NULLABLE_STRING,
     "percent": {"type": "number"},
     "step_index": {**NULLABLE_INTEGER, "description": "the step it is at"},
@@ -143,8 +152,8 @@ RUN = closed(
                     **STEP["properties"],
                     "id": {"type": "integer"},
                     "run_id": {"type": "integer"},
-                    "started_at": NULLABLE_NUMBER,
-                    "finished_at": NULLABLE_NUMBER,
+                    "started_at": NULLABLE_TIME,
+                    "finished_at": NULLABLE_TIME,
                     "error": NULLABLE_STRING,
                     "job_file": NULLABLE_STRING,
                     "out_dir": {**NULLABLE_STRING, "description": "its folder of raw files, in the data folder"},
@@ -238,10 +247,10 @@ def _bounded_record(schema, level, properties=None):
     }
 
 
-def _read(*names, level):
-    """A record of the lab's document, or null, whose fields `names` a page or the index reads: each text, or
-    null."""
-    return _bounded_record({"type": ["object", "null"]}, level, {name: _text(NULLABLE_STRING) for name in names})
+def _read(*names, level, limit=TEXT):
+    """A record of the lab's document, or null, whose fields `names` a page or the index reads: each text of
+    `limit` characters at most, or null."""
+    return _bounded_record({"type": ["object", "null"]}, level, {name: _text(NULLABLE_STRING, limit) for name in names})
 
 
 _RUN = {name: schema for name, schema in RUN["properties"].items() if name not in LOCAL_FIELDS}
@@ -250,13 +259,15 @@ NUMBER = {"type": "number"}
 _POINTS = {"type": "array", "maxItems": POINTS, "items": NUMBER}
 ADMITTED = _bounded(closed(_RUN, [name for name in RUN["required"] if name not in LOCAL_FIELDS]))
 ADMITTED["properties"].update(
-    id={**ADMITTED["properties"]["id"], "minimum": 1},
+    id={**ADMITTED["properties"]["id"], "minimum": 1, "maximum": INTEGER},
+    suite_hash=_text(_RUN["suite_hash"], KEYED),
     state={"enum": list(store.ENDED), "description": "a lab takes a run that has ended"},
     drive=_bounded_record(
         _RUN["drive"],
         1,
         {
-            **{name: _text(NULLABLE_STRING) for name in ("path", "transport", "model", "serial", "firmware")},
+            **{name: _text(NULLABLE_STRING) for name in ("path", "transport")},
+            **{name: _text(NULLABLE_STRING, KEYED) for name in ("model", "serial", "firmware")},
             "capacity_bytes": {**NULLABLE_INTEGER, "minimum": 0, "maximum": BIGINT},
         },
     ),
@@ -264,8 +275,8 @@ ADMITTED["properties"].update(
         _RUN["environment"],
         1,
         {
-            "kernel": _read("release", level=2),
-            "cpu": _read("model", level=2),
+            "kernel": _read("release", level=2, limit=KEYED),
+            "cpu": _read("model", level=2, limit=KEYED),
             "suite": _read("workload_sha256", level=2),
             "tools": _read("fio", level=2),
         },
@@ -286,5 +297,23 @@ ADMITTED["properties"].update(
             **ADMITTED["properties"]["series"]["items"],
             "properties": {**ADMITTED["properties"]["series"]["items"]["properties"], "x": _POINTS, "y": _POINTS},
         },
+    },
+)
+# What the lab reads of a bundle's manifest.json (bundle.write's): the rest it neither reads nor keeps. The host
+# is keyed on (a testbed's), and what the manifest describes is a run or a repeat set, a record.
+_DESCRIBED = {**_read("host", level=2, limit=KEYED), "type": "object"}
+MANIFEST = _bounded_record(
+    {"type": "object", "required": ["format_version", "files"]},
+    1,
+    {
+        "format_version": {"type": "integer", "minimum": 1, "maximum": INTEGER},
+        "files": {
+            "type": "object",
+            "maxProperties": zip_safety.MAX_MEMBERS,
+            "propertyNames": {"maxLength": zip_safety.MAX_NAME_BYTES, "pattern": STORABLE},
+            "additionalProperties": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+        },
+        "run": _DESCRIBED,
+        "repeat": _DESCRIBED,
     },
 )

@@ -7,8 +7,9 @@ confirms a bundle by answering its sha256. When the lab cannot be reached, the w
 to RETRY_MAX_S, doubling. When the lab answers one bundle with an error, that bundle waits as long, on its own,
 and the queue goes on to the next: one bundle the lab cannot take never holds back the runs after it. One it
 refuses as not a bundle that verifies is set aside as NAME.zip.refused; one it has answered with an error
-MAX_TRIES times, as NAME.zip.stuck. Each failure's reason is kept beside the bundle (NAME.zip.json), and the
-appliance's History shows what was set aside or waits (held()).
+MAX_TRIES times, as NAME.zip.stuck. A lab that answers 429 or 503 with Retry-After (busy, or the token's hourly
+quota met) is waited out: the whole queue waits as long as it asks, and no try is counted. Each failure's reason
+is kept beside the bundle (NAME.zip.json), and the appliance's History shows what was set aside or waits (held()).
 
 The token travels only in the Authorization header, so only over https:// (plain http:// only to this
 machine's loopback, or when told --insecure). It is never written to a file, a log or a message here, and the
@@ -22,10 +23,12 @@ run. The answer is checked, its every field, before a bundle leaves the queue. A
 checked against it as well as the system's (`cafile`; on the appliance, SSDBENCH/lab-ca.pem on the stick).
 """
 
+import email.utils
 import hashlib
 import http.client
 import ipaddress
 import json
+import math
 import os
 import select
 import socket
@@ -45,6 +48,8 @@ RETRY_MAX_S = 600
 # 10 min), long enough for a lab's restart or a fix to be deployed, and a lab that answers every bundle so still
 # keeps each on the stick.
 MAX_TRIES = 12
+# A busy lab's Retry-After is waited out, never counted as a try: the lab's hourly quota asks for an hour at most.
+RETRY_AFTER_MAX_S = 3600
 SET_ASIDE = (".refused", ".stuck")
 NOTE = ".json"
 # A send's deadline: a minute and a half to connect and for the lab to verify, plus the body at 100 kB/s. Each
@@ -59,11 +64,12 @@ PATH = "/lab/bundles"
 
 class UploadError(SsdbenchError):
     """A bundle the lab did not confirm. `final`: the lab refused it (no retry would help). `status`: the lab's
-    HTTP status, None when it did not answer (the network, or a lab that is down: every bundle alike)."""
+    HTTP status, None when it did not answer (the network, or a lab that is down: every bundle alike).
+    `retry_after`: the seconds a lab that is busy (429, 503) asked to wait, or None."""
 
-    def __init__(self, message, final=False, status=None):
+    def __init__(self, message, final=False, status=None, retry_after=None):
         super().__init__(message)
-        self.final, self.status = final, status
+        self.final, self.status, self.retry_after = final, status, retry_after
 
 
 def lab_url(url, insecure=False):
@@ -176,7 +182,28 @@ def send(path, url, secret, insecure=False, interrupted=lambda: False, clock=tim
     reason = answer.get("error") if isinstance(answer.get("error"), str) else None
     reason = reason or f"HTTP {response.status} {response.reason}"
     # Too large, or not a bundle that verifies: no retry would change it. A wrong token may be put right.
-    raise UploadError(f"the lab refused it: {reason}", final=response.status in (413, 422), status=response.status)
+    retry_after = _retry_after(response.getheader("Retry-After")) if response.status in (429, 503) else None
+    raise UploadError(
+        f"the lab refused it: {reason}",
+        final=response.status in (413, 422),
+        status=response.status,
+        retry_after=retry_after,
+    )
+
+
+def _retry_after(value):
+    """The seconds of a Retry-After header (delta-seconds, or an HTTP date), within 1..RETRY_AFTER_MAX_S; None
+    when there is none that reads."""
+    if not value:
+        return None
+    if value.strip().isdigit():
+        seconds = int(value.strip())
+    else:
+        try:
+            seconds = email.utils.parsedate_to_datetime(value).timestamp() - time.time()
+        except (TypeError, ValueError, OverflowError):
+            return None
+    return min(max(1, math.ceil(seconds)), RETRY_AFTER_MAX_S)
 
 
 def _shut(connection, shut):
@@ -196,19 +223,24 @@ def _run_ids(runs):
 
 def send_retrying(path, url, secret, attempts, insecure=False, wait=time.sleep, log=None, cafile=None):
     """send(), tried up to `attempts` times while the failure may pass (a network or a lab that is down), waiting
-    RETRY_FIRST_S, then twice as long each time."""
-    delay = RETRY_FIRST_S
-    for attempt in range(1, attempts + 1):
+    RETRY_FIRST_S, then twice as long each time. A busy lab's Retry-After (429, 503) is waited out, as many times
+    as there are attempts, without counting as one."""
+    delay, attempt, busy = RETRY_FIRST_S, 1, 0
+    while True:
         try:
             return send(path, url, secret, insecure, cafile=cafile)
         except UploadError as exc:
-            if exc.final or attempt == attempts:
+            asked = exc.retry_after is not None and busy < attempts
+            if exc.final or (attempt == attempts and not asked):
                 raise
+            pause = exc.retry_after if asked else delay
             if log:
-                log(f"{os.path.basename(path)}: {exc}; trying again in {delay} s")
-            wait(delay)
-            delay = min(delay * 2, RETRY_MAX_S)
-    raise AssertionError("unreachable")
+                log(f"{os.path.basename(path)}: {exc}; trying again in {pause} s")
+            wait(pause)
+            if asked:
+                busy += 1
+            else:
+                attempt, delay = attempt + 1, min(delay * 2, RETRY_MAX_S)
 
 
 class Queue:
@@ -253,6 +285,10 @@ class Queue:
                     self.next_try = self.clock() + self.delay
                     log(f"{entry.name}: not uploaded ({exc}); kept in the queue, next try in {self.delay} s")
                     self.delay = min(self.delay * 2, RETRY_MAX_S)
+                    return
+                if exc.retry_after is not None:  # a busy lab, or this token's quota: every bundle waits, none fails
+                    self.next_try = self.clock() + exc.retry_after
+                    log(f"{entry.name}: not uploaded ({exc}); the lab asks to wait {exc.retry_after} s, no try counted")
                     return
                 self._failed(entry, exc, log)
                 continue

@@ -7,8 +7,10 @@ small zip must not unpack into a full disk or keep the appliance busy for minute
 """
 
 import collections
+import os
 import re
 import stat
+import struct
 import zipfile
 
 MAX_MEMBERS = 20_000
@@ -21,6 +23,13 @@ MAX_RATIO = 200
 RATIO_FROM_BYTES = 1 << 20
 # The zip's fixed local header, before the name: the least space each member takes in the file.
 LOCAL_HEADER_BYTES = 30
+# The central directory, which zipfile reads whole (about 540 bytes of memory an entry) before a member count can
+# be checked: a member's entry is 46 bytes and its name, under 100 in a real bundle. Twice that on average.
+MAX_DIRECTORY_BYTES = MAX_MEMBERS * 200
+# The end of central directory record (22 bytes and a comment of up to 64 KiB), and ZIP64's locator and record.
+_END = struct.Struct("<4s4H2LH")
+_END64_LOCATOR = struct.Struct("<4sLQL")
+_END64 = struct.Struct("<4sQ2H2L4Q")
 # Names that Windows reserves in every folder, whatever the extension (NUL.txt is NUL).
 DEVICE_NAMES = {"CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"}
 DEVICE_NAMES |= {f"{port}{n}" for port in ("COM", "LPT") for n in range(1, 10)}
@@ -77,6 +86,35 @@ def member_problem(info):
 def _name_bytes(info):
     # Bit 11 flags a UTF-8 name; without it the name is stored in code page 437, one byte a character.
     return len(info.orig_filename.encode("utf-8")) if info.flag_bits & 0x800 else len(info.orig_filename)
+
+
+def directory_problem(path):
+    """Why the zip at `path` may not even be opened, read from its end records alone: more members than
+    MAX_MEMBERS, or a central directory over MAX_DIRECTORY_BYTES. None when neither, or when no end record is
+    found (zipfile then refuses the file itself)."""
+    with open(path, "rb") as f:
+        size = f.seek(0, os.SEEK_END)
+        tail_at = max(0, size - _END.size - 0xFFFF)
+        f.seek(tail_at)
+        tail = f.read()
+        at = tail.rfind(b"PK\x05\x06")
+        if at < 0 or len(tail) - at < _END.size:
+            return None
+        _, _, _, _, members, directory, _, _ = _END.unpack_from(tail, at)
+        locator_at = tail_at + at - _END64_LOCATOR.size
+        if locator_at >= 0:
+            f.seek(locator_at)
+            signature, _, end64_at, _ = _END64_LOCATOR.unpack(f.read(_END64_LOCATOR.size))
+            if signature == b"PK\x06\x07":
+                f.seek(end64_at)
+                record = f.read(_END64.size)
+                if len(record) == _END64.size and record[:4] == b"PK\x06\x06":
+                    *_, members, directory, _ = _END64.unpack(record)
+    if members > MAX_MEMBERS:
+        return f"{members} members, more than the {MAX_MEMBERS} a bundle may hold"
+    if directory > MAX_DIRECTORY_BYTES:
+        return f"a central directory of {directory} bytes, more than the {MAX_DIRECTORY_BYTES} a bundle's may be"
+    return None
 
 
 def problems(zf):

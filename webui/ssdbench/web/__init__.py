@@ -21,7 +21,7 @@ from flask.sessions import SecureCookieSessionInterface
 
 from ..appliance import access
 from ..lab import access as lab_access
-from ..lab import receive, schema, shelf
+from ..lab import index, receive, schema, shelf
 from ..results import store
 from . import api, auth, data, lab, pages
 from .db import close_db
@@ -122,7 +122,21 @@ def create_app(config):
     app.context_processor(lambda: {"lab_mode": bool(app.config.get("SSDBENCH_LAB_DB"))})
     app.after_request(security_headers)
     app.teardown_appcontext(close_db)
+    app.register_error_handler(index.Busy, lambda exc: _refusal(exc, 503, {"Retry-After": "10"}))
+    app.register_error_handler(index.TooLarge, lambda exc: _refusal(exc, 413, {}))
     return app
+
+
+def _refusal(exc, status, headers):
+    """A lab's refusal to read more run documents than its budget (lab/index.Budget), as JSON or as a page."""
+    if auth.is_api():
+        return flask.jsonify(error=str(exc)), status, headers
+    return flask.render_template("error.html", message=str(exc)), status, headers
+
+
+# lab serve --read-mib's default: some 600 MB of a server process's memory at most, 4 documents of a full suite.
+READ_BYTES = 64 << 20
+READ_WAIT_S = 10
 
 
 def start_lab(app):
@@ -137,6 +151,11 @@ def start_lab(app):
     finally:
         conn.close()
     app.extensions["ssdbench.shelf"] = shelf.Shelf(app.config["SSDBENCH_LAB_STORE"])
+    # The run documents a server process reads at once, in bytes of JSON (about 9 times as much in memory as they
+    # are parsed), and how long a request waits for its share before it is told to come back (503): a compare of
+    # 10 runs of a full suite took 1.5 GB, for any logged-in user (issue 46).
+    budget = app.config.get("SSDBENCH_LAB_READ_BYTES") or READ_BYTES
+    app.extensions["ssdbench.budget"] = index.Budget(budget, READ_WAIT_S)
 
 
 def keep_only(app, endpoints):

@@ -155,9 +155,10 @@ def check_pin(given):
 
 def check_user(name, password):
     """A lab user's login: (ok, error message, HTTP status). Each try is counted before its scrypt, per client
-    address prefix (the proxy's X-Forwarded-For when the lab is told it is behind one: lab serve --behind-proxy)
-    and user name, in the lab's database, which its workers and servers share (lab/access.take_try): an address
-    that guesses waits, and so does each address that guessed at a user, never the user."""
+    address prefix and network (the proxy's X-Forwarded-For when the lab is told it is behind one: lab serve
+    --behind-proxy ADDR) and user name, in the lab's database, which its workers and servers share
+    (lab/access.take_try): an address that guesses waits, and so does each address that guessed at a user, and,
+    past a bound, everybody trying that user."""
     client = request.remote_addr or "unknown"
     conn = get_lab()
     try_id, wait = lab_access.take_try(conn, lab_access.prefix(client), str(name)[:64], MAX_FAILURES, FAILURE_WINDOW_S)

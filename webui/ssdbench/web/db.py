@@ -43,13 +43,21 @@ def get_lab():
 
 
 def get_results():
-    """The runs the pages show: the appliance's own, or in lab mode every appliance's."""
+    """The runs the pages show: the appliance's own, or in lab mode every appliance's, each document read counted
+    against the server process's budget (web.start_lab) until the request ends."""
     if lab_mode():
-        return index.LabResults(get_lab(), current_app.config["SSDBENCH_LAB_STORE"])
+        return index.LabResults(get_lab(), current_app.config["SSDBENCH_LAB_STORE"], _take)
     return data.LocalResults(get_db())
 
 
+def _take(size):
+    current_app.extensions["ssdbench.budget"].take(size, g.get("documents", 0))
+    g.documents = g.get("documents", 0) + size
+
+
 def close_db(exc=None):
+    if "documents" in g:
+        current_app.extensions["ssdbench.budget"].give(g.pop("documents"))
     g.pop("lab", None)  # kept for the thread's next request
     conn = g.pop("db", None)
     if conn is not None:

@@ -3,8 +3,8 @@
 POST /lab/bundles, the bundle's bytes as the body (Content-Length required), `Authorization: Bearer TOKEN`.
 Answers 201 {"sha256", "stored": true, "runs": [the lab's run ids]} when kept now, 200 with "stored": false
 when it was there already, 400 for a body cut short, 401 without a valid token, 411 without a length, 413 over
-the limit, 422 for a bundle that does not verify, 429 over the token's limits (lab/receive). The token is a
-header, never part of a URL, so that no access log records it.
+the limit, 422 for a bundle that does not verify, 429 over the token's limits (lab/receive), 507 when it cannot
+be stored. The token is a header, never part of a URL, so that no access log records it.
 """
 
 from flask import Blueprint, current_app, jsonify, request

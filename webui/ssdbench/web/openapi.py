@@ -826,6 +826,10 @@ UPLOAD = {
             "of uploads or bytes (its Retry-After says when to send again)",
             ERROR,
         ),
+        "507": _json(
+            "the token's bundles fill its storage quota, or the lab's disk is at its free-space floor: nothing is kept",
+            ERROR,
+        ),
     },
 }
 # What a lab's server (gunicorn, web/lab_server.py) refuses itself, before the app sees the request, with an HTML
@@ -836,18 +840,29 @@ SERVER_REFUSALS = {
         "content": {"text/html": {"schema": {"type": "string"}}},
     },
     "431": {
-        "description": "a header field is over 8 KiB: the server's own answer",
+        "description": "a header field is over 8 KiB, or the headers over 64 KiB in all: the server's own answer",
         "content": {"text/html": {"schema": {"type": "string"}}},
     },
 }
 
 
-def _served_by_a_lab(item):
-    """A path's operations with the answers a lab's server gives of its own."""
+# What a lab answers of the routes that read run documents from their bundles, past what a server process reads at
+# once (lab/index.Budget).
+DOCUMENT_REFUSALS = {
+    "413": _json("the runs asked for hold more results than a lab reads for one request: ask for fewer", ERROR),
+    "503": _json(
+        "the lab is reading as many results as it may for other requests (Retry-After: when to ask again)", ERROR
+    ),
+}
+READS_DOCUMENTS = ("/api/runs/{run_id}", "/api/compare")
+
+
+def _served_by_a_lab(item, extra=None):
+    """A path's operations with the answers a lab's server gives of its own, and `extra` ones."""
     return {
         method: op
         if method == "parameters"
-        else {**op, "responses": dict(sorted((op["responses"] | SERVER_REFUSALS).items()))}
+        else {**op, "responses": dict(sorted((op["responses"] | SERVER_REFUSALS | (extra or {})).items()))}
         for method, op in item.items()
     }
 
@@ -873,7 +888,8 @@ LAB_DOCUMENT = {
     "paths": {
         **{
             path: _served_by_a_lab(
-                {k: v for k, v in DOCUMENT["paths"][path].items() if k in methods or k == "parameters"}
+                {k: v for k, v in DOCUMENT["paths"][path].items() if k in methods or k == "parameters"},
+                DOCUMENT_REFUSALS if path in READS_DOCUMENTS else None,
             )
             for path, methods in LAB_OPERATIONS.items()
         },
