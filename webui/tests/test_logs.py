@@ -27,7 +27,7 @@ def appliance(tmp_path, monkeypatch):
     pin = access.pin(str(data_dir))
     settings = tmp_path / "env"
     settings.write_text(f"SSDBENCH_UPLOAD=https://lab.example/\nSSDBENCH_TOKEN={TOKEN}\n")
-    monkeypatch.setattr(logs.clock, "SETTINGS_FILE", str(settings))
+    monkeypatch.setattr(logs.settings, "ENV_FILE", str(settings))
     monkeypatch.setattr(logs, "LOG_SOURCES", str(sources / "*.log"))
     return data_dir, sources, pin
 
@@ -134,7 +134,7 @@ def test_the_diagnostics_zip_holds_the_logs_and_the_pc_redacted(appliance, tmp_p
 def test_the_web_ui_sends_the_diagnostics_zip_redacted(appliance):
     """The drives page's button: the zip of `ssdbench diagnostics`, behind the login and the CSRF token."""
     data_dir, sources, pin = appliance
-    with open(logs.clock.SETTINGS_FILE, "a") as f:
+    with open(logs.settings.ENV_FILE, "a") as f:
         f.write(f"SSDBENCH_PIN={PIN}\n")  # the web UI's PIN, from the kernel command line as on the appliance
     (sources / "ssdbench-web.log").write_text(f"PIN {PIN}, stored PIN {pin}, token {TOKEN}\n")
     app = make_app(data_dir)

@@ -23,7 +23,7 @@ import zipfile
 from ..drives import discovery
 from ..errors import SsdbenchError
 from ..run import environment
-from ..system import clock, redact, sysfs
+from ..system import clock, redact, settings, sysfs
 from . import access
 
 LOG_DIR = "logs"
@@ -49,8 +49,7 @@ class Redactor:
     def __init__(self, data_dir):
         self.values = set()
         try:
-            with open(clock.SETTINGS_FILE) as f:
-                found = dict(line.rstrip("\n").split("=", 1) for line in f if "=" in line)
+            found = settings.services()
             self.values |= {found.get("SSDBENCH_PIN"), found.get("SSDBENCH_TOKEN")}
         except OSError:
             pass

@@ -25,14 +25,14 @@ import urllib.parse
 
 from .. import RELEASE_FILE
 from . import durable, tls
+from . import settings as settings_file
 
 STATE_FILE = "/run/ssdbench/clock.json"
 # udhcpc.script makes it as it starts a sync, which removes it as it ends: unattended mode waits for the
 # clock before its first run, at most SYNC_WAIT_S.
 SYNCING = "/run/ssdbench/clock.syncing"
 SYNC_WAIT_S = 120
-# The settings that S50ssdbench takes from the kernel command line: the lab's URL is there.
-SETTINGS_FILE = "/run/ssdbench/env"
+# S50ssdbench writes the settings (the lab's URL among them) a little after the first lease, at most.
 SETTINGS_WAIT_S = 60
 POOL = "pool.ntp.org"
 NTP_PORT = 123
@@ -130,17 +130,15 @@ def lab_date(url, cafile=None, timeout=LAB_TIMEOUT_S):
         raise ClockError(f"its Date header is not a date: {date!r}") from exc
 
 
-def lab_from_settings(settings=SETTINGS_FILE, wait_s=SETTINGS_WAIT_S):
+def lab_from_settings(settings=settings_file.ENV_FILE, wait_s=SETTINGS_WAIT_S):
     """The lab's URL from the boot's settings, which S50ssdbench may write a little after the first lease."""
     deadline = time.monotonic() + wait_s
     while not os.path.exists(settings) and time.monotonic() < deadline:
         time.sleep(1)
     try:
-        with open(settings) as f:
-            found = dict(line.rstrip("\n").split("=", 1) for line in f if "=" in line)
+        return settings_file.services(settings).get("SSDBENCH_UPLOAD") or None
     except OSError:
         return None
-    return found.get("SSDBENCH_UPLOAD") or None
 
 
 def wait_for_sync(syncing=SYNCING, wait_s=SYNC_WAIT_S):
