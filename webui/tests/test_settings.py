@@ -14,7 +14,12 @@ from ssdbench.system import settings
 TEMPLATE = pathlib.Path(__file__).resolve().parents[2] / "board" / "ssdbench" / "ssdbench.conf"
 TOKEN = "tok_3c9f2a7e-LAB"
 PIN = "80486123"
-DEFAULTS = {"SSDBENCH_PORT": "80", "SSDBENCH_SERIAL": "ttyS0", "SSDBENCH_SERIAL_BAUD": "115200", "SSDBENCH_KEYMAP": "us"}
+DEFAULTS = {
+    "SSDBENCH_PORT": "80",
+    "SSDBENCH_SERIAL": "ttyS0",
+    "SSDBENCH_SERIAL_BAUD": "115200",
+    "SSDBENCH_KEYMAP": "us",
+}
 
 
 def conf(*lines, crlf=False):
