@@ -773,10 +773,10 @@ def cmd_diagnostics(args):
 def cmd_settings(args):
     env, errors, ca, said = settings.read(os.path.join(settings.STICK_COPY, settings.CONF_NAME))
     settings.write(env, errors)
+    print(f"settings: {said}")
     if ca:
         shutil.copyfile(ca, tls.LAB_CA_FILE)
-        said += f"; the lab's CA certificate: {os.path.basename(ca)} on SSDBENCH"
-    print(f"settings: {said}")
+        print(f"The lab's CA certificate: {os.path.basename(ca)} on SSDBENCH")
     for error in errors:
         print(f"settings: ERROR: {error}")
 
