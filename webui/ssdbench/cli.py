@@ -785,8 +785,7 @@ def cmd_clock(args):
     if args.action == "floor":
         record = wall_clock.floor()
     else:
-        cafile = tls.LAB_CA_FILE if os.path.exists(tls.LAB_CA_FILE) else None
-        record = wall_clock.sync(args.servers, lab=wall_clock.lab_from_settings, cafile=cafile)
+        record = wall_clock.sync(args.servers, lab=wall_clock.lab_from_settings, cafile=tls.LAB_CA_FILE)
     print(f"clock: {wall_clock.said(record)}", flush=True)
 
 

@@ -151,7 +151,8 @@ def wait_for_sync(syncing=SYNCING, wait_s=SYNC_WAIT_S):
 
 def sync(servers, lab=None, cafile=None, settime=_settime, release=RELEASE_FILE, state=STATE_FILE, port=NTP_PORT):
     """Set the clock from the first NTP server of `servers`, then POOL, that answers with a time after the build
-    date; else from the https:// `lab`'s Date (a callable: asked only then). One sync at a time."""
+    date; else from the https:// `lab`'s Date (a callable: asked only then), trusting `cafile` too if that file is
+    there by then (S50ssdbench copies the lab's CA from the stick with the settings). One sync at a time."""
     try:
         return _sync(servers, lab, cafile, settime, release, state, port)
     finally:
@@ -184,7 +185,7 @@ def _sync(servers, lab, cafile, settime, release, state, port):
         url = lab() if lab else None
         if url:
             try:
-                when = lab_date(url, cafile)
+                when = lab_date(url, cafile if cafile and os.path.exists(cafile) else None)
                 if when < built:
                     raise ClockError(f"its Date, {iso(when)}, is before the image was built")
                 offset = when - time.time()
