@@ -136,6 +136,7 @@ class Keeper:
         changed = {n: size for n, size in sizes.items() if self.mirrored.get(n) != size}
         if not (changed or last):
             return
+        self.mirrored_at = time.monotonic()  # found or not, written or not: the next try in MIRROR_S
         stick = self.stick()
         if stick is None:
             return
@@ -151,8 +152,6 @@ class Keeper:
                     beside_bundles(self.data_dir, folder)
         except (SsdbenchError, OSError) as exc:
             print(f"logs: not mirrored to {stick['device']}: {exc}", flush=True)
-            return
-        self.mirrored_at = time.monotonic()
 
     def _head(self, name):
         """A line at the head of each boot's part of a log."""
