@@ -14,6 +14,7 @@ import pytest
 from conftest import PIN, login, make_app, wait_until
 
 from ssdbench.appliance import access, logs
+from ssdbench.run import quiet
 
 TOKEN = "ssdb_0123456789abcdef"
 BOOT_LOG = os.path.join(os.path.dirname(__file__), "..", "..", "overlay", "usr", "libexec", "ssdbench", "boot-log")
@@ -208,6 +209,15 @@ def test_the_keeper_mirrors_the_kept_logs_to_the_sticks_fat_and_its_zip_as_it_st
     keeper.round()  # within MIRROR_S of the last: kept, not mirrored yet
     assert "second" in kept(data_dir, "ssdbench-runner.log")
     assert "second" not in (mirror / "ssdbench-runner.log").read_text()
+    keeper.mirrored_at -= logs.MIRROR_S
+    (data_dir / quiet.RECORD).write_text("{}")  # a run holds the testbed: nothing is mirrored beside its steps
+    keeper.round()
+    assert "second" not in (mirror / "ssdbench-runner.log").read_text()
+    (data_dir / quiet.RECORD).unlink()
+    keeper.round()
+    assert "second" in (mirror / "ssdbench-runner.log").read_text()
+    with open(sources / "ssdbench-runner.log", "a") as f:
+        f.write("third\n")
     keeper.round(last=True)
     assert (mirror / "ssdbench-runner.log").read_text() == kept(data_dir, "ssdbench-runner.log")
     zips = set(mirror.glob("*.zip"))

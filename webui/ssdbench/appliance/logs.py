@@ -13,8 +13,8 @@ boot-log starts the keeper before the first init script, so that a boot that han
 keeps what it printed: until S30stick mounts SSDB-DATA on the data directory its logs are in RAM, and once it has,
 the keeper keeps this boot's logs there again from their start. So that any PC can read them, every MIRROR_S
 seconds (when something is new) and as it stops, the keeper copies the kept logs to the stick's FAT partition
-(SSDBENCH, MIRROR_DIR), the one GRUB booted from even before S30stick has found it; as it stops, this PC's
-diagnostics zip goes there too.
+(SSDBENCH, MIRROR_DIR), the one GRUB booted from even before S30stick has found it, but not while a run holds the
+testbed; as it stops, this PC's diagnostics zip goes there too.
 """
 
 import glob
@@ -31,7 +31,7 @@ import zipfile
 from ..drives import discovery
 from ..errors import SsdbenchError
 from ..results import usbexport
-from ..run import environment
+from ..run import environment, quiet
 from ..system import clock, durable, redact, settings, sysfs
 from . import access
 
@@ -134,7 +134,8 @@ class Keeper:
         names = [n for n in os.listdir(self.folder) if n.endswith(".log")]
         sizes = {n: os.path.getsize(os.path.join(self.folder, n)) for n in names}
         changed = {n: size for n, size in sizes.items() if self.mirrored.get(n) != size}
-        if not (changed or last):
+        # a run holds the testbed (its crash record is there): no mounts nor writes to the stick beside its steps
+        if not (changed or last) or (not last and os.path.exists(os.path.join(self.data_dir, quiet.RECORD))):
             return
         self.mirrored_at = time.monotonic()  # found or not, written or not: the next try in MIRROR_S
         stick = self.stick()
