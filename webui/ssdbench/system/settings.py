@@ -167,8 +167,11 @@ def from_cmdline(text):
         if key in NOT_SETTINGS:
             continue
         where = "kernel command line"
-        if key not in SETTINGS or not equals:
+        if key not in SETTINGS:
             errors.append(f"{where}: ssdbench.{shown(key)} is no setting: ignored")
+            continue
+        if not equals:
+            errors.append(f"{where}: ssdbench.{key} without =VALUE: ignored")
             continue
         checked = _checked(key, value, where, errors)
         if checked is not None:
