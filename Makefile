@@ -94,7 +94,7 @@ lab:
 # package, release) are rebuilt separately, each only when its inputs change.
 VM_DIR = build/vm
 VM_BASE_INPUTS = board/vm/build-base.sh board/vm/packages board/vm/rootfs/etc/modules
-VM_IMAGE_INPUTS = board/vm/build-image.sh board/ssdbench/post-build.sh $(VENDOR)/uPlot.LICENSE \
+VM_IMAGE_INPUTS = board/vm/build-image.sh board/ssdbench/post-build.sh board/ssdbench/ssdbench.conf $(VENDOR)/uPlot.LICENSE \
 	$(VM_DIR)/version $(shell find overlay board/vm/rootfs webui/ssdbench -type f -not -path '*/__pycache__/*')
 
 vm-image: $(VM_DIR)/stick.img

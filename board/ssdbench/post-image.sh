@@ -31,6 +31,7 @@ if [ -z "$BOOT_IMG" ]; then
 fi
 cp "$BOOT_IMG" "$IMAGES/boot.img"
 cp "$BOARD_DIR/grub.cfg" "$IMAGES/grub.cfg"
+cp "$BOARD_DIR/ssdbench.conf" "$IMAGES/ssdbench.conf"
 
 sed "s|@SSDBENCH_RELEASE@|$RELEASE|g" "$BOARD_DIR/genimage.cfg" \
 	> "$IMAGES/genimage.cfg"

@@ -7,7 +7,8 @@
 #                        as its initramfs: the system runs from RAM, as the
 #                        appliance does
 #   stick.img            the USB stick: an MBR with SSDBENCH (FAT32: boot
-#                        files, ssdbench-results/) and SSDB-DATA (ext4, made
+#                        files, the settings template ssdbench.conf,
+#                        ssdbench-results/) and SSDB-DATA (ext4, made
 #                        as genimage.cfg makes it; it grows to the end of a
 #                        larger stick at the first boot)
 # Made without mounting anything: mkfs.vfat, mtools and mkfs.ext4 work on
@@ -53,7 +54,7 @@ rm -rf "$ROOT"
 
 rm -f "$OUT/fat.part" "$OUT/data.part"
 mkfs.vfat -F 32 -n SSDBENCH -C "$OUT/fat.part" $((FAT_MIB * 1024)) > /dev/null
-mcopy -i "$OUT/fat.part" "$OUT/vmlinuz" "$OUT/initrd.img" ::/
+mcopy -i "$OUT/fat.part" "$OUT/vmlinuz" "$OUT/initrd.img" "$TOP/board/ssdbench/ssdbench.conf" ::/
 mmd -i "$OUT/fat.part" ::/ssdbench-results
 mkfs.ext4 -q -b 4096 -m 0 -i 262144 -L SSDB-DATA "$OUT/data.part" "${DATA_MIB}M" > /dev/null
 truncate -s $((1 + FAT_MIB + DATA_MIB))M "$OUT/stick.img.part"

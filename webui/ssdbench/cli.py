@@ -4,6 +4,7 @@ import argparse
 import functools
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import sys
@@ -24,7 +25,7 @@ from .results import bundle, document, offline_report, repeatability, store, upl
 from .run import host_cost, plan, queue, repeat, runner, space, workload
 from .suites import locked, user_traces
 from .system import clock as wall_clock
-from .system import tls
+from .system import settings, tls
 
 DEFAULT_DATA_DIR = "/var/lib/ssdbench"
 EXIT_ERROR = 2
@@ -773,12 +774,22 @@ def cmd_diagnostics(args):
     print(logs.diagnostics(data_dir(args), args.output or "."))
 
 
+def cmd_settings(args):
+    env, errors, ca, said = settings.read(os.path.join(settings.STICK_COPY, settings.CONF_NAME))
+    settings.write(env, errors)
+    print(f"settings: {said}")
+    if ca:
+        shutil.copyfile(ca, tls.LAB_CA_FILE)
+        print(f"The lab's CA certificate: {os.path.basename(ca)} on SSDBENCH")
+    for error in errors:
+        print(f"settings: ERROR: {error}")
+
+
 def cmd_clock(args):
     if args.action == "floor":
         record = wall_clock.floor()
     else:
-        cafile = tls.LAB_CA_FILE if os.path.exists(tls.LAB_CA_FILE) else None
-        record = wall_clock.sync(args.servers, lab=wall_clock.lab_from_settings, cafile=cafile)
+        record = wall_clock.sync(args.servers, lab=wall_clock.lab_from_settings, cafile=tls.LAB_CA_FILE)
     print(f"clock: {wall_clock.said(record)}", flush=True)
 
 
@@ -955,6 +966,7 @@ def parser():
     c.add_argument("-o", "--output", metavar="DIR", help="folder to write it in (default: here)")
     c.add_argument("--stick", action="store_true", help="write it to the USB stick found (FAT32 or exFAT)")
     c.add_argument("--to", metavar="DEVICE", help="with --stick: the stick's file system, e.g. /dev/sdb1")
+    add("settings", cmd_settings, "at boot: ssdbench.conf from the stick and the kernel command line, checked")
     c = add("clock", cmd_clock, "the appliance's clock: floor at the build date at boot; sync from NTP or the lab")
     actions = c.add_subparsers(dest="action", required=True)
     actions.add_parser("floor", help="a clock behind the image's build date goes to it")

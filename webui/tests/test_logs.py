@@ -14,6 +14,7 @@ import pytest
 from conftest import PIN, login, make_app, wait_until
 
 from ssdbench.appliance import access, logs
+from ssdbench.run import quiet
 
 TOKEN = "ssdb_0123456789abcdef"
 BOOT_LOG = os.path.join(os.path.dirname(__file__), "..", "..", "overlay", "usr", "libexec", "ssdbench", "boot-log")
@@ -27,8 +28,9 @@ def appliance(tmp_path, monkeypatch):
     pin = access.pin(str(data_dir))
     settings = tmp_path / "env"
     settings.write_text(f"SSDBENCH_UPLOAD=https://lab.example/\nSSDBENCH_TOKEN={TOKEN}\n")
-    monkeypatch.setattr(logs.clock, "SETTINGS_FILE", str(settings))
+    monkeypatch.setattr(logs.settings, "ENV_FILE", str(settings))
     monkeypatch.setattr(logs, "LOG_SOURCES", str(sources / "*.log"))
+    monkeypatch.setattr(logs, "boot_fat", lambda: None)  # no stick to mirror to, unless a test gives one
     return data_dir, sources, pin
 
 
@@ -123,7 +125,7 @@ def test_the_diagnostics_zip_holds_the_logs_and_the_pc_redacted(appliance, tmp_p
     assert os.path.basename(path).startswith("ssdbench-diagnostics-") and not os.path.exists(path + ".part")
     with zipfile.ZipFile(path) as zf:
         names = zf.namelist()
-        assert {"logs/ssdbench-runner.log", "var-log/ssdbench-runner.log", "lspci-nnk.txt", "lsblk.txt"} <= set(names)
+        assert {"logs/ssdbench-runner.log", "var-log/ssdbench-runner.log", "lspci-mk.txt", "lsblk.txt"} <= set(names)
         assert {"dmesg.txt", "cmdline.txt", "drives.json", "testbed.json"} <= set(names)
         for name in names:
             text = zf.read(name).decode(errors="replace")
@@ -134,7 +136,7 @@ def test_the_diagnostics_zip_holds_the_logs_and_the_pc_redacted(appliance, tmp_p
 def test_the_web_ui_sends_the_diagnostics_zip_redacted(appliance):
     """The drives page's button: the zip of `ssdbench diagnostics`, behind the login and the CSRF token."""
     data_dir, sources, pin = appliance
-    with open(logs.clock.SETTINGS_FILE, "a") as f:
+    with open(logs.settings.ENV_FILE, "a") as f:
         f.write(f"SSDBENCH_PIN={PIN}\n")  # the web UI's PIN, from the kernel command line as on the appliance
     (sources / "ssdbench-web.log").write_text(f"PIN {PIN}, stored PIN {pin}, token {TOKEN}\n")
     app = make_app(data_dir)
@@ -149,7 +151,7 @@ def test_the_web_ui_sends_the_diagnostics_zip_redacted(appliance):
     assert "attachment; filename=ssdbench-diagnostics-" in response.headers["Content-Disposition"]
     with zipfile.ZipFile(io.BytesIO(response.data)) as zf:
         names = set(zf.namelist())
-        assert {"var-log/ssdbench-web.log", "lspci-nnk.txt", "lsblk.txt", "cmdline.txt", "testbed.json"} <= names
+        assert {"var-log/ssdbench-web.log", "lspci-mk.txt", "lsblk.txt", "cmdline.txt", "testbed.json"} <= names
         for name in names:
             text = zf.read(name).decode(errors="replace")
             assert PIN not in text and pin not in text and TOKEN not in text, name
@@ -164,6 +166,7 @@ def test_the_boot_s_messages_reach_the_console_and_the_kept_logs_and_a_daemon_ho
     console = tmp_path / "console"
     rcs = "echo 'Looking for the ssdbench stick: found'; sleep 3600 & echo \"daemon $!\"; echo 'rcS done' >&2"
     env = {**os.environ, "BOOT_LOG": str(sources / "boot.log"), "BOOT_LOG_FIFO": str(tmp_path / "run" / "fifo")}
+    env["BOOT_LOG_KEEPER"] = ""  # the keeper is the tests above'
     with open(console, "w") as out:
         subprocess.run([BOOT_LOG, "sh", "-c", rcs], stdout=out, stderr=subprocess.STDOUT, env=env, timeout=60)
     daemon = None
@@ -177,3 +180,66 @@ def test_the_boot_s_messages_reach_the_console_and_the_kept_logs_and_a_daemon_ho
     assert console.read_text() == (sources / "boot.log").read_text()
     logs.Keeper(str(data_dir), sources=logs.LOG_SOURCES, kmsg="/nonexistent").round()
     assert "Looking for the ssdbench stick: found" in kept(data_dir, "boot.log")
+
+
+def fat_stick(point):
+    """A stick as usbexport lists one, already mounted on `point` (so mounted() leaves it as it is)."""
+    return lambda: {"device": "/dev/sdz1", "mountpoint": str(point), "label": "SSDBENCH", "boot": True}
+
+
+def test_the_keeper_mirrors_the_kept_logs_to_the_sticks_fat_and_its_zip_as_it_stops(appliance, tmp_path, monkeypatch):
+    """Every MIRROR_S what changed, whole, redacted as kept; the last round, this PC's diagnostics zip beside them,
+    in place of its earlier one, and not another PC's, even one whose name starts with this one's."""
+    data_dir, sources, pin = appliance
+    fat = tmp_path / "fat"
+    mirror = fat / logs.MIRROR_DIR
+    mirror.mkdir(parents=True)
+    monkeypatch.setattr(logs.platform, "node", lambda: "ssdbench")
+    others = {mirror / f"ssdbench-diagnostics-{host}-20260101T000000Z.zip" for host in ("ssdbench-1a2b3c4d", "lab")}
+    mine = mirror / "ssdbench-diagnostics-ssdbench-20260101T000000Z.zip"
+    for path in [*others, mine]:
+        path.write_bytes(b"a zip")
+    (sources / "ssdbench-runner.log").write_text(f"first, token {TOKEN}\n")
+    keeper = logs.Keeper(str(data_dir), sources=logs.LOG_SOURCES, kmsg="/nonexistent", stick=fat_stick(fat))
+    keeper.round()
+    assert (mirror / "ssdbench-runner.log").read_text() == kept(data_dir, "ssdbench-runner.log")
+    assert "first, token <redacted>" in (mirror / "ssdbench-runner.log").read_text()
+    with open(sources / "ssdbench-runner.log", "a") as f:
+        f.write("second\n")
+    keeper.round()  # within MIRROR_S of the last: kept, not mirrored yet
+    assert "second" in kept(data_dir, "ssdbench-runner.log")
+    assert "second" not in (mirror / "ssdbench-runner.log").read_text()
+    keeper.mirrored_at -= logs.MIRROR_S
+    (data_dir / quiet.RECORD).write_text("{}")  # a run holds the testbed: nothing is mirrored beside its steps
+    keeper.round()
+    assert "second" not in (mirror / "ssdbench-runner.log").read_text()
+    (data_dir / quiet.RECORD).unlink()
+    keeper.round()
+    assert "second" in (mirror / "ssdbench-runner.log").read_text()
+    with open(sources / "ssdbench-runner.log", "a") as f:
+        f.write("third\n")
+    keeper.round(last=True)
+    assert (mirror / "ssdbench-runner.log").read_text() == kept(data_dir, "ssdbench-runner.log")
+    zips = set(mirror.glob("*.zip"))
+    assert others < zips and mine not in zips and len(zips) == 3, zips
+    [own] = zips - others
+    assert own.name.startswith("ssdbench-diagnostics-ssdbench-2")
+    with zipfile.ZipFile(own) as zf:
+        assert not [n for n in zf.namelist() if TOKEN in zf.read(n).decode(errors="replace")]
+
+
+def test_the_keeper_started_before_ssdb_data_keeps_this_boots_logs_there_once_it_is_mounted(appliance, tmp_path):
+    """boot-log starts the keeper before S30stick mounts SSDB-DATA on the data directory: what it kept in RAM
+    until then is hidden by the mount, and this boot's logs are kept again there, from their start."""
+    data_dir, sources, _ = appliance
+    (sources / "boot.log").write_text("Looking for the ssdbench stick: \n")
+    keeper = logs.Keeper(str(data_dir), sources=logs.LOG_SOURCES, kmsg="/nonexistent")
+    keeper.round()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "ssdb-data", str(data_dir)], check=True)
+    try:
+        with open(sources / "boot.log", "a") as f:
+            f.write("SSDB-DATA: mounted\n")
+        keeper.round()
+        assert kept(data_dir, "boot.log").splitlines()[1:] == ["Looking for the ssdbench stick: ", "SSDB-DATA: mounted"]
+    finally:
+        subprocess.run(["umount", str(data_dir)], check=True)

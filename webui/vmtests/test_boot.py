@@ -106,3 +106,15 @@ def test_the_stick_boots_to_the_web_ui_as_the_second_disk(firmware, tmp_path):
         vm.poweroff()
     finally:
         vm.close()
+    # The release's SSDBENCH holds the settings file's template (genimage.cfg), which set nothing, and the logs
+    # that the log keeper mirrored there, with its diagnostics zip as it stopped: any PC reads them.
+    fat = f"{stick}@@{1024 * 1024}"
+    assert fat_text(fat, "::ssdbench.conf") == open(os.path.join(TOP, "board", "ssdbench", "ssdbench.conf")).read()
+    assert "settings: the defaults" in fat_text(fat, "::ssdbench-logs/boot.log")
+    assert ".zip" in fat_text(fat, "::ssdbench-logs", tool="mdir")
+
+
+def fat_text(fat, path, tool="mtype"):
+    """A file of the stick's FAT partition as text, or its folder's listing, read with mtools from the host."""
+    env = {**os.environ, "MTOOLS_SKIP_CHECK": "1"}
+    return subprocess.run([tool, "-i", fat, path], check=True, capture_output=True, text=True, env=env).stdout

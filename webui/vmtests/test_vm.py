@@ -124,8 +124,8 @@ def old_image(path):
 @pytest.fixture(scope="module")
 def host_lab(tmp_path_factory):
     """A lab on the host for the module: a real PostgreSQL and the real `ssdbench lab serve` on the host's
-    127.0.0.1, which QEMU's user network shows the VM as 10.0.2.2. `append`: the kernel options that make the
-    VM upload there, with the token of VM_APPLIANCE."""
+    127.0.0.1, which QEMU's user network shows the VM as 10.0.2.2: `vm_url`, where the VM uploads with the token
+    of VM_APPLIANCE."""
     started = time.monotonic()
     with postgres_cluster() as new_db:
         db = new_db()
@@ -140,8 +140,8 @@ def host_lab(tmp_path_factory):
                 url=url,
                 store=store_dir,
                 token=token,
-                # QEMU's user network stands in for a trusted network: plain http, so ssdbench.insecure=1.
-                append=f"ssdbench.upload={vm_url}/ ssdbench.token={token} ssdbench.insecure=1",
+                # QEMU's user network stands in for a trusted network: plain http, so insecure = 1.
+                vm_url=f"{vm_url}/",
             )
 
 
@@ -157,13 +157,15 @@ def holding(path, secret):
         return [n for n in zf.namelist() if secret.encode() in zf.read(n)]
 
 
-def check_token_kept_out(host_lab, console):
+def check_token_kept_out(host_lab, console, on_cmdline=True):
     """The VM's token is in no bundle the lab keeps, and on the console only where the kernel shows its own
-    command line as it starts (as it shows the PIN): nothing of ssdbench prints it."""
+    command line as it starts (as it shows the PIN), when it is there (`on_cmdline`; else in the settings file):
+    nothing of ssdbench prints it."""
     for path in pathlib.Path(host_lab.store, "bundles").rglob("*.zip"):
         assert not holding(path, host_lab.token), path
     shown = [line for line in console.splitlines() if host_lab.token in line]
-    assert shown and all(re.match(r"\[ *[0-9.]+\] (Kernel c|C)ommand line: ", line) for line in shown), shown
+    assert bool(shown) == on_cmdline, shown
+    assert all(re.match(r"\[ *[0-9.]+\] (Kernel c|C)ommand line: ", line) for line in shown), shown
 
 
 def host_smoke_bundle(folder):
@@ -238,7 +240,23 @@ def test_boot_runs_upload_export_and_verify(boot, disks, tmp_path, host_lab):
     host = concurrent.futures.ThreadPoolExecutor(1)
     host_bundle = host.submit(host_smoke_bundle, tmp_path / "host")
     ns2_img, extra = second_namespace(disks)
-    vm = boot(*extra, append=host_lab.append)
+    # The lab and the serial port from the settings file on the stick (issue 43, item 3), not the kernel command
+    # line: the status screen on the second serial port, at 57600 baud. The first serial port (ttyS0), the kernel's
+    # console (its messages and rcS's), goes to a file; the port the test types on is ttyS1, which only the status
+    # screen's setting makes a console. (Linux has one serial console at a time: console=ttyS1 as well would not
+    # make it the kernel's too.)
+    stick_img = os.path.join(disks, "stick.img")
+    token = host_lab.token
+    settings = [
+        f"upload = {host_lab.vm_url}",
+        f"token = {token}",
+        "insecure = 1",
+        "serial = ttyS1",
+        "serial_baud = 57600",
+    ]
+    settings_file(stick_img, *settings)
+    ttys0 = os.path.join(disks, "ttyS0.log")
+    vm = boot(*extra, "-serial", f"file:{ttys0}")
     # The stick is the disk holding the partition it booted from (ssdbench.stick=, as GRUB passes it): the USB
     # one, not the SATA drive with an old image, which is neither mounted nor grown.
     stick = vm.shell("cat /run/ssdbench/boot-disk")
@@ -247,7 +265,7 @@ def test_boot_runs_upload_export_and_verify(boot, disks, tmp_path, host_lab):
     # The stick's first boot: SSDB-DATA, 256 MiB in the image, grew to 32 GiB, its most, on the 64 GiB stick,
     # its partition first, then its file system, an eighth at a time, each on the console; in seconds, as it
     # writes inode tables of 0.1% of the stick (issue 34, item 3). First the stick took IDs of its own.
-    console = vm.console_text()
+    console = pathlib.Path(ttys0).read_text(errors="replace")
     assert f"SSDB-DATA: partition 2 of {stick} grown to 32 GiB, its most: 256 MiB -> {GROWN_MIB} MiB" in console
     assert f"SSDB-DATA: file system grown online: 256 MiB -> {GROWN_MIB} MiB" in console
     assert "not grown" not in console and console.count(f"SSDB-DATA: partition 2 of {stick} grown") == 1
@@ -260,6 +278,13 @@ def test_boot_runs_upload_export_and_verify(boot, disks, tmp_path, host_lab):
     )
     built = fat_uuid(os.path.join(VM_DIR, "stick.img"))
     assert own and own[1] != built and fat_uuid(os.path.join(disks, "stick.img")) == own[1], (own, built)
+    # The settings file, checked, set the lab and the serial port: the status screen is on ttyS1 at 57600 baud, not
+    # on ttyS0, which shows the kernel's messages only; the token was never on the console, and its copy is gone.
+    assert "settings: ssdbench.conf: upload, token, insecure, serial, serial_baud" in console
+    assert "settings: ERROR" not in console and token not in console + vm.console_text()
+    assert vm.shell("stty -F /dev/ttyS1 | grep -o 'speed [0-9]*'") == "speed 57600"
+    assert "Press Enter for a shell." not in console and "Press Enter for a shell." in vm.console_text()
+    assert vm.shell("test -e /run/ssdbench/stick && echo left || echo gone") == "gone"
     # A quiet image: rcS starts the appliance's scripts and no other, and no cron or log daemon runs.
     assert vm.shell("cd /etc/init.d && ls S??*").split() == INIT_SCRIPTS
     # (Short answers: a long one over the emulated serial port may lose its end.)
@@ -412,10 +437,11 @@ def test_boot_runs_upload_export_and_verify(boot, disks, tmp_path, host_lab):
     vm.poweroff()
 
     # The stick from the host, without mounting it: mtools reads its FAT partition at its offset.
-    bundles = stick_bundles(os.path.join(disks, "stick.img"), str(tmp_path / "results"), host_lab.token)
+    bundles = stick_bundles(stick_img, str(tmp_path / "results"), token, token_on_cmdline=False)
     assert len(bundles) == 2 and {b.split("_")[1] for b in bundles} == {NVME["serial"], SATA["serial"]}, bundles
     assert mtools("mtype", "-i", ns2_img, "::keep.txt") == "another namespace's data\n"
-    check_token_kept_out(host_lab, vm.console_text())
+    check_token_kept_out(host_lab, pathlib.Path(ttys0).read_text(errors="replace") + vm.console_text(), False)
+    mirrored_logs(stick_img, tmp_path / "mirror", own[1], token)
 
     # A second appliance, this host, uploads its smoke run from the CLI with a token of its own; the lab's
     # compare page, once logged in, sets the VM's NVMe run beside it, each with the appliance that sent it.
@@ -445,13 +471,38 @@ def test_boot_runs_upload_export_and_verify(boot, disks, tmp_path, host_lab):
     )
 
 
+def mirrored_logs(stick_img, folder, volume_id, token):
+    """What the log keeper mirrored to the stick's SSDBENCH as the VM powered off (issue 43, item 4), read from the
+    host: the kept logs, and one diagnostics zip, named by the stick's own host name (from its FAT volume ID),
+    whose lspci lists the VM's NVMe and AHCI controllers with their drivers and whose lsblk lists its drives,
+    with neither the PIN nor the token anywhere."""
+    folder.mkdir()
+    mtools("mcopy", "-s", "-n", "-i", f"{stick_img}@@{STICK_OFFSET}", "::/ssdbench-logs", str(folder))
+    kept = folder / "ssdbench-logs"
+    assert "Looking for the ssdbench stick" in (kept / "boot.log").read_text()
+    assert "settings: ssdbench.conf: " in (kept / "boot.log").read_text()
+    assert (kept / "kernel.log").read_text().startswith("--- boot ")
+    host = "ssdbench-" + volume_id.replace("-", "").lower()
+    [diagnostics] = kept.glob("*.zip")
+    assert diagnostics.name.startswith(f"{DIAGNOSTICS}{host}-"), diagnostics.name
+    with zipfile.ZipFile(diagnostics) as zf:
+        lspci, lsblk = zf.read("lspci-mk.txt").decode(), zf.read("lsblk.txt").decode()
+    print(f"diagnostics zip {diagnostics.name}: lspci -mk\n{lspci}")
+    # BusyBox's lspci -mk: "Class cccc" "vendor" "device" "subvendor" "subdevice" "driver"
+    assert re.search(r'"1b36" "0010" .*"nvme"', lspci) and re.search(r'"8086" "2922" .*"ahci"', lspci), lspci
+    assert NVME["serial"] in lsblk and SATA["serial"] in lsblk, lsblk
+    assert not leaking_pin(diagnostics) and not holding(diagnostics, token)
+    for log in kept.glob("*.log"):
+        assert PIN not in log.read_text() and token not in log.read_text(), log
+
+
 def leaking_pin(path):
     """The members of a zip that name the PIN the VM booted with."""
     with zipfile.ZipFile(path) as zf:
         return [n for n in zf.namelist() if re.search(rf"(?i)pin\W{{0,3}}{PIN}", zf.read(n).decode("latin-1"))]
 
 
-def stick_bundles(stick_img, folder, token):
+def stick_bundles(stick_img, folder, token, token_on_cmdline=True):
     """The bundles on the stick's FAT partition, copied out with mtools (no mount), each checked by verify, and
     each without the PIN or the lab `token` the VM booted with; beside them, the export's diagnostics zip, one
     (the last export's took the place of earlier ones), without them either."""
@@ -476,7 +527,7 @@ def stick_bundles(stick_img, folder, token):
         with zipfile.ZipFile(path) as zf:
             env = json.loads(zf.read("environment.json"))
             assert "ssdbench.pin=<redacted>" in env["kernel"]["cmdline"]
-            assert "ssdbench.token=<redacted>" in env["kernel"]["cmdline"]
+            assert ("ssdbench.token=<redacted>" in env["kernel"]["cmdline"]) == token_on_cmdline
         assert not leaking_pin(path), path
         assert not holding(path, token), path
     return [os.path.basename(p) for p in bundles]
@@ -486,6 +537,16 @@ def mtools(*argv):
     return subprocess.run(
         argv, check=True, capture_output=True, text=True, env={**os.environ, "MTOOLS_SKIP_CHECK": "1"}
     ).stdout
+
+
+def settings_file(stick_img, *lines):
+    """ssdbench.conf on the stick's SSDBENCH, written from the host before a boot as a tester would on any PC:
+    the image's commented template, then `lines`, with Windows' line ends."""
+    path = os.path.join(os.path.dirname(stick_img), "ssdbench.conf")
+    template = pathlib.Path(TOP, "board", "ssdbench", "ssdbench.conf").read_text().splitlines()
+    with open(path, "w", newline="\r\n") as f:
+        f.write("\n".join([*template, *lines]) + "\n")
+    mtools("mcopy", "-o", "-i", f"{stick_img}@@{STICK_OFFSET}", path, "::ssdbench.conf")
 
 
 def fat_stick(folder, name):
@@ -600,7 +661,28 @@ def test_power_cut_leaves_the_run_interrupted_with_its_steps(boot, disks):
     # A second network card on a network where nothing answers DHCP (a hub of one port), as a laptop on a
     # direct cable would be.
     lonely = ["-netdev", "hubport,id=lonely,hubid=7", "-device", "virtio-net-pci,netdev=lonely,id=lonely-nic"]
+    # A settings file that went wrong (issue 43, item 3): each bad line on the console, the status screen and the
+    # drives page, never the secret it holds; the appliance boots all the same, the status screen on ttyS0.
+    settings_file(os.path.join(disks, "stick.img"), "upload = lab.example.org", "token = not a token!", "serial = COM1")
     vm = boot(*extra, *late, *second, *lonely)
+    refused = [
+        "ssdbench.conf line {}: upload=lab.example.org ignored: not an http:// or https:// URL",
+        "ssdbench.conf line {}: token ignored: letters, digits, - and _ only",
+        "ssdbench.conf line {}: serial=COM1 ignored: none, or a serial port's name such as ttyS0, ttyS1 or ttyUSB0",
+    ]
+    first = len(pathlib.Path(TOP, "board", "ssdbench", "ssdbench.conf").read_text().splitlines()) + 1
+    refused = [text.format(first + n) for n, text in enumerate(refused)]
+    for text in refused:
+        assert f"settings: ERROR: {text}" in vm.console_text(), text
+    screen = vm.console_text()[vm.wait_console("Settings: ") :]
+    assert f"Settings: ssdbench.conf line {first}: upload=lab.example.org" in screen[: screen.find("Press Enter")]
+    status, body = vm.api("GET", "/api/drives")
+    assert status == 200 and [p for p in body["problems"] if p.startswith("Settings: ")] == [
+        f"Settings: {text}" for text in refused
+    ], body["problems"]
+    with vm.http.open(f"http://127.0.0.1:{vm.port}/", timeout=120) as response:
+        assert "Settings: ssdbench.conf line" in response.read().decode()
+    assert "not a token!" not in vm.console_text()
     # The stick's second boot: its SSDB-DATA is already as large as it may be, and is left alone; its own IDs
     # stay (GRUB, here qemu.sh, passes the FAT's new one).
     assert f"Looking for the ssdbench stick (partition UUID {fat_uuid(os.path.join(disks, 'stick.img'))}): " in (
@@ -697,7 +779,7 @@ def test_power_cut_leaves_the_run_interrupted_with_its_steps(boot, disks):
     grown = f"SSDB-DATA: file system grown online: 256 MiB -> {GROWN_MIB} MiB"
     assert vm.shell(f"grep -cxF '{grown}' {kept}/boot.log") == "1"
     zipped = "ssdbench diagnostics -o /tmp > /dev/null && python3 -m zipfile -l /tmp/ssdbench-diagnostics-*.zip"
-    assert vm.shell(f"{zipped} | grep -cE '^(logs/kernel.log|lspci-nnk.txt|lsblk.txt|drives.json) '") == "4"
+    assert vm.shell(f"{zipped} | grep -cE '^(logs/kernel.log|lspci-mk.txt|lsblk.txt|drives.json) '") == "4"
     steps = {s["key"]: s for s in run["steps"]}
     for key in done:
         assert steps[key]["state"] == "done", steps[key]

@@ -198,7 +198,7 @@ class VM:
         self.type("\r")
         self.wait_console("# ", after=self.wait_console("A root shell.", after=mark))
         self.type("poweroff\r")
-        assert self.proc.wait(timeout=120) == 0
+        assert self.proc.wait(timeout=240) == 0
 
     def kill(self):
         """The power cut."""

@@ -20,7 +20,7 @@ from ..drives import discovery
 from ..errors import SsdbenchError
 from ..human import clock, printable, size
 from ..results import store
-from ..system import sysfs
+from ..system import settings, sysfs
 from . import access
 
 WIDTH = 80
@@ -134,6 +134,11 @@ def render(data_dir, port, drives_text, db):
         f"PIN:    {access.pin(data_dir)}",
         f"Data:   {storage(data_dir)}",
         *textwrap.wrap(sysfs.read(STICK_NOTE, ""), WIDTH, initial_indent="Stick:  ", subsequent_indent="        "),
+        *(
+            line
+            for problem in settings.problems()
+            for line in textwrap.wrap(problem, WIDTH, initial_indent="Settings: ", subsequent_indent="          ")
+        ),
         "",
         "Drives (as found before the run):" if busy else "Drives:",
     ]

@@ -8,12 +8,20 @@ every KEEP_S seconds, and once more as it stops (S50ssdbench stops it last, at s
 line at the head of each boot, rotated at ROTATE_BYTES with ROTATIONS older files kept. Every line is redacted
 first: the PIN's and the lab token's values, and each secret setting of a command line (the kernel's echo of
 its own), as bundles are.
+
+boot-log starts the keeper before the first init script, so that a boot that hangs in udev, S20dhcp or S30stick
+keeps what it printed: until S30stick mounts SSDB-DATA on the data directory its logs are in RAM, and once it has,
+the keeper keeps this boot's logs there again from their start. So that any PC can read them, every MIRROR_S
+seconds (when something is new) and as it stops, the keeper copies the kept logs to the stick's FAT partition
+(SSDBENCH, MIRROR_DIR), the one GRUB booted from even before S30stick has found it, but not while a run holds the
+testbed; as it stops, this PC's diagnostics zip goes there too.
 """
 
 import glob
 import json
 import os
 import platform
+import re
 import signal
 import subprocess
 import threading
@@ -22,8 +30,9 @@ import zipfile
 
 from ..drives import discovery
 from ..errors import SsdbenchError
-from ..run import environment
-from ..system import clock, redact, sysfs
+from ..results import usbexport
+from ..run import environment, quiet
+from ..system import clock, durable, redact, settings, sysfs
 from . import access
 
 LOG_DIR = "logs"
@@ -34,9 +43,12 @@ STATE = ".keeper.json"
 KEEP_S = 5
 ROTATE_BYTES = 1 << 20
 ROTATIONS = 3
+MIRROR_DIR = "ssdbench-logs"
+MIRROR_S = 30
 # What `diagnostics` runs, each answer a file of the zip: what the PC is and what the kernel made of it.
 COMMANDS = {
-    "lspci-nnk.txt": ["lspci", "-nnk"],
+    # -m (machine-readable: vendor and device IDs) and -k (the driver) are all BusyBox's lspci takes.
+    "lspci-mk.txt": ["lspci", "-mk"],
     "lsblk.txt": ["lsblk", "-o", "NAME,SIZE,TYPE,TRAN,MODEL,SERIAL,FSTYPE,LABEL,MOUNTPOINT"],
     "dmesg.txt": ["dmesg"],
 }
@@ -49,8 +61,7 @@ class Redactor:
     def __init__(self, data_dir):
         self.values = set()
         try:
-            with open(clock.SETTINGS_FILE) as f:
-                found = dict(line.rstrip("\n").split("=", 1) for line in f if "=" in line)
+            found = settings.services()
             self.values |= {found.get("SSDBENCH_PIN"), found.get("SSDBENCH_TOKEN")}
         except OSError:
             pass
@@ -81,13 +92,21 @@ def _append(folder, name, text):
 class Keeper:
     """What is new since the last round, from each source, into data_dir/logs. Its place in each source (the
     kernel log's sequence number, each file's offset) is kept in STATE for this boot, so that a keeper started
-    again goes on where the last one stopped."""
+    again goes on where the last one stopped. `stick`: where the logs are mirrored, a function that gives a stick
+    as usbexport lists them, or None while there is none (boot_fat)."""
 
-    def __init__(self, data_dir, sources=None, kmsg=KMSG):
-        self.folder = os.path.join(data_dir, LOG_DIR)
-        os.makedirs(self.folder, exist_ok=True)
-        self.sources, self.kmsg, self.redact = sources or LOG_SOURCES, kmsg, Redactor(data_dir)
+    def __init__(self, data_dir, sources=None, kmsg=KMSG, stick=None):
+        self.data_dir, self.sources, self.kmsg = data_dir, sources or LOG_SOURCES, kmsg
+        self.stick = stick or boot_fat
         self.boot = sysfs.read("/proc/sys/kernel/random/boot_id", "unknown")
+        self.mirrored, self.mirrored_at = {}, None
+        self._open()
+
+    def _open(self):
+        """The logs folder on what is mounted on the data directory now, and this boot's place in it."""
+        self.folder = os.path.join(self.data_dir, LOG_DIR)
+        os.makedirs(self.folder, exist_ok=True)
+        self.device = os.stat(self.data_dir).st_dev
         try:
             with open(os.path.join(self.folder, STATE)) as f:
                 state = json.load(f)
@@ -95,12 +114,45 @@ class Keeper:
             state = {}
         self.state = state if state.get("boot") == self.boot else {"boot": self.boot, "seq": -1, "offsets": {}}
 
-    def round(self):
+    def round(self, last=False):
+        # S30stick mounted SSDB-DATA (or RAM) on the data directory since the last round: this boot's logs go there
+        if os.stat(self.data_dir).st_dev != self.device:
+            self._open()
+        # read again each round: S50ssdbench writes the settings after the keeper has started
+        self.redact = Redactor(self.data_dir)
         self._kernel()
         for path in sorted(glob.glob(self.sources)):
             self._file(path)
         with open(os.path.join(self.folder, STATE), "w") as f:
             json.dump(self.state, f)
+        if last or self.mirrored_at is None or time.monotonic() - self.mirrored_at >= MIRROR_S:
+            self.mirror(last)
+
+    def mirror(self, last=False):
+        """The kept logs that changed since the last mirror, copied whole to the stick's MIRROR_DIR; the last time,
+        this PC's diagnostics zip too. A stick not found yet, or in use by an export, waits for the next time."""
+        names = [n for n in os.listdir(self.folder) if n.endswith(".log")]
+        sizes = {n: os.path.getsize(os.path.join(self.folder, n)) for n in names}
+        changed = {n: size for n, size in sizes.items() if self.mirrored.get(n) != size}
+        # a run holds the testbed (its crash record is there): no mounts nor writes to the stick beside its steps
+        if not (changed or last) or (not last and os.path.exists(os.path.join(self.data_dir, quiet.RECORD))):
+            return
+        self.mirrored_at = time.monotonic()  # found or not, written or not: the next try in MIRROR_S
+        stick = self.stick()
+        if stick is None:
+            return
+        try:
+            with usbexport.mounted(stick, wait=False) as point:
+                folder = os.path.join(point, MIRROR_DIR)
+                os.makedirs(folder, exist_ok=True)
+                for name, size in sorted(changed.items()):
+                    with open(os.path.join(self.folder, name)) as f:
+                        durable.replace_file(os.path.join(folder, name), f.read())
+                    self.mirrored[name] = size
+                if last:
+                    beside_bundles(self.data_dir, folder)
+        except (SsdbenchError, OSError) as exc:
+            print(f"logs: not mirrored to {stick['device']}: {exc}", flush=True)
 
     def _head(self, name):
         """A line at the head of each boot's part of a log."""
@@ -149,6 +201,16 @@ class Keeper:
             _append(self.folder, name, self._head(name) + self.redact(text))
 
 
+def boot_fat():
+    """The appliance's own stick's FAT partition (SSDBENCH), as usbexport lists sticks, or None while it is not
+    known: found by the disk S30stick took for the stick, or before that by the UUID GRUB passed."""
+    try:
+        found = [s for s in usbexport.sticks() if s["boot"] and s["label"] == "SSDBENCH"]
+    except SsdbenchError:
+        return None
+    return found[0] if len(found) == 1 else None
+
+
 def keep(data_dir):
     """The log keeper service: a round every KEEP_S seconds, and a last one on SIGTERM."""
     keeper = Keeper(data_dir)
@@ -157,19 +219,27 @@ def keep(data_dir):
     while True:
         keeper.round()
         if stop.wait(KEEP_S):
-            keeper.round()
+            keeper.round(last=True)
             return
 
 
 def zip_prefix():
-    """How this PC's diagnostics zips are named, before their time."""
+    """How this PC's diagnostics zips are named, before their time: by its host name, which S30stick makes the
+    stick's own (from its FAT volume ID), so that appliances that share an export stick keep a zip each."""
     return f"ssdbench-diagnostics-{platform.node()}-"
+
+
+def own_zips(folder):
+    """The diagnostics zips in `folder` that this PC wrote: its prefix and a time, and nothing more, so that the
+    zips of a host whose name starts with this one's (ssdbench, ssdbench-1a2b3c4d) are not taken for its own."""
+    mine = re.compile(re.escape(zip_prefix()) + r"[0-9]{8}T[0-9]{6}Z\.zip")
+    return {os.path.join(folder, name) for name in os.listdir(folder) if mine.fullmatch(name)}
 
 
 def beside_bundles(data_dir, folder):
     """This PC's diagnostics zip in an export's folder on a stick (results/usbexport's `beside`), in place of the ones
     earlier exports from this PC left there."""
-    earlier = set(glob.glob(os.path.join(folder, glob.escape(zip_prefix()) + "*.zip")))
+    earlier = own_zips(folder)
     try:
         path = diagnostics(data_dir, folder)
     except OSError as exc:

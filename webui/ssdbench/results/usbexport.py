@@ -8,6 +8,7 @@ Export only adds files: it never formats, and never writes to a drive under test
 database either, so a failed export changes nothing there.
 """
 
+import fcntl
 import os
 import shutil
 import stat
@@ -22,6 +23,7 @@ from . import bundle, store
 
 RESULTS_DIR = "ssdbench-results"
 MOUNT_ROOT = "/run/ssdbench/export"
+STICK_LOCK = "/run/ssdbench/stick.lock"
 FILE_SYSTEMS = ("vfat", "exfat")
 # Used when the running kernel has no driver for the stick's file system (a host with a trimmed kernel).
 FUSE_DRIVERS = {"exfat": "exfat-fuse"}
@@ -118,9 +120,39 @@ def _check_not_under_test(db, stick):
         raise SsdbenchError(f"{stick['device']} is on the drive under test in run {busy['id']}: not an export target")
 
 
+class Busy(SsdbenchError):
+    """Another export, the log keeper's mirror or S30stick has the appliance's sticks in hand."""
+
+
 @contextmanager
-def mounted(stick):
-    """The stick's mount point: its own if it is already mounted (left mounted after), else a fresh one."""
+def held(wait=True):
+    """STICK_LOCK, which S30stick takes too while it writes the stick's IDs on its FAT partition: one writer to a
+    stick's file system at a time, so that none unmounts it under another. Without /run/ssdbench (not an
+    appliance) there is nothing else to wait for."""
+    try:
+        fd = os.open(STICK_LOCK, os.O_WRONLY | os.O_CREAT, 0o600)
+    except FileNotFoundError:
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            raise Busy("the stick is in use: an export is writing to it") from None
+        yield
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def mounted(stick, wait=True):
+    """The stick's mount point: its own if it is already mounted (left mounted after), else a fresh one; with
+    STICK_LOCK held throughout (`wait`: for it, else Busy at once)."""
+    with held(wait):
+        yield from _mounted(stick)
+
+
+def _mounted(stick):
     if stick["mountpoint"]:
         yield stick["mountpoint"]
         return

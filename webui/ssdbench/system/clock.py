@@ -25,14 +25,14 @@ import urllib.parse
 
 from .. import RELEASE_FILE
 from . import durable, tls
+from . import settings as settings_file
 
 STATE_FILE = "/run/ssdbench/clock.json"
 # udhcpc.script makes it as it starts a sync, which removes it as it ends: unattended mode waits for the
 # clock before its first run, at most SYNC_WAIT_S.
 SYNCING = "/run/ssdbench/clock.syncing"
 SYNC_WAIT_S = 120
-# The settings that S50ssdbench takes from the kernel command line: the lab's URL is there.
-SETTINGS_FILE = "/run/ssdbench/env"
+# S50ssdbench writes the settings (the lab's URL among them) a little after the first lease, at most.
 SETTINGS_WAIT_S = 60
 POOL = "pool.ntp.org"
 NTP_PORT = 123
@@ -130,17 +130,15 @@ def lab_date(url, cafile=None, timeout=LAB_TIMEOUT_S):
         raise ClockError(f"its Date header is not a date: {date!r}") from exc
 
 
-def lab_from_settings(settings=SETTINGS_FILE, wait_s=SETTINGS_WAIT_S):
+def lab_from_settings(settings=settings_file.ENV_FILE, wait_s=SETTINGS_WAIT_S):
     """The lab's URL from the boot's settings, which S50ssdbench may write a little after the first lease."""
     deadline = time.monotonic() + wait_s
     while not os.path.exists(settings) and time.monotonic() < deadline:
         time.sleep(1)
     try:
-        with open(settings) as f:
-            found = dict(line.rstrip("\n").split("=", 1) for line in f if "=" in line)
+        return settings_file.services(settings).get("SSDBENCH_UPLOAD") or None
     except OSError:
         return None
-    return found.get("SSDBENCH_UPLOAD") or None
 
 
 def wait_for_sync(syncing=SYNCING, wait_s=SYNC_WAIT_S):
@@ -153,7 +151,8 @@ def wait_for_sync(syncing=SYNCING, wait_s=SYNC_WAIT_S):
 
 def sync(servers, lab=None, cafile=None, settime=_settime, release=RELEASE_FILE, state=STATE_FILE, port=NTP_PORT):
     """Set the clock from the first NTP server of `servers`, then POOL, that answers with a time after the build
-    date; else from the https:// `lab`'s Date (a callable: asked only then). One sync at a time."""
+    date; else from the https:// `lab`'s Date (a callable: asked only then), trusting `cafile` too if that file is
+    there by then (S50ssdbench copies the lab's CA from the stick with the settings). One sync at a time."""
     try:
         return _sync(servers, lab, cafile, settime, release, state, port)
     finally:
@@ -186,7 +185,7 @@ def _sync(servers, lab, cafile, settime, release, state, port):
         url = lab() if lab else None
         if url:
             try:
-                when = lab_date(url, cafile)
+                when = lab_date(url, cafile if cafile and os.path.exists(cafile) else None)
                 if when < built:
                     raise ClockError(f"its Date, {iso(when)}, is before the image was built")
                 offset = when - time.time()

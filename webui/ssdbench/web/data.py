@@ -14,6 +14,7 @@ from ..results import bench, card, document, ranking, store, usbexport
 from ..results.document import recorded
 from ..run import host_cost, plan, queue, repeat
 from ..suites import locked, user_traces
+from ..system import settings
 
 MAX_COMPARE = 10
 # A run's or a repeat set's id: 64 bits at most (SQLite's, PostgreSQL's bigint). A larger one is nobody's, and
@@ -56,6 +57,8 @@ def drive_list(config):
     available, problems = suite_list()
     found, unlisted = listed_drives(config)
     problems += unlisted
+    # what the boot refused of the settings (ssdbench.conf, the kernel command line), where a tester looks
+    problems += [f"Settings: {problem}" for problem in settings.problems()]
     for d in found.values():
         d["temperature_c"] = health.read_temperature(d["temperature_source"])
         d["estimates"] = {}
