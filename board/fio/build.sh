@@ -8,8 +8,8 @@ out=$(realpath -m "$1")
 version=${FIO_VERSION:-3.41}
 patches=$(realpath "$(dirname "$0")/../ssdbench/patches/fio")
 apt=$out/apt
-rm -rf "$out/src" "$out/fio"
-mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/parts" "$out/src"
+rm -rf "${out:?}/src" "${out:?}/bin"
+mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/parts" "$out/src" "$out/bin"
 cat >"$apt/parts/unstable.sources" <<SOURCES
 Types: deb-src
 URIs: http://deb.debian.org/debian
@@ -44,5 +44,5 @@ for p in "$patches"/*.patch; do
 done
 ./configure --disable-native >configure.log
 make -s -j"$(nproc)" fio >make.log
-cp fio "$out/fio"
-"$out/fio" --version
+cp fio "$out/bin/fio"
+"$out/bin/fio" --version

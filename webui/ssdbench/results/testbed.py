@@ -309,6 +309,11 @@ def of(run, suspects):
     shown_host, _ = host(run)
     shown_purge, purge_class, _ = purge_used(run)
     version, fio_class, _ = fio(run)
+    data = env.get("data") or {}
+    if data.get("fio_patch"):
+        version = f"{version} with {data['fio_patch']}"
+    elif data.get("why"):
+        version = f"{version}; {data['why']}"
     flagged = any(suspects) or bool(flags(run))
     return {
         "cpu": (env.get("cpu") or {}).get("model") or NOT_RECORDED,
