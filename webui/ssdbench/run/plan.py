@@ -26,16 +26,17 @@ DUT_VAR = "SSDBENCH_DUT"
 # What a job writes (methodology, "incompressible data" and "compressible data"); tests/test_data_pattern.py
 # reads it back from a loop device, bench/bench_host_cost.py measures what it costs the host per IO.
 # Compressible: every buffer is made once, before the clock starts: this 512 B pattern (fio 3.33 takes no
-# longer one) over and over, 300 fixed random bytes and 212 zero bytes, which zstd and xz take to 10% of each
+# longer one) over and over, 330 fixed random bytes and 182 zero bytes, which zstd and xz take to 10% of each
 # 4 KiB block, as fio's buffer_compress_percentage=90 did, with the stamps below counted. Then, for every
 # write, the stamps of scramble_buffers=hash (below): 24 bytes in each 4 KiB, so that no two 4 KiB blocks are
 # alike. The order matters: buffer_pattern turns scrambling off, the options after it turn it back on and keep
 # the buffers from being refilled.
-COMPRESSIBLE_PATTERN = hashlib.shake_256(b"ssdbench compressible data").digest(300) + bytes(212)
+COMPRESSIBLE_PATTERN = hashlib.shake_256(b"ssdbench compressible data").digest(330) + bytes(182)
 # Incompressible: random bytes made once, before the clock starts, and for every write the offset, the write's
 # number and time hashed into each 4 KiB (scramble_buffers=hash, our fio patch: board/ssdbench/patches/fio/). The
 # hashed stamps look as random as the bytes they replace, so no compressor shrinks a block and no two blocks are
-# alike, at well under 1 us a 4 KiB or 128 KiB write. A job that also reads writes from buffers of its own.
+# alike, at well under 1 us a 4 KiB or 128 KiB write. A job that also reads writes from buffers of its own, so a
+# buffer made once never carries what a read brought in back to the drive: the same options serve it.
 DATA_OPTIONS = {
     "incompressible": {"refill_buffers": 0, "scramble_buffers": "hash"},
     "compressible": {
@@ -45,19 +46,16 @@ DATA_OPTIONS = {
     },
     "n/a": {},
 }
-# A job that reads as well as writes has one set of buffers for both: a buffer made once would carry what a
-# read brought in back to the drive. Its compressible data is made afresh for every write, as fio's own.
-MIXED_DATA_OPTIONS = {
-    **DATA_OPTIONS,
-    "compressible": {"refill_buffers": 1, "buffer_compress_percentage": 90, "buffer_compress_chunk": "4k"},
-}
 # A stock fio (a tester's own Linux) has no scramble_buffers=hash. Its only incompressible data is made afresh for
 # every write (refill_buffers: 34 us a 128 KiB write on a 2024 CPU), the data of the suites before, whose host
 # share validity rule 9 flags; its compressible data takes fio's plain stamps (scramble_buffers=1, 24 bytes in
 # each 512 B sector: 3 us a 128 KiB write). Its stamped buffer made once, which zstd and xz take 11% off each
 # 4 KiB block of, is for a sweep's write pass only (methodology 6): fresh random bytes kept the drive idle for a
-# quarter of a QD1 pass on a loop device, and a pass is one continuous pass.
+# quarter of a QD1 pass on a loop device, and a pass is one continuous pass. A stock fio's job that reads as well as
+# writes has one set of buffers for both, and a buffer made once would carry what a read brought in back to the
+# drive: its compressible data is made afresh for every write, as fio's own.
 STOCK_INCOMPRESSIBLE = {"refill_buffers": 1, "buffer_compress_percentage": 0}
+STOCK_MIXED_COMPRESSIBLE = {"refill_buffers": 1, "buffer_compress_percentage": 90, "buffer_compress_chunk": "4k"}
 STOCK_SWEEP = "random bytes made once, scrambled for every write"
 FIO_PATCH = "0001-options-add-scramble_buffers-hash.patch"
 
@@ -82,7 +80,7 @@ class Data:
         return {"options": self.name, "fio_patch": self.patch, "why": self.why}
 
 
-HASHED = Data("scramble_buffers=hash", DATA_OPTIONS, MIXED_DATA_OPTIONS, "incompressible", FIO_PATCH)
+HASHED = Data("scramble_buffers=hash", DATA_OPTIONS, DATA_OPTIONS, "incompressible", FIO_PATCH)
 STOCK = Data(
     "refill_buffers",
     {
@@ -91,7 +89,7 @@ STOCK = Data(
         "compressible": {**DATA_OPTIONS["compressible"], "scramble_buffers": 1},
         STOCK_SWEEP: {"refill_buffers": 0, "scramble_buffers": 1},
     },
-    {**MIXED_DATA_OPTIONS, "incompressible": STOCK_INCOMPRESSIBLE},
+    {**DATA_OPTIONS, "incompressible": STOCK_INCOMPRESSIBLE, "compressible": STOCK_MIXED_COMPRESSIBLE},
     STOCK_SWEEP,
     why=f"this fio has no scramble_buffers=hash ({FIO_PATCH}): incompressible data is made afresh for every "
     "write (refill_buffers), at a host cost per IO that validity rule 9 flags; a sweep's write pass writes a "
