@@ -196,7 +196,7 @@ def oltp(data):
     # without the data options it has, whose order matters (buffer_pattern turns scrambling off)
     data_keys = {k for table in (plan.DATA_OPTIONS, plan.STOCK.mixed) for options in table.values() for k in options}
     plain = {k: v for k, v in opts.items() if k not in data_keys}
-    return suite, spec, job_name, {**plain, **plan.data_options(spec)}
+    return suite, spec, job_name, {**plain, **plan.HASHED.options(spec)}
 
 
 @needs_root()

@@ -166,11 +166,6 @@ def mixes(job):
     return job["rw"] in ("rw", "randrw") and (50 if rwmixread is None else rwmixread) > 0
 
 
-def data_options(job, data=HASHED):
-    """The fio options of what the job writes."""
-    return data.options(job)
-
-
 def fio_options(job, offset, size, logs=None, data=HASHED):
     """The fio options of one job, in job-file order; `logs` names its per-second logs."""
     opts = {
@@ -193,7 +188,7 @@ def fio_options(job, offset, size, logs=None, data=HASHED):
         opts["loops"] = job["loops"]
     if job["numjobs"] > 1:
         opts["group_reporting"] = 1
-    opts.update(data_options(job, data))
+    opts.update(data.options(job))
     if logs:
         for log in ("bw", "iops", "lat", "hist"):
             opts[f"write_{log}_log"] = logs
