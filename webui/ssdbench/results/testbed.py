@@ -312,8 +312,8 @@ def of(run, suspects):
     data = env.get("data") or {}
     if data.get("fio_patch"):
         version = f"{version} with {data['fio_patch']}"
-    elif data.get("why"):
-        version = f"{version}; {data['why']}"
+    elif data.get("why"):  # the run's warnings say why
+        version = f"{version}, its data made on the clock ({data['options']})"
     flagged = any(suspects) or bool(flags(run))
     return {
         "cpu": (env.get("cpu") or {}).get("model") or NOT_RECORDED,
