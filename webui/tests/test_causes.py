@@ -6,6 +6,7 @@ import copy
 from test_review import runs_of
 
 from ssdbench.results import causes, document, report_html, summary, validity
+from ssdbench.run import plan
 
 
 def test_every_flagged_step_is_under_its_rules_cause_once_with_its_title(smoke_run):
@@ -71,3 +72,13 @@ def test_an_emulated_drive_or_testbed_is_said_once_at_the_top(smoke_run):
         assert causes.emulated(other), change
         html = report_html.summary(summary.of(other))
         assert html.count("QEMU's") == 1 and html.index('class="emulated"') < html.index('class="identity-line"')
+
+
+def test_a_run_on_a_stock_fio_says_why_its_data_was_made_on_the_clock(smoke_run):
+    run = runs_of(smoke_run[1])[0]
+    assert run["environment"]["data"]["why"] is None  # make test's fio: scramble_buffers=hash
+    run = copy.deepcopy(run)
+    run["environment"]["data"] = plan.STOCK.record()
+    said = f"the data was made on the clock: {plan.STOCK.why}"
+    assert said in document.run_warnings(run)
+    assert [c["cause"] for c in causes.of(run) if said in c["details"]] == ["the data was made on the clock"]

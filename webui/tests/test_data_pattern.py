@@ -4,7 +4,7 @@ loop device and read back with O_DIRECT (methodology, "incompressible data" and 
 The unit checked is the 4 KiB block, the unit a drive maps: a drive's compressor is taken to work on what one
 write brings, with no dictionary across LBAs, so what a block loses on its own is what it could take. A
 block's ratio is what zstd -19 or xz -9 (LZMA2) makes of it on its own, less what each adds to an empty input.
-Across blocks the compressible data repeats (the same 300 random bytes in every block: a whole sample compresses
+Across blocks the compressible data repeats (the same 330 random bytes in every block: a whole sample compresses
 to under 2%); that is not checked, and the methodology says so.
 - incompressible: the blocks, compressed one by one, shrink by less than 1% in all (fio's random bytes: zstd
   takes more than 1% off one block in eight, more than 5% off one in eighty, and 0.4% off the sample);
@@ -21,7 +21,7 @@ import subprocess
 import pytest
 from conftest import needs_root
 
-from ssdbench.run import plan, workload
+from ssdbench.run import plan, playback, runner, workload
 from ssdbench.suites import locked
 
 SIZE = 32 * 1024 * 1024  # written, then read back whole: 8192 blocks of 4 KiB
@@ -149,6 +149,11 @@ def compressible_problems(blocks, tmp_path):
     return found
 
 
+def test_these_tests_run_on_the_fio_that_makes_the_suites_data_off_the_clock():
+    # make test puts make fio's first on PATH: the image's fio, with scramble_buffers=hash
+    assert runner.fio_data() is plan.HASHED, "run make fio and put build/fio/bin first on PATH"
+
+
 def test_these_tests_run_both_data_kinds_and_a_job_that_also_reads_as_the_shipped_suites_write_them():
     kinds = {w[2]["data"] for w in WRITES}
     assert kinds == {"incompressible", "compressible"}
@@ -188,23 +193,27 @@ def oltp(data):
     """The shipped read-and-write step (OLTP, 70% reads), with `data` as its data kind."""
     suite, spec, job_name, opts = next((w[1], w[2], w[3], w[4]) for w in WRITES if plan.mixes(w[4]))
     spec = {**spec, "data": data}
-    return suite, spec, job_name, {**opts, **plan.data_options(spec)}
+    # without the data options it has, whose order matters (buffer_pattern turns scrambling off)
+    data_keys = {k for table in (plan.DATA_OPTIONS, plan.STOCK.mixed) for options in table.values() for k in options}
+    plain = {k: v for k, v in opts.items() if k not in data_keys}
+    return suite, spec, job_name, {**plain, **plan.HASHED.options(spec)}
 
 
 @needs_root()
-def test_a_job_that_also_reads_writes_compressible_data_made_for_each_write_not_what_its_reads_brought_in(
+def test_a_job_that_also_reads_writes_compressible_data_from_buffers_of_its_own_not_what_its_reads_brought_in(
     loopdev, tmp_path
 ):
     suite, spec, job_name, opts = oltp("compressible")
-    assert opts["refill_buffers"] == 1
+    assert opts["scramble_buffers"] == "hash" and opts["refill_buffers"] == 0  # made once, before the clock
     dev, _ = loopdev(size="64M")  # reads zeros where nothing was written
     write(dev, tmp_path, suite, spec, job_name, opts)
     assert compressible_problems(written(read_back(dev)), tmp_path) == []
-    # A write-only job's buffers, made once, would send the zeros its reads brought in, with fio's stamps
+    # With fio's plain stamps its reads and writes share buffers: the writes send the zeros the reads brought in
     dev, _ = loopdev(size="64M", name="once.img")
-    once = {k: v for k, v in opts.items() if k not in plan.MIXED_DATA_OPTIONS["compressible"]}
-    write(dev, tmp_path, suite, spec, job_name, {**once, **plan.DATA_OPTIONS["compressible"]})
+    write(dev, tmp_path, suite, spec, job_name, {**opts, "scramble_buffers": 1})
     assert any("shrinks the blocks to" in p for p in compressible_problems(written(read_back(dev)), tmp_path))
+    # so a stock fio makes such a job's compressible data afresh for every write
+    assert plan.STOCK.options(spec) == plan.STOCK_MIXED_COMPRESSIBLE
 
 
 BROKEN = {
@@ -233,3 +242,43 @@ def test_the_checks_catch_data_that_breaks_the_promise(loopdev, tmp_path, broken
     write(dev, tmp_path, suite, spec, job_name, {**plain, **data})
     check = incompressible_problems if kind == "incompressible" else compressible_problems
     assert any(problem in p for p in check(written(read_back(dev)), tmp_path))
+
+
+@needs_root()
+def test_a_replay_that_reads_zeros_and_rewrites_its_blocks_still_writes_incompressible_unique_blocks(loopdev, tmp_path):
+    """A trace's replay job as playback renders it (disable_lat: fio keeps no start time per IO, so the stamps
+    cannot count on the time) at QD1, one buffer for its reads and writes: each 128 KiB write over the first
+    4 MiB twice, each after a read of the never-written second half (zeros), and 4 KiB writes between."""
+    dev, _ = loopdev(size="64M")
+    half, big = SIZE // 2, 128 * 1024
+    ios = []
+    for _ in range(2):
+        for at in range(0, 4 * 1024 * 1024, big):
+            ios += [("R", half + at, big), ("W", at, big), ("W", 4 * 1024 * 1024 + at // 32, BLOCK)]
+    name, options = playback.replay_job(0, 1)
+    playback._write_replay(tmp_path / f"{name}.replay", ios)
+    job = tmp_path / "replay.fio"
+    job.write_text(
+        f"[global]\nfilename=${{{plan.DUT_VAR}}}\n[{name}]\n" + "".join(f"{k}={v}\n" for k, v in options.items())
+    )
+    subprocess.run(
+        ["fio", "--output-format=json", "--output=/dev/null", str(job)],
+        cwd=tmp_path,
+        env=dict(os.environ, SSDBENCH_DUT=dev),
+        check=True,
+    )
+    blocks = written(read_back(dev))
+    assert len(blocks) == (4 * 1024 * 1024 + 32 * BLOCK) // BLOCK
+    assert incompressible_problems(blocks, tmp_path) == []
+
+
+def test_a_stock_fio_falls_back_to_the_data_of_before_and_the_run_says_why(tmp_path, monkeypatch):
+    """Debian's own fio (/usr/bin/fio, no scramble_buffers=hash): fresh random bytes for every write."""
+    (tmp_path / "fio").symlink_to("/usr/bin/fio")
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    data = runner.fio_data()
+    assert data is plan.STOCK and "scramble_buffers=hash" in data.record()["why"]
+    steps = plan.compile_plan(locked.load("smoke"), workload.REFERENCE_CAPACITY, data=data)
+    files = "".join(step.job_file or "" for step in steps)
+    assert "scramble_buffers=hash" not in files and "refill_buffers=1" in files
+    assert all(step.data is plan.STOCK for step in steps)

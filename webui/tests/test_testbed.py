@@ -16,7 +16,7 @@ from test_review import runs_of
 
 from ssdbench.drives import discovery, health, tool_output
 from ssdbench.results import bench, card, document, ranking, report_html, store, testbed
-from ssdbench.run import environment, quiet
+from ssdbench.run import environment, plan, quiet
 
 
 def test_the_drives_write_cache_as_nvme_cli_and_hdparm_print_it():
@@ -241,7 +241,10 @@ def test_a_run_records_the_testbed_and_puts_back_what_it_changed(loopdev, tmp_pa
     assert set(env["cpu"]) >= {"frequency", "turbo"} and "iommu" in env["kernel"]
     assert run["drive"]["host_controller"] is None
     made = card.of(run)["testbed"]
-    assert made["controller"].startswith("none") and made["fio"] == env["tools"]["fio"]
+    assert made["controller"].startswith("none") and made["fio"].startswith(env["tools"]["fio"])
+    # the fio that make test runs (make fio): the data's patch, named in the record and on the card
+    assert env["data"] == {"options": "scramble_buffers=hash", "fio_patch": plan.FIO_PATCH, "why": None}
+    assert made["fio"] == f"{env['tools']['fio']} with {plan.FIO_PATCH}"
     # a loop device cannot be erased: its discard is the most it offers, flagged and yet not another testbed
     assert made["classes"]["purge"] == testbed.REFERENCE["purge"]
     assert any(w.startswith("a purge weaker than the suite asks") for w in document.run_warnings(run))

@@ -68,6 +68,9 @@ def run_warnings(run, suspects=None):
             f"{', '.join(adapted)}, the block sizes and trace IOs that are not whole logical blocks ran rounded up to "
             "them (each step says how)"
         )
+    why = ((run.get("environment") or {}).get("data") or {}).get("why")
+    if why:  # a stock fio: the data of before, made for every write, whose host share rule 9 flags step by step
+        out.append(f"the data was made on the clock: {why}")
     out += testbed.flags(run)
     for step, reasons in zip(run["steps"], validity.suspects(run) if suspects is None else suspects):
         if reasons:

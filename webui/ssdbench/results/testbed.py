@@ -339,6 +339,11 @@ def of(run, suspects):
     shown_host, _ = host(run)
     shown_purge, purge_class, _ = purge_used(run)
     version, fio_class, _ = fio(run)
+    data = env.get("data") or {}
+    if data.get("fio_patch"):
+        version = f"{version} with {data['fio_patch']}"
+    elif data.get("why"):  # the run's warnings say why
+        version = f"{version}, its data made on the clock ({data['options']})"
     return {
         "cpu": (env.get("cpu") or {}).get("model") or NOT_RECORDED,
         "kernel": (env.get("kernel") or {}).get("release") or NOT_RECORDED,

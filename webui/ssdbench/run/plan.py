@@ -26,31 +26,75 @@ DUT_VAR = "SSDBENCH_DUT"
 # What a job writes (methodology, "incompressible data" and "compressible data"); tests/test_data_pattern.py
 # reads it back from a loop device, bench/bench_host_cost.py measures what it costs the host per IO.
 # Compressible: every buffer is made once, before the clock starts: this 512 B pattern (fio 3.33 takes no
-# longer one) over and over, 300 fixed random bytes and 212 zero bytes, which zstd and xz take to 10% of each
+# longer one) over and over, 330 fixed random bytes and 182 zero bytes, which zstd and xz take to 10% of each
 # 4 KiB block, as fio's buffer_compress_percentage=90 did, with the stamps below counted. Then, for every
-# write, fio's scramble (scramble_buffers): the IO's offset and time stamped into each 512 B sector, so that
-# no two 4 KiB blocks are alike. The order matters: buffer_pattern turns scrambling off, the options after it
-# turn it back on and keep the buffers from being refilled.
-COMPRESSIBLE_PATTERN = hashlib.shake_256(b"ssdbench compressible data").digest(300) + bytes(212)
-# Incompressible: fresh random bytes for every write. fio has no cheaper way to make data that no compressor
-# shrinks: a buffer made once and scrambled keeps each old stamp where it fell, 80 bytes of every 512 after a few
-# writes, and zstd and xz then take 11% off each 4 KiB block.
+# write, the stamps of scramble_buffers=hash (below): 24 bytes in each 4 KiB, so that no two 4 KiB blocks are
+# alike. The order matters: buffer_pattern turns scrambling off, the options after it turn it back on and keep
+# the buffers from being refilled.
+COMPRESSIBLE_PATTERN = hashlib.shake_256(b"ssdbench compressible data").digest(330) + bytes(182)
+# Incompressible: random bytes made once, before the clock starts, and for every write the offset, the write's
+# number and time hashed into each 4 KiB (scramble_buffers=hash, our fio patch: board/ssdbench/patches/fio/). The
+# hashed stamps look as random as the bytes they replace, so no compressor shrinks a block and no two blocks are
+# alike, at well under 1 us a 4 KiB or 128 KiB write. A job that also reads writes from buffers of its own, so a
+# buffer made once never carries what a read brought in back to the drive: the same options serve it.
 DATA_OPTIONS = {
-    "incompressible": {"refill_buffers": 1, "buffer_compress_percentage": 0},
-    "compressible": {"buffer_pattern": "0x" + COMPRESSIBLE_PATTERN.hex(), "refill_buffers": 0, "scramble_buffers": 1},
+    "incompressible": {"refill_buffers": 0, "scramble_buffers": "hash"},
+    "compressible": {
+        "buffer_pattern": "0x" + COMPRESSIBLE_PATTERN.hex(),
+        "refill_buffers": 0,
+        "scramble_buffers": "hash",
+    },
     "n/a": {},
-    # A sweep's write pass only (methodology 6; no suite can name it): fio's cheap random data, the buffer of random
-    # bytes made once and scrambled for every write, which zstd and xz take 11% off each 4 KiB block of. Fresh
-    # random bytes (34 us a 128 KiB write) kept the drive idle for a quarter of a QD1 pass on a loop device, and a
-    # pass is one continuous pass.
-    "random bytes made once, scrambled for every write": {"refill_buffers": 0, "scramble_buffers": 1},
 }
-# A job that reads as well as writes has one set of buffers for both: a buffer made once would carry what a
-# read brought in back to the drive. Its compressible data is made afresh for every write, as fio's own.
-MIXED_DATA_OPTIONS = {
-    **DATA_OPTIONS,
-    "compressible": {"refill_buffers": 1, "buffer_compress_percentage": 90, "buffer_compress_chunk": "4k"},
-}
+# A stock fio (a tester's own Linux) has no scramble_buffers=hash. Its only incompressible data is made afresh for
+# every write (refill_buffers: 34 us a 128 KiB write on a 2024 CPU), the data of the suites before, whose host
+# share validity rule 9 flags; its compressible data takes fio's plain stamps (scramble_buffers=1, 24 bytes in
+# each 512 B sector: 3 us a 128 KiB write). Its stamped buffer made once, which zstd and xz take 11% off each
+# 4 KiB block of, is for a sweep's write pass only (methodology 6): fresh random bytes kept the drive idle for a
+# quarter of a QD1 pass on a loop device, and a pass is one continuous pass. A stock fio's job that reads as well as
+# writes has one set of buffers for both, and a buffer made once would carry what a read brought in back to the
+# drive: its compressible data is made afresh for every write, as fio's own.
+STOCK_INCOMPRESSIBLE = {"refill_buffers": 1, "buffer_compress_percentage": 0}
+STOCK_MIXED_COMPRESSIBLE = {"refill_buffers": 1, "buffer_compress_percentage": 90, "buffer_compress_chunk": "4k"}
+STOCK_SWEEP = "random bytes made once, scrambled for every write"
+FIO_PATCH = "0001-options-add-scramble_buffers-hash.patch"
+
+
+@dataclass(frozen=True)
+class Data:
+    """What the host's fio makes each data kind with: a job that only writes, one that also reads, a sweep's write
+    pass; and for the run's record, the fio patch it needs and why a run went without it."""
+
+    name: str
+    writes: dict
+    mixed: dict
+    sweep: str  # the data kind of a sweep's write pass
+    patch: str | None = None
+    why: str | None = None
+
+    def options(self, job):
+        """The fio options of what the job writes."""
+        return (self.mixed if mixes(job) else self.writes)[job["data"]]
+
+    def record(self):
+        return {"options": self.name, "fio_patch": self.patch, "why": self.why}
+
+
+HASHED = Data("scramble_buffers=hash", DATA_OPTIONS, DATA_OPTIONS, "incompressible", FIO_PATCH)
+STOCK = Data(
+    "refill_buffers",
+    {
+        **DATA_OPTIONS,
+        "incompressible": STOCK_INCOMPRESSIBLE,
+        "compressible": {**DATA_OPTIONS["compressible"], "scramble_buffers": 1},
+        STOCK_SWEEP: {"refill_buffers": 0, "scramble_buffers": 1},
+    },
+    {**DATA_OPTIONS, "incompressible": STOCK_INCOMPRESSIBLE, "compressible": STOCK_MIXED_COMPRESSIBLE},
+    STOCK_SWEEP,
+    why=f"this fio has no scramble_buffers=hash ({FIO_PATCH}): incompressible data is made afresh for every "
+    "write (refill_buffers), at a host cost per IO that validity rule 9 flags; a sweep's write pass writes a "
+    "buffer made once and stamped, which zstd and xz take 11% off",
+)
 # Per-IO logs: the issue time of every IO (write_iolog, in microseconds) and its latency
 # (a lat log with log_avg_msec=0). Busy time and burst windows are computed from them.
 PER_IO_LOGS = {"log_avg_msec": 0, "log_offset": 1}
@@ -78,6 +122,7 @@ class PlanStep:
     jobs: list = field(default_factory=list)  # (fio job name, options) in job-file order
     adapted: dict = field(default_factory=dict)  # job name -> (declared bs, bytes it runs): see Fit
     trace: dict | None = None  # a trace step's figures: what it plays
+    data: Data = HASHED  # what its fio makes its data with
 
     @property
     def runtime(self):
@@ -121,12 +166,7 @@ def mixes(job):
     return job["rw"] in ("rw", "randrw") and (50 if rwmixread is None else rwmixread) > 0
 
 
-def data_options(job):
-    """The fio options of what the job writes."""
-    return (MIXED_DATA_OPTIONS if mixes(job) else DATA_OPTIONS)[job["data"]]
-
-
-def fio_options(job, offset, size, logs=None):
+def fio_options(job, offset, size, logs=None, data=HASHED):
     """The fio options of one job, in job-file order; `logs` names its per-second logs."""
     opts = {
         "rw": job["rw"],
@@ -148,7 +188,7 @@ def fio_options(job, offset, size, logs=None):
         opts["loops"] = job["loops"]
     if job["numjobs"] > 1:
         opts["group_reporting"] = 1
-    opts.update(data_options(job))
+    opts.update(data.options(job))
     if logs:
         for log in ("bw", "iops", "lat", "hist"):
             opts[f"write_{log}_log"] = logs
@@ -156,10 +196,12 @@ def fio_options(job, offset, size, logs=None):
 
 
 class Fit:
-    """Block sizes fitted to the drive's logical block, and which jobs had to change."""
+    """What the run's drive and fio take: block sizes fitted to the drive's logical block (and which jobs had to
+    change), and the data options its fio can make (Data)."""
 
-    def __init__(self, block):
+    def __init__(self, block, data=HASHED):
         self.block = block
+        self.data = data
         self.adapted = {}
 
     def job(self, name, job):
@@ -227,7 +269,7 @@ def scaled(step, size):
 def _fio(suite, i, step, capacity, rates, fit):
     offset, size = span(step["span"], capacity)
     step = scaled(step, size)
-    jobs = [(step["id"], fio_options(fit.job(step["id"], step), offset, size, logs=step["id"]))]
+    jobs = [(step["id"], fio_options(fit.job(step["id"], step), offset, size, logs=step["id"], data=fit.data))]
     return PlanStep(
         i,
         step["id"],
@@ -246,7 +288,7 @@ def _matrix(suite, i, step, capacity, rates, fit):
     jobs, estimate = [], 0.0
     for name, job in locked.matrix_jobs(step):
         offset, size = span(job["span"], capacity)
-        jobs.append((name, {**fio_options(fit.job(name, job), offset, size), "stonewall": 1}))
+        jobs.append((name, {**fio_options(fit.job(name, job), offset, size, data=fit.data), "stonewall": 1}))
         estimate += rates.job_seconds(job, size)
     text = job_file(suite, step, jobs, adapted=fit.adapted)
     return PlanStep(i, step["id"], "matrix", step["title"], estimate, step, 0, capacity, text, jobs)
@@ -273,7 +315,7 @@ def zone_offsets(zones, zone_size, capacity):
     return [k * stride for k in range(zones)]
 
 
-SWEEP_DATA = {"write": "random bytes made once, scrambled for every write", "read": "n/a"}
+SWEEP_DATA = {"write": "incompressible", "read": "n/a"}
 
 
 def sweep_pass_name(rw):
@@ -291,7 +333,8 @@ def _sweep(suite, i, step, capacity, rates, fit):
     jobs = []
     for rw in locked.sweep_passes(step):
         name = sweep_pass_name(rw)
-        job = fit.job(name, {"rw": rw, "bs": step["bs"], "iodepth": 1, "numjobs": 1, "data": SWEEP_DATA[rw]})
+        data = fit.data.sweep if rw == "write" else "n/a"
+        job = fit.job(name, {"rw": rw, "bs": step["bs"], "iodepth": 1, "numjobs": 1, "data": data})
         strided = {
             "zonemode": "strided",
             "zonesize": zone,
@@ -303,7 +346,7 @@ def _sweep(suite, i, step, capacity, rates, fit):
             "disable_slat": 1,
             "disable_clat": 1,
         }
-        jobs.append((name, {**fio_options(job, 0, (step["zones"] - 1) * stride + zone), **strided}))
+        jobs.append((name, {**fio_options(job, 0, (step["zones"] - 1) * stride + zone, data=fit.data), **strided}))
     estimate = step["zones"] * zone * (1 / rates.write + 1 / rates.read)
     text = job_file(suite, step, jobs, adapted=fit.adapted)
     return PlanStep(i, step["id"], "sweep", step["title"], estimate, step, 0, capacity, text, jobs)
@@ -344,7 +387,7 @@ def _burst(suite, i, step, capacity, rates, fit):
                 "read_iolog": f"background{k}.replay",
                 "read_iolog_chunked": 1,
                 "replay_redirect": f"${{{DUT_VAR}}}",
-                **DATA_OPTIONS["incompressible"],
+                **fit.data.writes["incompressible"],
                 "write_lat_log": f"background{k}",
                 **logs,
             },
@@ -518,14 +561,16 @@ def declared_jobs(step):
     return []
 
 
-def compile_plan(suite, capacity, block=SECTOR):
-    """The steps of a suite on a drive of `capacity` bytes and logical blocks of `block` bytes."""
+def compile_plan(suite, capacity, block=SECTOR, data=HASHED):
+    """The steps of a suite on a drive of `capacity` bytes and logical blocks of `block` bytes, for a fio that
+    makes its data with `data`."""
     rates = Rates(suite)
     steps = []
     for i, spec in enumerate(suite.steps):
-        fit = Fit(block)
+        fit = Fit(block, data)
         steps.append(BUILDERS[spec["kind"]](suite, i, spec, capacity, rates, fit))
         steps[-1].adapted = fit.adapted
+        steps[-1].data = data
         # not a burst's: its estimate sets how long its background writes (burst.period_count), a part of its workload
         if steps[-1].jobs and spec["kind"] != "burst":
             steps[-1].estimate_s += STEP_START_S + JOB_START_S * len(steps[-1].jobs)

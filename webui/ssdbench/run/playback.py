@@ -37,8 +37,9 @@ def job_name(k):
     return f"seg{k:04d}"
 
 
-def replay_job(k, qd):
-    """The fio job that replays segment k of a trace, at the segment's queue depth: (name, options)."""
+def replay_job(k, qd, data=plan.HASHED):
+    """The fio job that replays segment k of a trace, at the segment's queue depth, with what `data` makes its
+    writes: (name, options)."""
     name = job_name(k)
     return name, {
         "read_iolog": f"{name}.replay",
@@ -46,7 +47,7 @@ def replay_job(k, qd):
         "replay_redirect": f"${{{plan.DUT_VAR}}}",
         "iodepth": qd,
         "stonewall": 1,
-        **plan.DATA_OPTIONS["incompressible"],
+        **data.mixed["incompressible"],
         "disable_lat": 1,
         "disable_slat": 1,
         "write_lat_log": name,
@@ -111,7 +112,7 @@ def prepare(step, out_dir, capacity, suite, data_dir, block=plan.SECTOR):
             f"covers ({expected[:16]}...): this Python or this ssdbench does not make the locked trace"
         )
     mapped, was_mapped = trace_file.map_to_capacity(trace, capacity)
-    jobs = [replay_job(k, qd) for k, (qd, _) in enumerate(plan.trace_segments(spec))]
+    jobs = [replay_job(k, qd, step.data) for k, (qd, _) in enumerate(plan.trace_segments(spec))]
     info = {
         **{key: value for key, value in plan.trace_figures(spec).items() if key in ("profile", "seed", "name")},
         "label": trace.label,

@@ -546,6 +546,12 @@ def check_host():
     tools.require("fio")
 
 
+def fio_data():
+    """What the host's fio makes the suites' data with: our patch's scramble_buffers=hash where it has it, else
+    the suites' data of before (plan.STOCK), which says why."""
+    return plan.HASHED if "hash" in tools.fio_values("scramble_buffers") else plan.STOCK
+
+
 def prepare(data_dir, suite, device, confirm, destroy_data=False, allow_usb=False):
     """The drive, checked as a target against the tester's confirmation, and the suite's plan on it, checked
     to fit in the data folder."""
@@ -553,7 +559,7 @@ def prepare(data_dir, suite, device, confirm, destroy_data=False, allow_usb=Fals
     check_target(drive, confirm, destroy_data)
     if drive["transport"] == "nvme":
         tools.require("nvme")
-    steps = plan.compile_plan(suite, drive["capacity_bytes"], drive["logical_block_size"])
+    steps = plan.compile_plan(suite, drive["capacity_bytes"], drive["logical_block_size"], fio_data())
     space.check(data_dir, suite, steps)
     return drive, steps
 
@@ -608,6 +614,7 @@ def run_under_lock(db, data_dir, lock, run_id, suite, drive, steps, signals, on_
     controls = quiet.Quiet(drive, quiet.Record(data_dir, run_id, drive))
     try:
         env = environment.fingerprint(suite, drive)
+        env["data"] = (steps[0].data if steps else fio_data()).record()
         if recovered is not None:
             env["recovered"] = recovered
         env["controls"] = controls.apply()

@@ -1,6 +1,7 @@
 """Find and start the external tools: always an argv list, never a shell."""
 
 import os
+import re
 import shutil
 import subprocess
 
@@ -70,3 +71,13 @@ def version(name):
     except SsdbenchError as exc:
         return f"unknown ({exc})"
     return next((line.strip() for line in out.splitlines() if line.strip()), "unknown")
+
+
+def fio_values(option):
+    """The values that fio's own help (`fio --cmdhelp`) lists for one of its options: empty where it lists none."""
+    try:
+        out = run([require("fio"), f"--cmdhelp={option}"], timeout=10, ok=None)
+    except SsdbenchError:
+        return set()
+    # "        valid values: 0          Do not scramble buffers" and "                    : hash       Hashed ..."
+    return set(re.findall(r"^\s*(?:valid values)?\s*:\s+(\S+)\s", out, re.M))
