@@ -342,9 +342,25 @@ class Run:
         return ("cancelled", STOPPED) if self.should_stop(now=True) else ("failed", error)
 
     def baseline(self, step):
-        """The clean sweep's average write MB/s, which a later sweep's recovery is measured against."""
+        """What earlier steps give a step to be measured against: a later sweep, the clean sweep's average write
+        MB/s, which its recovery is measured against; a steady-state step, the bytes the run wrote since its last
+        purge, and where they come from, the drive fills before its judged window (derive.window_fills)."""
+        if "steady" in step.spec:
+            return self.written_since_purge(step)
         key = step.spec.get("baseline") if step.kind == "sweep" else None
         return store.step_metric(self.db, self.run_id, key, "write.avg_mb_s") if key else None
+
+    def written_since_purge(self, step):
+        """(bytes, where from): what the run's steps before `step` wrote since its last purge, as fio counted it;
+        since the run's start where no purge came before it."""
+        keys, start = [], "the run's start (what the drive held before the run is not known)"
+        for earlier in reversed([s for s in self.steps if s.index < step.index]):
+            if earlier.kind == "purge":
+                start = f"the purge step {earlier.id}"
+                break
+            keys.insert(0, earlier.id)
+        written = sum(store.written_bytes(self.db, self.run_id, key) for key in keys)
+        return written, f"write.io_bytes of the steps since {start}: {', '.join(keys) or 'none'}"
 
     def walk_steps(self, ending=None):
         """The steps, the health snapshot after them, then `ending(before, after)` (the two snapshots; after is
