@@ -128,10 +128,15 @@ class Run:
         try:
             self.calibration = host_cost.calibrate(self.suite, self.steps, self.run_dir, self.cpus, self.should_stop)
         except SsdbenchError as exc:
-            return {"unavailable": str(exc)}
+            return {"unavailable": str(exc), "failed": True}
         finally:
             self.calibrated_s = self.calibration_s
         return self.calibration or {"unavailable": "no step of the suite plays a job the null engine can"}
+
+    def calibrate_again(self):
+        """At the run's end, on the same CPU: a few of the jobs calibrated through the kernel, played again
+        (host_cost.again), to show a CPU whose speed moved while the steps ran."""
+        return host_cost.again(self.suite, self.calibration, self.run_dir, self.cpus, self.should_stop)
 
     def should_stop(self, now=False):
         """A signal, or a cancel in the database (read at most once a second, unless `now`)."""
@@ -639,8 +644,11 @@ def run_under_lock(db, data_dir, lock, run_id, suite, drive, steps, signals, on_
         run.write_json("environment.json", env)
 
         def ending(before, after):
+            # The host's cost again at the end of a run that ran its steps, under the same controls as at its start.
             # What the run changed is put back before it is recorded as ended, and the record says how: the
             # environment holds both ends of the run, with how the drive's counters of time spent hot moved.
+            if after is not None and run.calibration and not run.should_stop(now=True):
+                env["host_cost"]["end"] = run.calibrate_again()
             env["restored"] = controls.restore()
             env["thermal"] = health.thermal_between(before, after)
             store.set_environment(db, run_id, env)
