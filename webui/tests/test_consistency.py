@@ -188,6 +188,18 @@ def judged(data_dir, run, s, m):
     return rounds
 
 
+def drive_fills(data_dir, run, s, m, span):
+    """The drive fills the step says were written before and within its judged window, checked against the
+    preconditioning's two and the step's own writes in fio's bandwidth log, over the step's `span` of bytes; the
+    fills within."""
+    lo, hi = int(m["steady.window_from_s"]["value"]), int(m["steady.window_to_s"]["value"])
+    with open(data_dir / store.step_folder(run["id"], s["idx"], s["key"]) / f"{s['key']}_bw.1.log") as f:
+        bw = [x.value * 1024 for x in fio_output.fio_log(f.read()) if x.direction == 1]
+    assert m["steady.fills_before"]["value"] == pytest.approx(2 + sum(bw[:lo]) / span, rel=1e-9)
+    assert m["steady.fills_in_window"]["value"] == pytest.approx(sum(bw[lo:hi]) / span, rel=1e-9)
+    return m["steady.fills_in_window"]["value"]
+
+
 def test_a_slow_drive_reaches_steady_state_at_its_throttle_and_too_short_a_step_says_why(tmp_path, loopdev, throttle):
     dev, _ = loopdev("256M")
     data_dir = tmp_path / "data"
@@ -203,11 +215,19 @@ def test_a_slow_drive_reaches_steady_state_at_its_throttle_and_too_short_a_step_
     assert m["steady.reached_s"]["value"] == steady.WINDOW * 2
     figure = next(f for f in headline.review(run) if f["id"] == "consistency")
     assert figure["value"] == m["steady.avg_iops"]["value"]
+    # its proof beside it: the window's slope and the drive fills before and within it, as the step has them
+    slope, before, within = (
+        m[f"steady.{n}"]["value"] for n in ("slope_percent_per_min", "fills_before", "fills_in_window")
+    )
+    assert (
+        figure["proof"] == f"slope {slope:+.2f}%/min, {before:.2f} drive fills before the window, {within:.2f} within"
+    )
     # The preconditioning wrote the span twice, sequentially, before it.
     fill, f = step_of(run, "fill-consistency")
     assert "loops=2\n" in fill["job_file"] and f["write.io_bytes"]["value"] == 2 * 256 * 2**20
-    # and the window says so: two fills before it and the step's own first seconds; flat, so no decline
-    assert m["steady.fills_before"]["value"] > 2 and ", a decline" not in m["steady.reached"]["source"]
+    # and the window says so: two fills before it and the step's own seconds before it; flat, so no decline
+    drive_fills(data_dir, run, s, m, 256 * 2**20)
+    assert ", a decline" not in m["steady.reached"]["source"]
     # 25% spare area: 192 MiB is 9 s, 4 whole rounds, too few for a window of 5. Not reached, and why.
     s, m = step_of(run, "consistency-spare")
     assert "runtime=9\n" in s["job_file"] and m["steady.reached"]["value"] == 0
@@ -271,13 +291,6 @@ def test_a_drive_still_declining_slowly_is_not_steady_and_the_window_shows_its_p
     assert "runtime=23\n" in s["job_file"] and m["steady.rounds"]["value"] == rounds and rounds in (6, 7)
     assert m["steady.reached"]["value"] == 0 and ", a decline (over 1% a round" in m["steady.reached"]["source"]
     assert m["steady.slope_percent_per_min"]["value"] * 3 / 60 == pytest.approx(-100 * DECLINE, abs=0.7)
-    # The drive fills before and within the judged window: the preconditioning's two, and the step's own writes
-    # before and within the window, from fio's bandwidth log, over the 320 MiB span.
-    lo, hi = int(m["steady.window_from_s"]["value"]), int(m["steady.window_to_s"]["value"])
-    with open(data_dir / store.step_folder(1, 2, "consistency") / "consistency_bw.1.log") as f:
-        bw = [x.value * 1024 for x in fio_output.fio_log(f.read()) if x.direction == 1]
-    span = 320 * 2**20
-    assert m["steady.fills_before"]["value"] == pytest.approx(2 + sum(bw[:lo]) / span, rel=1e-9)
-    assert m["steady.fills_in_window"]["value"] == pytest.approx(sum(bw[lo:hi]) / span, rel=1e-9)
-    # about the limits' 4 KiB writes: 1000 IOPS falling 2% a round, 15 s
-    assert m["steady.fills_in_window"]["value"] == pytest.approx(15 * 900 * 4096 / span, rel=0.15)
+    # the window's proof: about the limits' 4 KiB writes within it, 1000 IOPS falling 2% a round, 15 s
+    within = drive_fills(data_dir, run, s, m, 320 * 2**20)
+    assert within == pytest.approx(15 * 900 * 4096 / (320 * 2**20), rel=0.15)

@@ -113,13 +113,6 @@ def steady_state(points, round_s, runtime, name):
         Metric("steady.window_from_s", float(lo), "s", f"start of the window the rule judged: {where}"),
         Metric("steady.window_to_s", float(hi), "s", f"end of the window the rule judged: {where}"),
         Metric("steady.avg_iops", statistics.fmean(window), "IOPS", f"mean of {source}, {where}"),
-        Metric(
-            "steady.slope_percent_per_min",
-            (found.slope_ratio or 0.0) * 100 * 60 / round_s,
-            "%/min",
-            f"least-squares slope of the {steady.WINDOW} round averages of {source}, {where}, over their average, "
-            f"x 100, x 60 / {round_s} s a round",
-        ),
         Metric("steady.min_iops", min(window), "IOPS", f"minimum of {source}, {where}"),
         Metric(
             "steady.stddev_iops",
@@ -134,6 +127,16 @@ def steady_state(points, round_s, runtime, name):
             f"{rule}; rounds {first} to {last} (t = {lo} to {hi} s): {verdict}",
         ),
     ]
+    if found.slope_ratio is not None:  # none where the window's average is not above 0
+        metrics.append(
+            Metric(
+                "steady.slope_percent_per_min",
+                found.slope_ratio * 100 * 60 / round_s,
+                "%/min",
+                f"least-squares slope of the {steady.WINDOW} round averages of {source}, {where}, over their "
+                f"average, x 100, x 60 / {round_s} s a round",
+            )
+        )
     if found.reached:
         metrics.append(
             Metric(

@@ -173,7 +173,7 @@ def through_kernel(suite, jobs, out_dir, cpus, should_stop, name):
     try:
         with kernel_device.device(f"ssdbench-{name}-{os.getpid()}") as (dev, what):
             doc = play(kernel_job_file(suite, jobs, what), name, out_dir, dev, cpus, should_stop, "through the kernel")
-    except SsdbenchError as exc:
+    except (SsdbenchError, OSError) as exc:  # OSError: no room in tmpfs, no losetup
         return {"unavailable": str(exc)}
     return {
         "device": what,

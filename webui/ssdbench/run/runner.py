@@ -170,7 +170,10 @@ class Run:
         done = self.calibrated_s + sum(s.estimate_s for s in self.steps[:idx])
         current = self.steps[idx].estimate_s if idx < len(self.steps) else 0
         eta = max(0.0, self.total_estimate - done - fraction * current)
-        percent = min(100.0, 100.0 * (done + fraction * current) / self.total_estimate)
+        # every step done is 100%, whatever the float sums of the estimates in another order give
+        percent = (
+            100.0 if idx == len(self.steps) else min(100.0, 100.0 * (done + fraction * current) / self.total_estimate)
+        )
         try:
             store.update_progress(self.db, self.run_id, idx, percent, eta, iops, bw)
         except store.DataFull:
