@@ -158,8 +158,10 @@ def test_steady_state_figures_are_those_of_the_final_window_and_too_few_rounds_s
     assert m["steady.reached"].value == 0 and "steady.reached_s" not in m and "steady.avg_iops" in m
     assert m["steady.reached"].source.endswith(
         "rounds 2 to 6 (t = 2 to 12 s): range 42.0% (at most 20%) and slope excursion 41.9% (at most 10%) of its "
-        "average 737 IOPS: not reached"
+        "average 737 IOPS, slope -10.49% of it a round, a decline (over 1% a round, and over 2.353 standard errors "
+        "of the slope: more than its rounds' scatter explains): not reached"
     )
+    assert m["steady.slope_percent_per_min"].value == pytest.approx(-10.49 * 30, abs=0.2)
     # 9 s hold 4 whole rounds: no window, so no figures, and the reason says why.
     m = {x.name: x for x in derive.steady_state(points[:9], 2, 9, "write.iops")}
     assert set(m) == {"steady.rounds", "steady.reached"} and m["steady.reached"].value == 0

@@ -4,6 +4,7 @@ each traced to fio's own output and the kernel's count; a share or a wait over t
 rule 9), and a calibration in which fio lacked a whole CPU flags the testbed. On real loop devices, real fio, and a
 real CPU cgroup quota (cgroup v1 `cpu.cfs_quota_us`, or v2 `cpu.max`) for the slow host."""
 
+import copy
 import os
 import re
 import shutil
@@ -11,11 +12,11 @@ import sqlite3
 import uuid
 
 import pytest
-from conftest import ENGINE_SUITE, login, make_app, needs_root, ssdbench
+from conftest import ENGINE_SUITE, backing_file, login, make_app, needs_root, ssdbench
 from test_review import runs_of
 
 from ssdbench.results import card, causes, document, store, testbed, validity
-from ssdbench.run import fio_output, host_cost, plan
+from ssdbench.run import fio_output, host_cost, kernel_device, plan
 from ssdbench.suites import locked
 
 V1 = "/sys/fs/cgroup/cpu"
@@ -45,6 +46,30 @@ def test_a_run_measures_the_hosts_cost_and_every_figure_carries_its_share(finish
         assert job["iops"] == measured > 0 and job["us_per_io"] == pytest.approx(1e6 / measured)
         # the host's CPU time per IO: its wall time per IO, less the share of it fio waited for a CPU
         assert job["cpu_us_per_io"] == pytest.approx(job["us_per_io"] * min(job["cpu_percent"], 100) / 100)
+    # the same jobs through the kernel, with the suite's ioengine and direct IO: on null_blk where the kernel has
+    # it, here on the stand-in, which says why
+    kernel = cost["kernel"]
+    assert kernel["device"].startswith("null_blk: " if os.path.exists(kernel_device.NULL_BLK) else "stand-in: ")
+    with open(os.path.join(run_dir, kernel["job_file"])) as f:
+        text = f.read()
+    assert "ioengine=libaio" in text and "direct=1" in text and "ioengine=null" not in text
+    assert [job["key"] for job in kernel["jobs"]] == [job["key"] for job in cost["jobs"]]
+    for n, job in enumerate(kernel["jobs"]):
+        assert job["iops"] == host_cost.iops(fio_job(os.path.join(run_dir, kernel["output"]), f"job{n}")) > 0
+    # at the run's end, its first and last job on the null engine again, each one's ratio traced to both outputs
+    end, first_last = cost["end"], (cost["jobs"][0], cost["jobs"][-1])
+    assert [job["key"] for job in end["jobs"]] == [job["key"] for job in first_last]
+    for n, (job, begun) in enumerate(zip(end["jobs"], first_last)):
+        assert job["iops"] == host_cost.iops(fio_job(os.path.join(run_dir, end["output"]), f"job{n}")) > 0
+        assert end["ratios"][n] == pytest.approx(job["cpu_us_per_io"] / begun["cpu_us_per_io"])
+    limit = host_cost.DRIFT_LIMIT
+    assert end["moved"] == (all(r > 1 + limit for r in end["ratios"]) or all(r < 1 - limit for r in end["ratios"]))
+    # the CPU's vulnerabilities and their mitigations, as the kernel words them, in the testbed record
+    folder = "/sys/devices/system/cpu/vulnerabilities"
+    if os.path.isdir(folder):
+        with_words = {name: open(os.path.join(folder, name)).read().strip() for name in os.listdir(folder)}
+        assert run["environment"]["cpu"]["vulnerabilities"] == with_words
+    through = {job["key"]: job for job in kernel["jobs"]}
     null = {job["key"]: job for job in cost["jobs"]}
     done = {s["key"]: s for s in document.run_document(store.connect(data_dir), run["id"])["steps"]}
     for step in steps:
@@ -55,12 +80,51 @@ def test_a_run_measures_the_hosts_cost_and_every_figure_carries_its_share(finish
         job = fio_job(os.path.join(data_dir, store.step_folder(run["id"], step.index, step.id), "fio.json"), step.id)
         expected = null[host_cost.key(step.jobs[0][1])]["cpu_us_per_io"] * host_cost.iops(job) / 1e4
         assert metrics["host_share_percent"] == pytest.approx(expected), step.id
+        kernel_share = through[host_cost.key(step.jobs[0][1])]["cpu_us_per_io"] * host_cost.iops(job) / 1e4
+        assert metrics["host_kernel_share_percent"] == pytest.approx(kernel_share), step.id
         # the kernel's count of fio's wait for a CPU, as the step's detail records it
         waited = stored["detail"]["cpu_wait"]
         assert waited["tasks"] >= 1 and waited["ran_s"] > 0
         assert metrics["host.cpu_wait_percent"] == waited["wait_percent"]
         assert validity.host_bound(metrics) == [r for r in stored["suspect"] if "the PC's" in r]
     assert "us of CPU per IO" in card.of(run)["testbed"]["host"]
+
+
+@needs_root()
+def test_a_cpu_that_slowed_by_the_runs_end_or_a_calibration_that_failed_flags_the_run(finished_run, tmp_path):
+    data_dir, _ = finished_run
+    run = copy.deepcopy(runs_of(data_dir)[0])
+    cost = run["environment"]["host_cost"]
+    suite = locked.load(path=ENGINE_SUITE[1], allow_non_standard=True)
+    # As if the CPU had run twice as fast when the run began: fio on the null engine at the end, for real, takes
+    # about twice the CPU time per IO in every job played again.
+    fast = {**cost, "jobs": [{**job, "cpu_us_per_io": job["cpu_us_per_io"] / 2} for job in cost["jobs"]]}
+    end = host_cost.again(suite, fast, str(tmp_path), None, lambda now=False: False)
+    assert end["moved"] and len(end["ratios"]) == 2 and min(end["ratios"]) > 1 + host_cost.DRIFT_LIMIT
+    cost["end"] = end
+    assert any("the CPU's speed changed while the steps ran" in f for f in testbed.flags(run))
+    assert card.of(run)["testbed"]["classes"]["flagged"] != testbed.REFERENCE["flagged"]
+    # A calibration through the kernel that failed, one at the end, and one before the first step: each flagged.
+    for part, text in (("kernel", "through the kernel failed"), ("end", "at the run's end failed")):
+        broken = copy.deepcopy(run)
+        broken["environment"]["host_cost"][part] = {"unavailable": "fio: failed"}
+        assert any(text in f for f in testbed.flags(broken)), part
+    run["environment"]["host_cost"] = {"unavailable": "the host-cost calibration on fio's null engine failed: x"}
+    assert not any("calibration failed" in f for f in testbed.flags(run))  # a suite with no job to calibrate
+    run["environment"]["host_cost"]["failed"] = True
+    assert any("the host-cost calibration failed" in f for f in testbed.flags(run))
+
+
+@needs_root()
+def test_the_stand_in_for_null_blk_is_a_direct_io_loop_device_in_ram_and_leaves_nothing():
+    name = f"ssdbench-test-{uuid.uuid4().hex[:8]}"
+    with kernel_device.stand_in(name) as (dev, what):
+        assert backing_file(dev) == os.path.join(kernel_device.SHM, name)
+        with open(f"/sys/block/{os.path.basename(dev)}/loop/dio") as f:
+            assert f.read().strip() == "1" and "with direct IO" in what
+        assert "null_blk is not in this kernel" in what
+    assert backing_file(dev) != os.path.join(kernel_device.SHM, name)
+    assert not os.path.exists(os.path.join(kernel_device.SHM, name))
 
 
 def test_a_share_or_a_wait_over_the_limit_flags_the_figure():

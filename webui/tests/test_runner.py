@@ -91,7 +91,7 @@ def test_run_end_to_end_and_every_metric_traces_to_fio(loopdev, tmp_path):
         assert (folder / f"{step['key']}.fio").read_text() == step["job_file"]
         assert step["metrics"], step["key"]
         for m in step["metrics"]:
-            if m["name"] in ("host_share_percent", "host.cpu_wait_percent"):
+            if m["name"] in ("host_share_percent", "host_kernel_share_percent", "host.cpu_wait_percent"):
                 continue  # the host's share and wait: test_host_cost traces them to both fio outputs and schedstat
             assert fio_output.source_value(doc, m["source"]) == m["value"], (step["key"], m)
         iops = {m["name"]: m["value"] for m in step["metrics"]}

@@ -2,6 +2,8 @@
 
 import random
 
+import pytest
+
 from ssdbench.run import steady
 
 
@@ -102,3 +104,20 @@ def test_the_final_windows_range_and_slope_are_kept_for_the_reason():
     assert not found.reached and found.window == (3, 7)
     assert abs(found.range_ratio - 3_000 / 10_600) < 1e-9 and found.excursion_ratio < 1e-9
     assert abs(found.window_average - 10_600) < 1e-6
+
+
+def test_a_drive_declining_slowly_passes_pts_limits_but_not_the_rule():
+    # Settled, then 2.4% less each round for the last 7: PTS's range and slope excursion pass the final window
+    # (9.6% and 9.5%), but its line falls 2.4% a round with next to no scatter about it: a decline.
+    averages = PLATEAU + LOW + [8_000 * 0.976**r for r in range(1, 8)]
+    found = steady.detect(per_second(averages))
+    assert found.range_ratio <= steady.MAX_RANGE and found.excursion_ratio <= steady.MAX_SLOPE_EXCURSION
+    assert found.declining and not found.reached and found.slope_ratio == pytest.approx(-0.024, abs=0.001)
+
+
+def test_a_short_last_round_or_a_rise_is_no_decline():
+    # One round 10% short at the window's end (a busy host's second 20% short in a 2 s round): its line falls
+    # 2% a round, but the scatter explains it (t = -1.7). A drive still recovering rises: never a decline.
+    assert steady.window_is_steady([1000, 1000, 1000, 1000, 900]) and not steady.declines([1000] * 4 + [900])
+    assert steady.window_is_steady([900, 920, 940, 960, 980])
+    assert not steady.window_is_steady([1000, 985, 970, 955, 940])  # 1.5% a round, steadily: a decline

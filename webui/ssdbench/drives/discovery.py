@@ -483,7 +483,8 @@ def discover(named=(), allow_usb=False):
         is_named = node["path"] in named_paths
         if node["type"] not in ("disk", "loop") or (node["type"] == "loop" and not is_named):
             continue
-        if re.match(r"(zram|ram)\d", node["name"]):  # memory, not drives
+        # memory, not drives; null_blk (nullb) is the host-cost calibration's device, with no media at all
+        if re.match(r"(zram|ram|nullb)\d", node["name"]):
             continue
         if named and not is_named:
             continue

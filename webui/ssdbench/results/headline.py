@@ -192,11 +192,23 @@ def _value(step, name):
     return metric if metric is not None and isinstance(metric["value"], (int, float)) else None
 
 
+def proof(step):
+    """A steady-state figure's proof, in words, beside it: its judged window's slope, and the drive fills written
+    before and within the window (run/derive.py); None for a step that recorded none (runs before them)."""
+    slope, before, within = (
+        _value(step, f"steady.{name}") for name in ("slope_percent_per_min", "fills_before", "fills_in_window")
+    )
+    parts = [f"slope {slope['value']:+.2f}%/min"] if slope else []
+    if before and within:
+        parts.append(f"{before['value']:.2f} drive fills before the window, {within['value']:.2f} within")
+    return ", ".join(parts) or None
+
+
 def review(run):
     """The review figures a run has (store.get_run's shape, or a run document), in REVIEW's order: dicts with
-    id, label, test, step, name, value, unit, better and source. Only steps that ended done count, as for
-    figures(), and only where the figure's condition holds (not_reached()). A figure measured per step of a
-    kind gets the step's key in its id and label."""
+    id, label, test, step, name, value, unit, better, source and proof (a steady-state figure's, else None). Only
+    steps that ended done count, as for figures(), and only where the figure's condition holds (not_reached()). A
+    figure measured per step of a kind gets the step's key in its id and label."""
     out = []
     for r, step, fid, label in _chosen(run):
         metric = _value(step, r.name)
@@ -214,6 +226,7 @@ def review(run):
                 "better": r.better,
                 "source": metric["source"],
                 "host": host_bound(step, r.name),
+                "proof": proof(step) if r.requires == "steady.reached" else None,
             }
         )
     return out

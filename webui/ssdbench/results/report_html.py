@@ -64,8 +64,9 @@ def summary(s):
         for f in s["figures"]:
             hover = f"{f['name']} = {f['value']} {f['unit']}\nsource: {f['source']}"
             out.append(
-                f'<tr data-figure="{_e(f["id"])}"><td class="test">{_e(f["test"])}</td><th>{_e(f["label"])}</th>'
-                f'<td class="num" title="{_e(hover)}">{_e(quantity(f["value"], f["unit"]))}'
+                f'<tr data-figure="{_e(f["id"])}"><td class="test">{_e(f["test"])}</td><th>{_e(f["label"])}'
+                + (f'<br><small class="proof">{_e(f["proof"])}</small>' if f.get("proof") else "")
+                + f'</th><td class="num" title="{_e(hover)}">{_e(quantity(f["value"], f["unit"]))}'
                 f"{' ' + ''.join(marks[f['step']]) if f['step'] in marks else ''}</td>"
                 f'<td class="better">{_e(f["better"])} is better</td></tr>'
             )

@@ -600,6 +600,17 @@ def step_metric(db, run_id, key, name):
     return row[0] if row else None
 
 
+def written_bytes(db, run_id, key):
+    """The bytes a step of the run wrote, as fio counted them: its jobs' write.io_bytes added up."""
+    row = db.execute(
+        """SELECT SUM(metrics.value) FROM metrics JOIN steps ON steps.id = metrics.step_id
+                        WHERE steps.run_id=? AND steps.key=?
+                        AND (metrics.name='write.io_bytes' OR metrics.name LIKE '%.write.io_bytes')""",
+        (run_id, key),
+    ).fetchone()
+    return row[0] or 0
+
+
 def add_series(db, run_id, sid, name, unit, source, points, x_unit="ms"):
     """A curve: `points` are (x, value) with x in `x_unit` (ms since the step's start, unless stated)."""
     series_id = db.execute(

@@ -189,27 +189,57 @@ def controls(run):
 
 
 def host(run):
-    """(what the host cost, the flag when fio did not have a whole CPU): the host-cost calibration
-    (run/host_cost.py), its cost per IO and the share of a CPU fio had in it, the median of its jobs'. Below
-    WHOLE_CPU percent, other work or a limit on the host (a CPU quota, a busy neighbour) held fio back as the run
-    began: the run's testbed is flagged, whatever its steps' own waits (validity rule 9) show."""
+    """(what the host cost, the flag when the calibration says the PC is in the figures): the host-cost calibration
+    (run/host_cost.py), its cost per IO and the share of a CPU fio had in it, the median of its jobs', on fio's null
+    engine and through the kernel. Flagged: a calibration that failed, where the figures carry no host share; one in
+    which fio had under WHOLE_CPU percent (other work or a limit on the host, a CPU quota, a busy neighbour, held it
+    back as the run began), whatever its steps' own waits (validity rule 9) show; one whose CPU time per IO on the
+    null engine moved from the run's start to its end by more than the noise (the CPU's speed changed)."""
     cost = (run.get("environment") or {}).get("host_cost")
     if not isinstance(cost, dict):
         return NOT_RECORDED, None
     jobs = [job for job in cost.get("jobs") or [] if isinstance(job.get("cpu_percent"), (int, float))]
     if not jobs:
-        return f"unavailable: {cost.get('unavailable', 'no job measured')}", None
+        why = cost.get("unavailable", "no job measured")
+        failed = f"{validity.HOST_CAUSE}: the host-cost calibration failed ({why}), so no figure carries its host share"
+        return f"unavailable: {why}", failed if cost.get("failed") else None
     median = sorted(job["cpu_percent"] for job in jobs)[len(jobs) // 2]
     costs = sorted(job.get("cpu_us_per_io") or job["us_per_io"] for job in jobs if job.get("us_per_io"))
     shown = f"fio had {median:.0f}% of a CPU on the null engine, {costs[0]:.2f} to {costs[-1]:.2f} us of CPU per IO"
-    if median >= WHOLE_CPU:
-        return shown, None
-    flag = (
-        f"{validity.HOST_CAUSE}: fio had {median:.0f}% of a CPU when the host's cost was measured before the run, "
-        f"under {WHOLE_CPU:.0f}%: "
-        "other work or a limit on the host held it back, so every figure may be partly the PC's"
-    )
-    return shown, flag
+    flags = []
+    if median < WHOLE_CPU:
+        flags.append(
+            f"{validity.HOST_CAUSE}: fio had {median:.0f}% of a CPU when the host's cost was measured before the run, "
+            f"under {WHOLE_CPU:.0f}%: "
+            "other work or a limit on the host held it back, so every figure may be partly the PC's"
+        )
+    kernel, end = cost.get("kernel"), cost.get("end")
+    if isinstance(kernel, dict):
+        through = sorted(job["cpu_us_per_io"] for job in kernel.get("jobs") or [] if job.get("cpu_us_per_io"))
+        if through:
+            shown += f"; through the kernel {through[0]:.2f} to {through[-1]:.2f} us ({kernel.get('device')})"
+        else:
+            shown += f"; through the kernel unavailable: {kernel.get('unavailable', 'no job measured')}"
+            flags.append(
+                f"{validity.HOST_CAUSE}: the host-cost calibration through the kernel failed "
+                f"({kernel.get('unavailable', 'no job measured')}): the kernel's part of each IO is not measured"
+            )
+    if isinstance(end, dict) and isinstance(end.get("ratio"), (int, float)):
+        shown += f"; at the run's end x{end['ratio']:.2f}"
+        if end.get("moved"):
+            flags.append(
+                f"{validity.HOST_CAUSE}: the host's CPU time per IO on the null engine was x{end['ratio']:.2f} or "
+                f"further at the run's end of what it was at its start, in each of the jobs played again, beyond the "
+                f"noise (±{end.get('limit', 0):.0%}): the CPU's speed changed while the steps ran (a laptop off its "
+                "turbo clock), so its steps' figures are of unalike hosts"
+            )
+    elif isinstance(end, dict):
+        flags.append(
+            f"{validity.HOST_CAUSE}: the host-cost calibration at the run's end failed "
+            f"({end.get('unavailable', 'no job measured')}): a change of the CPU's speed while the steps ran "
+            "would not show"
+        )
+    return shown, "; ".join(flags) or None
 
 
 def controller(drive):

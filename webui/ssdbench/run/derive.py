@@ -72,7 +72,9 @@ def steady_state(points, round_s, runtime, name):
     rule = (
         f"SNIA PTS rule on {round_s} s rounds of {source}, judged from the step's start: the final window of "
         f"{steady.WINDOW} whole rounds passes when its range is at most {steady.MAX_RANGE:.0%} and its "
-        f"least-squares slope excursion at most {steady.MAX_SLOPE_EXCURSION:.0%} of its average"
+        f"least-squares slope excursion at most {steady.MAX_SLOPE_EXCURSION:.0%} of its average, and its line does "
+        f"not decline: fall by over {steady.MAX_DECLINE:.0%} of its average a round and over {steady.T_DECLINE} "
+        "standard errors of its slope"
     )
     held = Metric(
         "steady.rounds",
@@ -97,7 +99,14 @@ def steady_state(points, round_s, runtime, name):
         verdict = (
             f"range {found.range_ratio:.1%} (at most {steady.MAX_RANGE:.0%}) and slope excursion "
             f"{found.excursion_ratio:.1%} (at most {steady.MAX_SLOPE_EXCURSION:.0%}) of its average "
-            f"{found.window_average:.0f} IOPS: " + ("reached" if found.reached else "not reached")
+            f"{found.window_average:.0f} IOPS, slope {found.slope_ratio:+.2%} of it a round"
+            + (
+                f", a decline (over {steady.MAX_DECLINE:.0%} a round, and over {steady.T_DECLINE} standard errors "
+                "of the slope: more than its rounds' scatter explains)"
+                if found.declining
+                else ""
+            )
+            + (": reached" if found.reached else ": not reached")
         )
     metrics = [
         held,
@@ -118,6 +127,16 @@ def steady_state(points, round_s, runtime, name):
             f"{rule}; rounds {first} to {last} (t = {lo} to {hi} s): {verdict}",
         ),
     ]
+    if found.slope_ratio is not None:  # none where the window's average is not above 0
+        metrics.append(
+            Metric(
+                "steady.slope_percent_per_min",
+                found.slope_ratio * 100 * 60 / round_s,
+                "%/min",
+                f"least-squares slope of the {steady.WINDOW} round averages of {source}, {where}, over their "
+                f"average, x 100, x 60 / {round_s} s a round",
+            )
+        )
     if found.reached:
         metrics.append(
             Metric(
@@ -558,8 +577,39 @@ def _fio(step, out_dir, doc, complete, baseline):
     if complete and "steady" in step.spec:
         direction = "read" if reads_only(step.spec["rw"]) else "write"
         points = next(p for n, _, _, p in series if n == f"{direction}.iops")
-        metrics += steady_state(points, step.spec["steady"]["round_s"], step.runtime, f"{direction}.iops")
+        found = steady_state(points, step.spec["steady"]["round_s"], step.runtime, f"{direction}.iops")
+        metrics += found
+        window = {m.name: int(m.value) for m in found if m.name in ("steady.window_from_s", "steady.window_to_s")}
+        if direction == "write" and window and baseline is not None:
+            bw = next(p for n, _, _, p in series if n == "write.bw")
+            metrics += window_fills(bw, window["steady.window_from_s"], window["steady.window_to_s"], step, baseline)
     return metrics, series
+
+
+def window_fills(bw, lo, hi, step, before):
+    """The drive fills written before a steady-state step's judged window (seconds `lo` to `hi` of its
+    once-a-second bandwidth log `bw`) and within it, in fills of the step's span: what proves that the drive
+    had been written over when its figure was taken. `before` is (bytes, where from): the run's writes since
+    its last purge, before the step (Run.baseline)."""
+    written, since = before
+    values = [v * 1024 for _, v in bw]  # fio's bandwidth log: KiB/s, each sample one second
+    ahead, inside = sum(values[:lo]), sum(values[lo:hi])
+    span = f"the step's span of {step.size:,} B"
+    log = "fio's write bandwidth log (KiB/s, one value a second, x 1024 x 1 s)"
+    return [
+        Metric(
+            "steady.fills_before",
+            (written + ahead) / step.size,
+            "fills",
+            f"({written:,.0f} B, {since}, + {ahead:,.0f} B, samples 1 to {lo} of {log}) / {span}",
+        ),
+        Metric(
+            "steady.fills_in_window",
+            inside / step.size,
+            "fills",
+            f"{inside:,.0f} B, samples {lo + 1} to {hi} of {log}, the judged window / {span}",
+        ),
+    ]
 
 
 def _matrix(step, out_dir, doc, complete, baseline):

@@ -98,6 +98,14 @@ class StepClock:
         return {"cpu": self.cpu, "source": self.source, "samples": len(taken), **summary}
 
 
+def vulnerabilities():
+    """The kernel's word on each CPU vulnerability and its mitigation (/sys/devices/system/cpu/vulnerabilities):
+    a mitigation's cost is in every IO's system call, so two runs of one CPU can differ by it."""
+    folder = "/sys/devices/system/cpu/vulnerabilities"
+    found = {os.path.basename(p): sysfs.read(p, "?") for p in sorted(glob.glob(f"{folder}/*"))}
+    return found or f"unavailable: no {folder}"
+
+
 def turbo():
     """Whether the CPU may clock above its base (Intel Turbo Boost, AMD Core Performance Boost): recorded, not
     set, as the methodology leaves it as the testbed ships."""
@@ -140,6 +148,7 @@ def host():
             "cstates": cstates(),
             "frequency": frequency(),
             "turbo": turbo(),
+            "vulnerabilities": vulnerabilities(),
         },
         "tools": {
             "ssdbench": __version__,

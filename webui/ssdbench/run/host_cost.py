@@ -9,15 +9,23 @@ beside a step's own IOPS it gives the share of that step's time that was the hos
 A job is played with the options it runs with on the drive, but for what the null engine cannot take or does not
 need: the device, its span (the job plays its block size, queue depth, threads and data over 1 GiB), its length
 (CALIBRATE_MS each, time_based), its logs, and the zones and loops that only move it on the drive.
+
+The null engine leaves out the kernel. So every job plays again through it, with the suite's ioengine and direct
+IO, on a device that completes at once (kernel_device: null_blk, or a stand-in): fio's CPU time per IO there is
+the host's whole path, which CPUs and their vulnerability mitigations make unalike. At the run's end a few jobs
+play on the null engine again (again()): a CPU that has slowed since (a laptop off its turbo clock) shows.
 """
 
 import json
 import os
 
 from ..errors import SsdbenchError
-from . import derive, fio
+from . import derive, fio, kernel_device, plan
 
-CALIBRATE_MS = 500  # fio reads a runtime of 0.5 as 0 s: it is given in ms
+# A quarter second holds a hundred thousand IOs on the null engine, and thousands through the kernel even at QD1
+# on a loop device; fio's CPU time is counted exactly (the kernel's runtime of its threads). fio reads a runtime of
+# 0.25 as 0 s: it is given in ms.
+CALIBRATE_MS = 250
 FOLDER = "host-cost"
 NAME = "host-cost"
 # Options that place or bound a job on the drive, or name its logs: the null engine plays the job without them.
@@ -44,8 +52,10 @@ DROPPED = {
     "write_hist_log",
     "write_iolog",
 }
-# Of the suite's [fio] options, those the null engine does not take.
-GLOBAL_DROPPED = {"ioengine", "direct", "log_avg_msec", "log_hist_msec"}
+# Of the suite's [fio] options, those of the logs, which no calibration writes, and those the null engine does not
+# take.
+LOGS = {"log_avg_msec", "log_hist_msec"}
+GLOBAL_DROPPED = {"ioengine", "direct", *LOGS}
 # The steps whose jobs read and write as their job file says; a burst's and a trace's IOs come from a log that
 # fio replays on the drive, which the null engine cannot: their figures carry the CPU wait alone (cpu_wait).
 KINDS = ("fio", "matrix", "sweep")
@@ -68,11 +78,23 @@ def jobs_of(steps):
 
 # fio starts a null-engine job in about 0.3 s (smoke's 29 jobs took 23.1 s on an idle 2-CPU host).
 JOB_START_S = 0.3
+# Each job through the kernel plays as long as on the null engine.
+KERNEL_MS = CALIBRATE_MS
+# At the run's end, this many of the plan's jobs play on the null engine again (its first and its last): a CPU
+# that changed its speed moves them all alike, one job's noise moves one. The null engine, not the kernel: its
+# CPU time per IO moved by 15% at most between back-to-back calibrations on a 2-CPU VM at a load of 9 to 11,
+# where the same jobs through the kernel on a loop device moved up to 5x.
+END_JOBS = 2
+# A CPU time per IO, end over start, beyond 1 +/- this moved more than that noise, where every job played again
+# moved that way; a laptop that falls from its turbo clock to its sustained one takes 20 to 50% more CPU time.
+DRIFT_LIMIT = 0.20
 
 
 def seconds(steps):
-    """The calibration's time foreseen: each distinct job of the plan plays CALIBRATE_MS, fio starting each."""
-    return len(jobs_of(steps)) * (CALIBRATE_MS / 1000 + JOB_START_S)
+    """The calibration's time foreseen: each distinct job of the plan plays CALIBRATE_MS on the null engine and
+    KERNEL_MS through the kernel, and END_JOBS of them CALIBRATE_MS again at the end, fio starting each."""
+    n = len(jobs_of(steps))
+    return (n + min(n, END_JOBS)) * (CALIBRATE_MS / 1000 + JOB_START_S) + n * (KERNEL_MS / 1000 + JOB_START_S)
 
 
 def iops(job):
@@ -91,26 +113,36 @@ def job_file(suite, jobs):
         "time_based=1",
         f"runtime={CALIBRATE_MS}ms",
     ]
+    return "\n".join(lines + sections(jobs)) + "\n"
+
+
+def kernel_job_file(suite, jobs, what):
+    """The job file through the kernel: each job with the suite's ioengine and direct IO, on the device fio is
+    given (kernel_device), over its span."""
+    lines = [
+        f"; ssdbench host cost: jobs of suite {suite.name} v{suite.data['version']} through the kernel, {what}",
+        "[global]",
+        *(f"{k}={v}" for k, v in suite.data.get("fio", {}).items() if k not in LOGS),
+        f"filename=${{{plan.DUT_VAR}}}",
+        f"size={kernel_device.SPAN}",
+        "time_based=1",
+        f"runtime={KERNEL_MS}ms",
+    ]
+    return "\n".join(lines + sections(jobs)) + "\n"
+
+
+def sections(jobs):
+    lines = []
     for n, options in enumerate(jobs.values()):
         lines += [f"[job{n}]", "stonewall=1", *(f"{k}={v}" for k, v in options.items())]
-    return "\n".join(lines) + "\n"
+    return lines
 
 
-def calibrate(suite, steps, run_dir, cpus, should_stop):
-    """Play the plan's jobs on the null engine, on `cpus` (fio's CPU for the steps). Returns the calibration as
-    the environment keeps it: for each job, its options (as key() has them), fio's IOPS on the null engine, the
-    host's microseconds per IO, and the share of a CPU fio had; where fio's output lives. None when the plan has
-    no job the null engine plays."""
-    jobs = jobs_of(steps)
-    if not jobs:
-        return None
-    out_dir = os.path.join(run_dir, FOLDER)
-    text = job_file(suite, jobs)
-    outcome = fio.run(text, NAME, out_dir, os.devnull, lambda *_: None, should_stop, cpus, status=False)
-    if outcome.state != "done":
-        raise SsdbenchError(f"the host-cost calibration on fio's null engine {outcome.state}: {outcome.error}")
+def measure(jobs, doc):
+    """Each job's figures in a calibration's fio output: its options (as key() has them), IOPS, the host's
+    microseconds per IO and the share of a CPU fio had."""
     measured = []
-    for options, job in zip(jobs.values(), outcome.doc["jobs"]):
+    for options, job in zip(jobs.values(), doc["jobs"]):
         rate = iops(job)
         cpu = job["usr_cpu"] + job["sys_cpu"]
         measured.append(
@@ -124,36 +156,114 @@ def calibrate(suite, steps, run_dir, cpus, should_stop):
                 "cpu_us_per_io": 1e6 / rate * min(cpu, 100.0) / 100 if rate else None,
             }
         )
+    return measured
+
+
+def play(text, name, out_dir, device, cpus, should_stop, what):
+    """fio's output of a calibration's job file, played on `cpus`; SsdbenchError when fio did not end done."""
+    outcome = fio.run(text, name, out_dir, device, lambda *_: None, should_stop, cpus, output=name, status=False)
+    if outcome.state != "done":
+        raise SsdbenchError(f"the host-cost calibration {what} {outcome.state}: {outcome.error}")
+    return outcome.doc
+
+
+def through_kernel(suite, jobs, out_dir, cpus, should_stop, name):
+    """The jobs played through the kernel (kernel_device): the device used and why, and each job's figures;
+    why not, where the device or fio failed."""
+    try:
+        with kernel_device.device(f"ssdbench-{name}-{os.getpid()}") as (dev, what):
+            doc = play(kernel_job_file(suite, jobs, what), name, out_dir, dev, cpus, should_stop, "through the kernel")
+    except (SsdbenchError, OSError) as exc:  # OSError: no room in tmpfs, no losetup
+        return {"unavailable": str(exc)}
+    return {
+        "device": what,
+        "seconds_each": KERNEL_MS / 1000,
+        "job_file": f"{FOLDER}/{name}.fio",
+        "output": f"{FOLDER}/{name}.json",
+        "jobs": measure(jobs, doc),
+    }
+
+
+def calibrate(suite, steps, run_dir, cpus, should_stop):
+    """Play the plan's jobs on the null engine, then through the kernel, on `cpus` (fio's CPU for the steps).
+    Returns the calibration as the environment keeps it: for each job, its options (as key() has them), fio's IOPS
+    on the null engine, the host's microseconds per IO, and the share of a CPU fio had; where fio's output lives;
+    the same through the kernel under "kernel" (or why it could not be). None when the plan has no job the null
+    engine plays."""
+    jobs = jobs_of(steps)
+    if not jobs:
+        return None
+    out_dir = os.path.join(run_dir, FOLDER)
+    doc = play(job_file(suite, jobs), NAME, out_dir, os.devnull, cpus, should_stop, "on fio's null engine")
     return {
         "engine": "null",
         "seconds_each": CALIBRATE_MS / 1000,
         "cpus": sorted(cpus) if cpus else "any",
         "job_file": f"{FOLDER}/{NAME}.fio",
-        "output": f"{FOLDER}/fio.json",
+        "output": f"{FOLDER}/{NAME}.json",
+        "jobs": measure(jobs, doc),
+        "kernel": through_kernel(suite, jobs, out_dir, cpus, should_stop, f"{NAME}-kernel"),
+    }
+
+
+def again(suite, calibration, run_dir, cpus, should_stop):
+    """At the run's end: END_JOBS of the jobs calibrated on the null engine before the first step, played there
+    again. Returns each job's figures, each one's CPU time per IO at the end over the start (ratios), the one that
+    moved least (ratio), and whether all moved beyond DRIFT_LIMIT the same way; why not, where fio failed."""
+    start = [job for job in (calibration or {}).get("jobs", []) if job.get("cpu_us_per_io")]
+    if not start:
+        return {"unavailable": "no job was calibrated before the first step"}
+    picked = list({job["key"]: job for job in (start[0], start[-1])[:END_JOBS]}.values())
+    jobs = {job["key"]: json.loads(job["key"]) for job in picked}
+    name, out_dir = f"{NAME}-end", os.path.join(run_dir, FOLDER)
+    try:
+        doc = play(job_file(suite, jobs), name, out_dir, os.devnull, cpus, should_stop, "at the run's end")
+    except SsdbenchError as exc:
+        return {"unavailable": str(exc)}
+    measured = measure(jobs, doc)
+    ratios = [end["cpu_us_per_io"] / begun["cpu_us_per_io"] for begun, end in zip(picked, measured) if end["iops"]]
+    if len(ratios) < len(picked):
+        return {"unavailable": "fio did no IO in a job of the calibration at the run's end"}
+    # moved: every job moved beyond the limit, the same way; by at least the ratio of the one that moved least
+    least = min(ratios, key=lambda r: abs(r - 1))
+    moved = all(r > 1 + DRIFT_LIMIT for r in ratios) or all(r < 1 - DRIFT_LIMIT for r in ratios)
+    return {
+        "job_file": f"{FOLDER}/{name}.fio",
+        "output": f"{FOLDER}/{name}.json",
         "jobs": measured,
+        "ratios": ratios,
+        "ratio": least,
+        "limit": DRIFT_LIMIT,
+        "moved": moved,
     }
 
 
 def shares(step, doc, calibration):
-    """The metric of each of a step's jobs that the calibration played: the host's share of the job's time per IO,
-    in percent: the CPU time the host spent on each of the job's IOs on the null engine over the job's own time per
-    IO on the drive (1e6 / its IOPS). A job fio did no IO in has none."""
+    """The metrics of each of a step's jobs that the calibration played: the host's share of the job's time per
+    IO, in percent: the CPU time the host spent on each of the job's IOs on the null engine over the job's own time
+    per IO on the drive (1e6 / its IOPS), `host_share_percent`; and the same with the kernel's path, from the
+    calibration through it, `host_kernel_share_percent`. A job fio did no IO in has none."""
     known = {job["key"]: job for job in (calibration or {}).get("jobs", [])}
+    kernel = {job["key"]: job for job in ((calibration or {}).get("kernel") or {}).get("jobs", [])}
     done = {job["jobname"]: job for job in doc.get("jobs", [])}
     out = []
     for name, options in step.jobs if step.kind in KINDS else ():
-        null, job = known.get(key(options)), done.get(name)
-        if not null or not null.get("cpu_us_per_io") or job is None:
-            continue
-        rate = iops(job)
+        job = done.get(name)
+        rate = iops(job) if job is not None else 0
         if not rate:
             continue
         prefix = f"{name}." if len(done) > 1 else ""
-        source = (
-            f"100 x the host's CPU time per IO on fio's null engine before the run, {null['cpu_us_per_io']:.3f} us "
-            f"(environment host_cost: 1e6 / its IOPS x its CPU share), x the job's IOPS, {rate:,.0f} (fio.json "
-            f"/jobs/{name}: read + write + trim iops), / 1e6"
-        )
-        share = null["cpu_us_per_io"] * rate / 1e4
-        out.append(derive.Metric(f"{prefix}host_share_percent", share, "%", source))
+        for measured, metric, where in (
+            (known, "host_share_percent", "on fio's null engine before the run (environment host_cost"),
+            (kernel, "host_kernel_share_percent", "through the kernel before the run (environment host_cost.kernel"),
+        ):
+            cost = measured.get(key(options))
+            if not cost or not cost.get("cpu_us_per_io"):
+                continue
+            source = (
+                f"100 x the host's CPU time per IO {where}: 1e6 / its IOPS x its CPU share), "
+                f"{cost['cpu_us_per_io']:.3f} us, x the job's IOPS, {rate:,.0f} (fio.json /jobs/{name}: read + write "
+                "+ trim iops), / 1e6"
+            )
+            out.append(derive.Metric(f"{prefix}{metric}", cost["cpu_us_per_io"] * rate / 1e4, "%", source))
     return out

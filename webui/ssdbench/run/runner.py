@@ -128,10 +128,15 @@ class Run:
         try:
             self.calibration = host_cost.calibrate(self.suite, self.steps, self.run_dir, self.cpus, self.should_stop)
         except SsdbenchError as exc:
-            return {"unavailable": str(exc)}
+            return {"unavailable": str(exc), "failed": True}
         finally:
             self.calibrated_s = self.calibration_s
         return self.calibration or {"unavailable": "no step of the suite plays a job the null engine can"}
+
+    def calibrate_again(self):
+        """At the run's end, on the same CPU: a few of the jobs calibrated through the kernel, played again
+        (host_cost.again), to show a CPU whose speed moved while the steps ran."""
+        return host_cost.again(self.suite, self.calibration, self.run_dir, self.cpus, self.should_stop)
 
     def should_stop(self, now=False):
         """A signal, or a cancel in the database (read at most once a second, unless `now`)."""
@@ -165,7 +170,10 @@ class Run:
         done = self.calibrated_s + sum(s.estimate_s for s in self.steps[:idx])
         current = self.steps[idx].estimate_s if idx < len(self.steps) else 0
         eta = max(0.0, self.total_estimate - done - fraction * current)
-        percent = min(100.0, 100.0 * (done + fraction * current) / self.total_estimate)
+        # every step done is 100%, whatever the float sums of the estimates in another order give
+        percent = (
+            100.0 if idx == len(self.steps) else min(100.0, 100.0 * (done + fraction * current) / self.total_estimate)
+        )
         try:
             store.update_progress(self.db, self.run_id, idx, percent, eta, iops, bw)
         except store.DataFull:
@@ -342,9 +350,25 @@ class Run:
         return ("cancelled", STOPPED) if self.should_stop(now=True) else ("failed", error)
 
     def baseline(self, step):
-        """The clean sweep's average write MB/s, which a later sweep's recovery is measured against."""
+        """What earlier steps give a step to be measured against: a later sweep, the clean sweep's average write
+        MB/s, which its recovery is measured against; a steady-state step, the bytes the run wrote since its last
+        purge, and where they come from, the drive fills before its judged window (derive.window_fills)."""
+        if "steady" in step.spec:
+            return self.written_since_purge(step)
         key = step.spec.get("baseline") if step.kind == "sweep" else None
         return store.step_metric(self.db, self.run_id, key, "write.avg_mb_s") if key else None
+
+    def written_since_purge(self, step):
+        """(bytes, where from): what the run's steps before `step` wrote since its last purge, as fio counted it;
+        since the run's start where no purge came before it."""
+        keys, start = [], "the run's start (what the drive held before the run is not known)"
+        for earlier in reversed([s for s in self.steps if s.index < step.index]):
+            if earlier.kind == "purge":
+                start = f"the purge step {earlier.id}"
+                break
+            keys.insert(0, earlier.id)
+        written = sum(store.written_bytes(self.db, self.run_id, key) for key in keys)
+        return written, f"write.io_bytes of the steps since {start}: {', '.join(keys) or 'none'}"
 
     def walk_steps(self, ending=None):
         """The steps, the health snapshot after them, then `ending(before, after)` (the two snapshots; after is
@@ -630,8 +654,11 @@ def run_under_lock(db, data_dir, lock, run_id, suite, drive, steps, signals, on_
         run.write_json("environment.json", env)
 
         def ending(before, after):
+            # The host's cost again at the end of a run that ran its steps, under the same controls as at its start.
             # What the run changed is put back before it is recorded as ended, and the record says how: the
             # environment holds both ends of the run, with how the drive's counters of time spent hot moved.
+            if after is not None and run.calibration and not run.should_stop(now=True):
+                env["host_cost"]["end"] = run.calibrate_again()
             env["restored"] = controls.restore()
             env["thermal"] = health.thermal_between(before, after)
             store.set_environment(db, run_id, env)

@@ -193,8 +193,15 @@
         lines.push(l);
         if (m["steady.window_from_s"] && m["steady.window_to_s"]) {
           const verdict = m["steady.reached"]?.value === 1 ? "steady" : "not steady";
-          bands.push({label: `${step.key}: judged window, ${verdict}`, from: m["steady.window_from_s"].value,
-                      to: m["steady.window_to_s"].value});
+          // the window's proof beside it: its slope, and the drive fills written before and within it
+          const proof = [];
+          const slope = m["steady.slope_percent_per_min"];
+          if (slope) proof.push(`slope ${slope.value >= 0 ? "+" : ""}${slope.value.toFixed(2)}%/min`);
+          const before = m["steady.fills_before"];
+          const within = m["steady.fills_in_window"];
+          if (before && within) proof.push(`${before.value.toFixed(2)} fills before, ${within.value.toFixed(2)} within`);
+          bands.push({label: [`${step.key}: judged window, ${verdict}`, ...proof].join(", "),
+                      from: m["steady.window_from_s"].value, to: m["steady.window_to_s"].value});
         } else if (!m["steady.rounds"]) {
           // A run before the judged window was recorded: its steady part from the suite's from_s (scaled).
           const from = m["steady.from_s"]?.value ?? step.spec?.steady?.from_s ?? STEADY_FROM_S;

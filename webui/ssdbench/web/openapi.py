@@ -174,7 +174,11 @@ TESTBED = closed(
         "kernel": {"type": "string"},
         "link": {"type": "string"},
         "path": {"type": "string", "description": "the PCIe links from the drive up to its root port"},
-        "host": {"type": "string", "description": "what this PC cost each IO, on fio's null engine before the run"},
+        "host": {
+            "type": "string",
+            "description": "what this PC cost each IO, on fio's null engine and through the kernel before the "
+            "run, and the null engine's again at its end",
+        },
         "purge": {"type": "string", "description": "the methods its purges used"},
         "fio": {"type": "string"},
         "classes": record(
