@@ -173,15 +173,17 @@ def cmd_run(args):
     else:
         s = locked.load(args.suite, path=args.suite_file, allow_non_standard=args.non_standard)
     s = workload.verified(s, allow_non_standard=args.non_standard)
-    run_id, state, error = runner.run_in_foreground(
-        data_dir(args),
-        s,
-        args.drive,
-        args.confirm,
-        destroy_data=args.destroy_data,
-        allow_usb=args.allow_usb,
-        on_progress=progress_printer(s, sys.stderr),
-    )
+    options = {
+        "destroy_data": args.destroy_data,
+        "allow_usb": args.allow_usb,
+        "on_progress": progress_printer(s, sys.stderr),
+    }
+    if args.resume is not None:
+        run_id, state, error = runner.resume_in_foreground(
+            data_dir(args), s, args.resume, args.drive, args.confirm, **options
+        )
+    else:
+        run_id, state, error = runner.run_in_foreground(data_dir(args), s, args.drive, args.confirm, **options)
     if sys.stderr.isatty():
         print(file=sys.stderr)  # past the redrawn line
     print(f"run {run_id}: {state}" + (f": {error}" if error else ""))
@@ -839,6 +841,13 @@ def parser():
     c.add_argument("--allow-usb", action="store_true", help="allow a USB-attached drive")
     c.add_argument("--non-standard", action="store_true", help="run a suite whose hash is not locked")
     c.add_argument("--trace", metavar="NAME", help="play a trace imported with `ssdbench trace import` (non-standard)")
+    c.add_argument(
+        "--resume",
+        type=int,
+        metavar="RUN",
+        help="resume run RUN, cut off by a crash or power loss, on its drive with its suite: from its last purge "
+        "before the step that was cut",
+    )
 
     c = add("trace", cmd_trace, "import a tester's own trace to play, or list the imported ones")
     ts = c.add_subparsers(dest="action", required=True)

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+import zipfile
 from types import SimpleNamespace
 
 from conftest import (
@@ -749,3 +750,71 @@ def test_missing_fio_and_not_root_are_clear_errors(loopdev, tmp_path):
     )
     assert as_nobody.returncode == 2
     assert "must run as root" in as_nobody.stderr and "Traceback" not in as_nobody.stderr
+
+
+def leftovers(run_dir):
+    """The processes whose working folder is in the run's folder: the run's fio and its jobs."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        with contextlib.suppress(OSError):
+            if os.readlink(f"/proc/{pid}/cwd").startswith(str(run_dir) + os.sep):
+                found.append(int(pid))
+    return found
+
+
+def test_a_run_killed_in_a_step_resumes_from_its_purge_and_its_bundle_says_so(loopdev, tmp_path):
+    """About 40 s: the engine suite's purge, fill and first read twice, the host-cost calibration twice."""
+    dev, _ = loopdev()
+    data_dir = tmp_path / "data"
+    suite = long_suite(tmp_path, "rand-write-4k")
+    proc = start_run(dev, data_dir, suite=suite)
+    wait_for_step(data_dir, "rand-write-4k")
+    run_dir = store.run_dir(data_dir, 1)
+    step_dir = data_dir / "runs" / "1" / "03-rand-write-4k"
+    wait_until(lambda: any(d["jobs"][0]["write"]["io_bytes"] for d in fio_status(step_dir)), "fio to write")
+    # SIGKILL, as a crash: fio goes with the runner (PDEATHSIG), but fio's job process goes on writing.
+    proc.kill()
+    proc.wait()
+    cut_at = time.time()
+    assert leftovers(run_dir)
+    argv = [*suite, "--drive", dev, "--confirm", os.path.basename(dev), "--data-dir", str(data_dir)]
+    again = subprocess.Popen(
+        [sys.executable, "-m", "ssdbench.cli", "run", *argv, "--resume", "1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+    def started_again():
+        db = store.connect(data_dir)
+        try:
+            row = db.execute("SELECT state, started_at FROM steps WHERE key='rand-write-4k'").fetchone()
+        finally:
+            db.close()
+        return row[0] == "running" and row[1] > cut_at and fio_status(step_dir)
+
+    wait_until(lambda: again.poll() is not None or started_again(), "the step to start again")
+    assert again.poll() is None, again.communicate()
+    again.send_signal(signal.SIGTERM)  # the resumed step has shown what it starts from: the test ends it
+    out, err = again.communicate(timeout=120)
+    assert "run 1: cancelled" in out, err
+    doc = show(1, data_dir)
+    [entry] = doc["environment"]["resumed"]
+    assert entry["cut_step"] == "rand-write-4k" and entry["from_step"] == "purge" and entry["cut_at"] >= 0
+    steps = {s["key"]: s for s in doc["steps"]}
+    # The step starts again from the state it declares: the purge and every step after it ran again, after the cut.
+    for key in ("purge", "seq-fill", "rand-read-4k"):
+        assert steps[key]["state"] == "done" and steps[key]["started_at"] >= cut_at, key
+        assert steps[key]["detail"]["resumed"].startswith("run again before rand-write-4k: the run was cut off")
+    assert steps["rand-write-4k"]["started_at"] >= steps["rand-read-4k"]["finished_at"]
+    assert steps["rand-write-4k"]["detail"]["resumed"].startswith("the step that was cut off: ")
+    assert not leftovers(run_dir)  # the cut run's fio job was ended before the purge, and the cancelled one's too
+    warning = "resumed: the run was cut off (crash or power loss) in step rand-write-4k and resumed from step purge"
+    assert any(w.startswith(warning) for w in document.run_document(store.connect(data_dir), 1)["warnings"])
+    # The bundle says so: its result.json and its report.
+    written = ssdbench("bundle", "1", "-o", str(tmp_path), data_dir=data_dir, check=True).stdout.strip()
+    with zipfile.ZipFile(written) as zf:
+        result = json.loads(zf.read("result.json"))
+        report = zf.read("report.html").decode()
+    assert result["environment"]["resumed"] == [entry]
+    assert any(w.startswith(warning) for w in result["warnings"]) and str(escape(warning)) in report
