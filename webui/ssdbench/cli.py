@@ -173,17 +173,16 @@ def cmd_run(args):
     else:
         s = locked.load(args.suite, path=args.suite_file, allow_non_standard=args.non_standard)
     s = workload.verified(s, allow_non_standard=args.non_standard)
-    options = {
-        "destroy_data": args.destroy_data,
-        "allow_usb": args.allow_usb,
-        "on_progress": progress_printer(s, sys.stderr),
-    }
-    if args.resume is not None:
-        run_id, state, error = runner.resume_in_foreground(
-            data_dir(args), s, args.resume, args.drive, args.confirm, **options
-        )
-    else:
-        run_id, state, error = runner.run_in_foreground(data_dir(args), s, args.drive, args.confirm, **options)
+    run_id, state, error = runner.run_in_foreground(
+        data_dir(args),
+        s,
+        args.drive,
+        args.confirm,
+        destroy_data=args.destroy_data,
+        allow_usb=args.allow_usb,
+        on_progress=progress_printer(s, sys.stderr),
+        resume=args.resume,
+    )
     if sys.stderr.isatty():
         print(file=sys.stderr)  # past the redrawn line
     print(f"run {run_id}: {state}" + (f": {error}" if error else ""))

@@ -100,22 +100,10 @@ class StopSignals:
 
 class Run:
     def __init__(
-        self,
-        db,
-        data_dir,
-        run_id,
-        drive,
-        suite,
-        steps,
-        signals,
-        on_progress=None,
-        cpus=None,
-        idle_first=False,
-        resumed=None,
+        self, db, data_dir, run_id, drive, suite, steps, signals, on_progress=None, cpus=None, idle_first=False
     ):
-        """idle_first: the run idles before its first step too, as a later run of a repeat set does. resumed: the
-        entry of a run resumed after a cut (resume_entry): it walks its steps from the entry's first one."""
-        self.resumed = resumed
+        """idle_first: the run idles before its first step too, as a later run of a repeat set does."""
+        self.resumed = None  # the entry of a run resumed after a cut (resume_entry): its steps from the entry's first
         self.suite = suite
         self.on_progress = on_progress
         self.cpus = cpus
@@ -589,8 +577,11 @@ def prepare_again(data_dir, suite, request):
     return drive, steps
 
 
-def run_in_foreground(data_dir, suite, device, confirm, destroy_data=False, allow_usb=False, on_progress=None):
-    """Run `suite` on `device`, in the foreground. Returns (run id, final state, error).
+def run_in_foreground(
+    data_dir, suite, device, confirm, destroy_data=False, allow_usb=False, on_progress=None, resume=None
+):
+    """Run `suite` on `device`, in the foreground; or with `resume`, resume that interrupted run of the suite from
+    the step resume_entry says (docs/methodology.md, "A run cut off"). Returns (run id, final state, error).
     SIGTERM and SIGINT cancel it, from the moment the lock is asked for."""
     check_host()
     with StopSignals() as signals:
@@ -599,10 +590,19 @@ def run_in_foreground(data_dir, suite, device, confirm, destroy_data=False, allo
             db = store.connect(data_dir)
             store.mark_interrupted(db)
             drive, steps = prepare(data_dir, suite, device, confirm, destroy_data, allow_usb)
+            entry = None if resume is None else resumable(db, resume, drive, steps)
             if signals.received:
                 raise SsdbenchError("cancelled before the run started; nothing was written to the drive")
-            run_id = store.create_run(db, drive, suite, steps)
-            return (run_id, *run_under_lock(db, data_dir, lock, run_id, suite, drive, steps, signals, on_progress))
+            if entry is None:
+                run_id = store.create_run(db, drive, suite, steps)
+            else:
+                run_id = resume
+                stop_leftovers(store.run_dir(data_dir, run_id))
+                store.resume_run(db, data_dir, run_id, suite.sha256, entry)
+            return (
+                run_id,
+                *run_under_lock(db, data_dir, lock, run_id, suite, drive, steps, signals, on_progress, resumed=entry),
+            )
         finally:
             lock.release()
 
@@ -639,18 +639,9 @@ def run_under_lock(
         # the heat the one before it left is flagged.
         env["idle"] = set_idle or {"temperature_c": health.read_temperature(drive.get("temperature_source"))}
         run = Run(
-            db,
-            data_dir,
-            run_id,
-            drive,
-            suite,
-            steps,
-            signals,
-            on_progress,
-            controls.fio_cpus,
-            set_idle is not None,
-            resumed,
+            db, data_dir, run_id, drive, suite, steps, signals, on_progress, controls.fio_cpus, set_idle is not None
         )
+        run.resumed = resumed
         env["host_cost"] = run.calibrate()
         store.set_environment(db, run_id, env)
         run.write_json("environment.json", env)
@@ -721,36 +712,16 @@ def stop_leftovers(run_dir, timeout_s=30):
         time.sleep(0.1)
 
 
-def resume_in_foreground(
-    data_dir, suite, run_id, device, confirm, destroy_data=False, allow_usb=False, on_progress=None
-):
-    """Resume the interrupted run `run_id` of `suite` on `device`, in the foreground, from the step resume_entry
-    says (docs/methodology.md, "A run cut off"). Returns (run id, final state, error)."""
-    check_host()
-    with StopSignals() as signals:
-        lock = RunLock(data_dir).acquire()
-        try:
-            db = store.connect(data_dir)
-            store.mark_interrupted(db)
-            run = store.get_run(db, run_id)
-            if run is None:
-                raise SsdbenchError(f"no run {run_id}")
-            drive, steps = prepare(data_dir, suite, device, confirm, destroy_data, allow_usb)
-            if any(drive.get(k) != run["drive"].get(k) for k in ("capacity_bytes", "confirm_id", "serial", "model")):
-                raise SsdbenchError(f"{drive['path']} is not the drive run {run_id} ran on")
-            if len(steps) != len(run["steps"]):
-                raise SsdbenchError(f"run {run_id} ran another plan of {suite.name}: resume it with its own suite")
-            entry = resume_entry(run, steps)
-            if signals.received:
-                raise SsdbenchError("cancelled before the run resumed; nothing was written to the drive")
-            stop_leftovers(store.run_dir(data_dir, run_id))
-            store.resume_run(db, data_dir, run_id, suite.sha256, entry)
-            return (
-                run_id,
-                *run_under_lock(db, data_dir, lock, run_id, suite, drive, steps, signals, on_progress, resumed=entry),
-            )
-        finally:
-            lock.release()
+def resumable(db, run_id, drive, steps):
+    """The resume_entry of run `run_id`, once it is known to have run on this drive and this plan."""
+    run = store.get_run(db, run_id)
+    if run is None:
+        raise SsdbenchError(f"no run {run_id}")
+    if any(drive.get(k) != run["drive"].get(k) for k in ("capacity_bytes", "confirm_id", "serial", "model")):
+        raise SsdbenchError(f"{drive['path']} is not the drive run {run_id} ran on")
+    if len(steps) != len(run["steps"]):
+        raise SsdbenchError(f"run {run_id} ran another plan: resume it with its own suite")
+    return resume_entry(run, steps)
 
 
 def cancel(data_dir):
