@@ -13,6 +13,7 @@ import time
 import zipfile
 from types import SimpleNamespace
 
+import pytest
 from conftest import (
     BLOCKS_SUITE,
     ENGINE_SUITE,
@@ -32,6 +33,7 @@ from conftest import (
 )
 from markupsafe import escape
 
+from ssdbench.errors import SsdbenchError
 from ssdbench.results import document, offline_report, store, validity
 from ssdbench.run import fio_output, plan, quiet, runner, workload
 from ssdbench.suites import locked, trace_file, trace_generator
@@ -796,3 +798,27 @@ def test_a_run_killed_in_a_step_resumes_from_its_purge_and_its_bundle_says_so(lo
         report = zf.read("report.html").decode()
     assert result["environment"]["resumed"] == [entry]
     assert any(w.startswith(warning) for w in result["warnings"]) and str(escape(warning)) in report
+
+
+def test_a_run_resumes_from_the_last_purge_at_or_before_the_step_that_was_cut():
+    kinds = ["purge", "fio", "fio", "purge", "fio", "trace"]
+    steps = [SimpleNamespace(index=i, id=f"s{i}-{k}", kind=k) for i, k in enumerate(kinds)]
+
+    def cut(states):
+        run = {
+            "id": 1,
+            "finished_at": 5.0,
+            "steps": [{"idx": i, "key": s.id, "state": st} for i, (s, st) in enumerate(zip(steps, states))],
+        }
+        entry = runner.resume_entry(run, steps)
+        return entry["cut_step"], entry["from_step"]
+
+    done = ["done"] * 6
+    assert cut(done[:5] + ["interrupted"]) == ("s5-trace", "s3-purge")
+    assert cut(done[:3] + ["interrupted", "skipped", "skipped"]) == ("s3-purge", "s3-purge")  # a purge cut: itself
+    assert cut(done[:2] + ["interrupted"] + ["skipped"] * 3) == ("s2-fio", "s0-purge")
+    assert cut(done[:4] + ["skipped", "skipped"]) == ("s4-fio", "s3-purge")  # cut between steps: the next one
+    steps[0].kind = "fio"  # no purge before it: the run's first step
+    assert cut(done[:2] + ["interrupted"] + ["skipped"] * 3) == ("s2-fio", "s0-purge")
+    with pytest.raises(SsdbenchError, match="no step left to run"):
+        cut(done)
