@@ -20,7 +20,8 @@ SIGTERM, fio's other clean stop.
 The Heavy trace's 4 million IOs make about 110 MB of iologs and 130 MB of latency logs: more than a
 small stick's data partition holds. So the step's one job file is played in parts of about
 PART_IOS IOs, one fio run each on those jobs (`--section`): a part's iologs are written, and its fio started,
-while the part before it plays, so its first job takes over from that part's last as the others do. When a
+as the part two before it ends, while the one before it plays, so that its first job is waiting when that
+part's last ends, and takes over from it as the others do. When a
 part ends its iologs and latency logs are packed with gzip (to about a fifth). Each part's fio JSON
 is `fio-NN.json`, written without status documents, since each would list every job of the step (900
 jobs: 5 MB a second). The trace itself is not written out: it is generated again from its profile and
@@ -47,7 +48,7 @@ DEVICE_NAME = "dut"  # the file name inside the replay iologs; replay_redirect p
 OPS = {"R": "read", "W": "write"}
 PART_IOS = 200_000  # about 12 MB of iologs and latency logs before they are packed
 # A part's jobs set up together, each thread with iodepth buffers of its largest IO: at most so many jobs and
-# so many bytes of buffers in a part, and two parts at once (the one playing, the next one waiting on it).
+# so many bytes of buffers in a part, and three parts at once for a moment (one ending, one playing, the next).
 PART_JOBS = 64
 PART_BUFFER_BYTES = 128 * 2**20
 GO = "go"  # the line a segment's job writes to the next one's FIFO as it ends
@@ -261,12 +262,15 @@ def play(trace, job_text, step, out_dir, device, on_tick, should_stop, cpus=None
     chunks = parts(each_segment())
     try:
         waiting.append(begin(0, next(chunks)))
+        part = next(chunks, None)
+        if part is not None:
+            waiting.append(begin(1, part))
         while waiting:
-            part = next(chunks, None)
-            if part is not None:
-                waiting.append(begin(n + 1, part))
             names, proc = waiting.pop(0)
             outcome = fio.follow(proc, out_dir, on_tick, stop, f"fio-{n:02d}", watch, signal.SIGTERM)
+            part = next(chunks, None) if outcome.state == "done" else None
+            if part is not None:  # while the next part plays, before this one is packed: ready in time for it
+                waiting.append(begin(n + 2, part))
             _pack(out_dir, names)
             handoffs.release(int(name[3:]) for name in names)
             if outcome.doc is not None:

@@ -71,11 +71,11 @@ def step_bytes(step):
 
 def _trace_bytes(step):
     """A trace step, played a part at a time (playback): one JSON document per part, listing each segment's
-    job once; each IO's replay and latency lines, packed; and, while a part plays, its files and the next
-    part's iologs unpacked."""
+    job once; each IO's replay and latency lines, packed; and, as a part ends, its files and the next two
+    parts' unpacked."""
     ios, segments = step.trace["reads"] + step.trace["writes"], step.trace["segments"]
     parts = max(math.ceil(ios / playback.PART_IOS), math.ceil(segments / playback.PART_JOBS))
-    total = segments * JSON_PER_JOB + ios * TRACE_PER_IO + min(ios, 2 * playback.PART_IOS) * TRACE_UNPACKED_PER_IO
+    total = segments * JSON_PER_JOB + ios * TRACE_PER_IO + min(ios, 3 * playback.PART_IOS) * TRACE_UNPACKED_PER_IO
     total += step.estimate_s * TEMPERATURE_SERIES * POINT
     return total + (2 * segments + 2 * parts + 1) * BLOCK  # each segment's two logs, each part's JSON and stderr
 
