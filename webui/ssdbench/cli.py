@@ -182,6 +182,7 @@ def cmd_run(args):
         destroy_data=args.destroy_data,
         allow_usb=args.allow_usb,
         on_progress=progress_printer(s, sys.stderr),
+        resume=args.resume,
     )
     if sys.stderr.isatty():
         print(file=sys.stderr)  # past the redrawn line
@@ -854,6 +855,13 @@ def parser():
     c.add_argument("--allow-usb", action="store_true", help="allow a USB-attached drive")
     c.add_argument("--non-standard", action="store_true", help="run a suite whose hash is not locked")
     c.add_argument("--trace", metavar="NAME", help="play a trace imported with `ssdbench trace import` (non-standard)")
+    c.add_argument(
+        "--resume",
+        type=int,
+        metavar="RUN",
+        help="resume run RUN, cut off by a crash or power loss, on its drive with its suite: from its last purge "
+        "before the step that was cut",
+    )
 
     c = add("trace", cmd_trace, "import a tester's own trace to play, or list the imported ones")
     ts = c.add_subparsers(dest="action", required=True)

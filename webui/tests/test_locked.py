@@ -411,11 +411,11 @@ def test_the_standard_plan_plays_the_heavy_trace_at_its_published_length():
     assert (trace["profile"], trace["reads"], trace["writes"]) == ("heavy-2011", 2_168_893, 1_783_447)
     assert abs(trace["bytes_written"] - 106.32e9) <= 2**20  # 106.32 GB, as seed 000 publishes
     assert trace["segments"] == 900
-    # the estimate: the bytes at the suite's assumed rates, fio starting each segment's job, and the fixed idle
+    # the estimate: the bytes at the suite's assumed rates, each segment's job taking over, and the fixed idle
     standard = locked.load("standard").data
     rates = standard["estimate"]
     moved = trace["bytes_read"] / (rates["read_mb_s"] * 1e6) + trace["bytes_written"] / (rates["write_mb_s"] * 1e6)
-    assert heavy["estimate_s"] == pytest.approx(moved + 900 * plan.JOB_START_S + standard["idle"]["seconds"])
+    assert heavy["estimate_s"] == pytest.approx(moved + 900 * plan.HANDOFF_S + standard["idle"]["seconds"])
     assert "full length" in heavy["title"]
 
 

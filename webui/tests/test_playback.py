@@ -1,6 +1,6 @@
 """Trace playback with real fio on a loop device: the trace plays a part at a time, and its iologs and per-IO
-logs never lie unpacked on the data partition beyond one part; a trace that is not the locked one never
-plays."""
+logs never lie unpacked on the data partition beyond three parts; its segments play back to back, and the gaps
+between them are measured and flagged; a trace that is not the locked one never plays."""
 
 import dataclasses
 import glob
@@ -10,14 +10,15 @@ import pytest
 from conftest import needs_root
 
 from ssdbench.errors import SsdbenchError
-from ssdbench.run import plan, playback, workload
-from ssdbench.suites import locked
+from ssdbench.results import validity
+from ssdbench.run import derive, plan, playback, workload
+from ssdbench.suites import locked, trace_file
 
 pytestmark = needs_root()
 CAPACITY = 64 * 2**20
 # Bytes per IO of an iolog line and a latency log line, with room to spare: "dut write 33550336 131072",
-# "12, 123456, 1, 131072, 33550336, 0".
-LINE_BYTES = 64
+# "1795824415692, 123456, 1, 131072, 33550336, 0" (its time on the wall clock, in ms).
+LINE_BYTES = 80
 
 
 def trace_step(suite):
@@ -43,7 +44,7 @@ def test_the_trace_plays_a_part_at_a_time_and_is_packed_after_each(loopdev, tmp_
     step, out = trace_step(smoke), str(tmp_path / "step")
     trace, job_text, info = playback.prepare(step, out, CAPACITY, smoke, str(tmp_path))
     sizes = [count for _, count in plan.trace_segments(step.spec)]
-    parts = playback.parts(sizes)
+    parts = list(playback.parts(trace_file.segments(trace)))
     assert len(parts) >= 5 and [k for part in parts for k in part] == list(range(len(sizes)))
     peaks, pack = [], playback._pack
 
@@ -56,9 +57,10 @@ def test_the_trace_plays_a_part_at_a_time_and_is_packed_after_each(loopdev, tmp_
     assert outcome.state == "done", outcome.error
     assert [job["jobname"] for job in outcome.doc["jobs"]] == [playback.job_name(k) for k in range(len(sizes))]
     assert sum(job["read"]["total_ios"] + job["write"]["total_ios"] for job in outcome.doc["jobs"]) == sum(sizes)
-    # Before each part is packed, only that part's files are unpacked: its IOs' iolog and latency lines.
+    # Before each part is packed, only that part's files and the next two parts' are unpacked.
     assert len(peaks) == len(parts)
-    assert all(0 < size <= ios * LINE_BYTES for size, ios in peaks), peaks
+    ios = [count for _, count in peaks] + [0, 0]
+    assert all(0 < size <= sum(ios[n : n + 3]) * LINE_BYTES for n, (size, _) in enumerate(peaks)), peaks
     assert unpacked(out) == 0 and playback.played(out, step) == 1.0
     assert sorted(glob.glob(os.path.join(out, "fio-*.json"))) == [
         os.path.join(out, f"fio-{n:02d}.json") for n in range(len(parts))
@@ -66,22 +68,61 @@ def test_the_trace_plays_a_part_at_a_time_and_is_packed_after_each(loopdev, tmp_
     assert info["sha256"] == smoke.traces[step.id] and info["stats"]["segments"] == len(sizes)
 
 
-def test_a_cancel_stops_the_playback_between_or_inside_parts(loopdev, tmp_path, smoke, monkeypatch):
-    monkeypatch.setattr(playback, "PART_IOS", 500)
+def test_a_cancel_stops_the_playing_part_and_the_one_waiting_on_it(loopdev, tmp_path, smoke, monkeypatch):
+    monkeypatch.setattr(playback, "PART_IOS", 1200)
     dev, _ = loopdev("64M")
     step, out = trace_step(smoke), str(tmp_path / "step")
     trace, job_text, _ = playback.prepare(step, out, CAPACITY, smoke, str(tmp_path))
-    # stop as soon as the second part has started
-    outcome = playback.play(
-        trace, job_text, step, out, dev, lambda *a: None, lambda: os.path.exists(os.path.join(out, "fio-01.json"))
-    )
+    parts = list(playback.parts(trace_file.segments(trace)))
+    assert len(parts) >= 3 and len(parts[0]) >= 2
+    # stop at fio's first tick: the first part's later jobs and the second part's all wait on their FIFOs
+    outcome = playback.play(trace, job_text, step, out, dev, lambda *a: None, lambda: True)
     assert outcome.state == "cancelled"
     assert not os.path.exists(os.path.join(out, "fio-02.json"))
-    assert unpacked(out) == 0
-    # the progress counts the IOs of the segments that ended: the first part, and maybe some of the second
-    sizes = [count for _, count in plan.trace_segments(step.spec)]
-    first = sum(sizes[k] for k in playback.parts(sizes)[0])
-    assert first / sum(sizes) <= playback.played(out, step) < 1
+    assert unpacked(out) == 0 and not glob.glob(os.path.join(out, "*.go"))
+    # no job after the first one played: they read the end of their FIFO and did no IO
+    assert playback.played(out, step) * sum(count for _, count in plan.trace_segments(step.spec)) <= len(
+        next(trace_file.segments(trace))[1]
+    )
+
+
+def test_the_segments_play_back_to_back_and_a_replay_with_gaps_is_flagged(loopdev, tmp_path, smoke, monkeypatch):
+    dev, _ = loopdev("64M")
+    step = trace_step(smoke)
+    segments = len(plan.trace_segments(step.spec))
+
+    def replayed(name):
+        out = str(tmp_path / name)
+        trace, job_text, _ = playback.prepare(step, out, CAPACITY, smoke, str(tmp_path))
+        outcome = playback.play(trace, job_text, step, out, dev, lambda *a: None, lambda: False)
+        assert outcome.state == "done", outcome.error
+        metrics, _ = derive.step_results(step, out, outcome.doc, True)
+        assert {m.name for m in metrics} >= {"replay.wall_s", "replay.gaps_s", "replay.gap_percent"}
+        return {m.name: m.value for m in metrics}
+
+    # Each job takes over from the one before it at once: fio's start of a job, which sleeps 100 ms before it
+    # looks whether the job is ready, is not in the gaps (on a busy 2-core host a handoff took 1.4 to 93 ms, most
+    # under 5 ms).
+    handed = replayed("handed")
+    assert 0 < handed["replay.gaps_s"] < (segments - 1) * 0.1
+    assert handed["fio.read.total_ios"] + handed["fio.write.total_ios"] == sum(
+        count for _, count in plan.trace_segments(step.spec)
+    )
+
+    # As before: each segment a job that fio starts once the one before it has ended (stonewall).
+    handoff_job = playback.replay_job
+
+    def walled(k, qd, data, last=False):
+        name, options = handoff_job(k, qd, data, last)
+        return name, {**{o: v for o, v in options.items() if not o.startswith("exec_")}, "stonewall": 1}
+
+    monkeypatch.setattr(playback, "replay_job", walled)
+    gapped = replayed("stonewall")
+    assert gapped["replay.gaps_s"] > (segments - 1) * 0.1 > handed["replay.gaps_s"]
+    reasons = validity.paused(gapped)
+    assert len(reasons) == 1 and reasons[0].startswith(f"its replay took {gapped['replay.wall_s']:,.3f} s")
+    # the figures of both replays are fio's: the same IOs, logged by fio
+    assert gapped["all.ios"] == handed["all.ios"] and gapped["all.bytes"] == handed["all.bytes"]
 
 
 def test_a_trace_that_is_not_the_one_the_workload_hash_covers_is_refused(tmp_path, smoke):

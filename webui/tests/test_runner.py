@@ -10,8 +10,10 @@ import subprocess
 import sys
 import threading
 import time
+import zipfile
 from types import SimpleNamespace
 
+import pytest
 from conftest import (
     BLOCKS_SUITE,
     ENGINE_SUITE,
@@ -31,6 +33,7 @@ from conftest import (
 )
 from markupsafe import escape
 
+from ssdbench.errors import SsdbenchError
 from ssdbench.results import document, offline_report, store, validity
 from ssdbench.run import fio_output, plan, quiet, runner, workload
 from ssdbench.suites import locked, trace_file, trace_generator
@@ -613,55 +616,6 @@ def test_sigterm_at_any_moment_cancels_and_never_fails(loopdev, tmp_path):
             done.result()
 
 
-def test_killed_runner_leaves_an_interrupted_run_with_its_steps_and_the_next_start_puts_back_its_changes(
-    loopdev, tmp_path
-):
-    dev, _ = loopdev()
-    # The drive's files the run sets hold something else first, so that the run changes every one of them.
-    set_queue_files(dev, scheduler="mq-deadline", nomerges="0", write_cache="write through")
-    found = queue_files(dev)
-    data_dir = tmp_path / "data"
-    proc = start_run(dev, data_dir, suite=long_suite(tmp_path, "rand-write-4k"))
-    wait_for_step(data_dir, "rand-write-4k")
-    proc.kill()  # as a power cut would
-    proc.wait()
-    # The kernel sends fio its parent-death signal at once; fio then takes a moment to die.
-    wait_until(
-        lambda: subprocess.run(["pgrep", "-f", "rand-write-4k.fio"], capture_output=True).returncode == 1,
-        "fio to end with its runner",
-    )
-    assert show(1, data_dir)["state"] == "running"
-    # Killed, it put nothing back: the files hold what it set, and its crash record what they held.
-    assert queue_files(dev) == {"scheduler": "none", "nomerges": "2", "write_cache": "write back"}
-    with open(data_dir / quiet.RECORD) as f:
-        record = json.load(f)
-    assert record["run_id"] == 1 and record["pid"] == proc.pid and record["drive"]["serial"] == str(_backing(dev))
-    queue = f"/sys/block/{os.path.basename(dev)}/queue"
-    held = {e["file"]: e["value"] for e in record["put_back"]}
-    assert {f"{queue}/{n}": v for n, v in found.items()}.items() <= held.items()
-    # The next start puts them back before it sets them again (its controls found them as they were), marks
-    # the killed run, then runs normally and puts back what it changed.
-    again = ssdbench("run", *ENGINE_SUITE, "--drive", dev, "--confirm", os.path.basename(dev), data_dir=data_dir)
-    assert again.returncode == 0, again.stderr
-    run = show(1, data_dir)
-    assert run["state"] == "interrupted"
-    states = [s["state"] for s in run["steps"]]
-    assert states[:3] == ["done", "done", "done"] and states[3] == "interrupted"
-    assert all(s["metrics"] for s in run["steps"][1:3])
-    second = show(2, data_dir)
-    assert second["state"] == "done"
-    recovered = second["environment"]["recovered"]
-    assert (recovered["run_id"], recovered["pid"]) == (1, proc.pid)
-    back = {e["file"]: e for e in recovered["put_back"]}
-    assert set(back) == set(held)
-    for path, value in held.items():
-        assert (back[path]["state"], back[path]["now"]) == ("applied", value), back[path]
-    controls = second["environment"]["controls"]
-    assert (controls["scheduler"]["before"], controls["nomerges"]["before"]) == ("mq-deadline", "0")
-    assert controls["kernel_write_cache"]["before"] == "write through"
-    assert queue_files(dev) == found and not os.path.exists(data_dir / quiet.RECORD)
-
-
 def _backing(dev):
     return open(f"/sys/block/{os.path.basename(dev)}/loop/backing_file").read().strip()
 
@@ -749,3 +703,122 @@ def test_missing_fio_and_not_root_are_clear_errors(loopdev, tmp_path):
     )
     assert as_nobody.returncode == 2
     assert "must run as root" in as_nobody.stderr and "Traceback" not in as_nobody.stderr
+
+
+def leftovers(run_dir):
+    """The processes whose working folder is in the run's folder: the run's fio and its jobs."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        with contextlib.suppress(OSError):
+            if os.readlink(f"/proc/{pid}/cwd").startswith(str(run_dir) + os.sep):
+                found.append(int(pid))
+    return found
+
+
+def test_a_run_killed_in_a_step_resumes_from_its_purge_and_its_bundle_says_so(loopdev, tmp_path):
+    """The runner killed in a step, as a crash or a power cut: the run is left with its steps, the next start puts
+    back what it changed, and resumes it from its purge. About 40 s: the engine suite's purge, fill and first
+    read twice, and the host-cost calibration twice."""
+    dev, _ = loopdev()
+    # The drive's files the run sets hold something else first, so that the run changes every one of them.
+    set_queue_files(dev, scheduler="mq-deadline", nomerges="0", write_cache="write through")
+    found = queue_files(dev)
+    data_dir = tmp_path / "data"
+    suite = long_suite(tmp_path, "rand-write-4k")
+    proc = start_run(dev, data_dir, suite=suite)
+    wait_for_step(data_dir, "rand-write-4k")
+    run_dir = store.run_dir(data_dir, 1)
+    step_dir = data_dir / "runs" / "1" / "03-rand-write-4k"
+    wait_until(lambda: any(d["jobs"][0]["write"]["io_bytes"] for d in fio_status(step_dir)), "fio to write")
+    proc.kill()  # as a crash would
+    proc.wait()
+    cut_at = time.time()
+    assert show(1, data_dir)["state"] == "running"
+    # Killed, it put nothing back: the files hold what it set, and its crash record what they held.
+    assert queue_files(dev) == {"scheduler": "none", "nomerges": "2", "write_cache": "write back"}
+    with open(data_dir / quiet.RECORD) as f:
+        record = json.load(f)
+    assert record["run_id"] == 1 and record["pid"] == proc.pid and record["drive"]["serial"] == str(_backing(dev))
+    queue = f"/sys/block/{os.path.basename(dev)}/queue"
+    held = {e["file"]: e["value"] for e in record["put_back"]}
+    assert {f"{queue}/{n}": v for n, v in found.items()}.items() <= held.items()
+
+    # The next start resumes it: it marks the killed run, puts back what it changed before it sets them again
+    # (its controls found them as they were), ends the fio job the killed run left writing, and starts again
+    # from the purge before the step that was cut.
+    argv = [*suite, "--drive", dev, "--confirm", os.path.basename(dev), "--data-dir", str(data_dir)]
+    again = subprocess.Popen(
+        [sys.executable, "-m", "ssdbench.cli", "run", *argv, "--resume", "1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+    def started_again():
+        db = store.connect(data_dir)
+        try:
+            row = db.execute("SELECT state, started_at FROM steps WHERE key='rand-write-4k'").fetchone()
+        finally:
+            db.close()
+        return row[0] == "running" and row[1] > cut_at and fio_status(step_dir)
+
+    wait_until(lambda: again.poll() is not None or started_again(), "the step to start again")
+    assert again.poll() is None, again.communicate()
+    again.send_signal(signal.SIGTERM)  # the resumed step has shown what it starts from: the test ends it
+    out, err = again.communicate(timeout=120)
+    assert "run 1: cancelled" in out, err
+    run = show(1, data_dir)
+    [entry] = run["environment"]["resumed"]
+    assert entry["cut_step"] == "rand-write-4k" and entry["from_step"] == "purge" and entry["cut_at"] >= cut_at
+    steps = {s["key"]: s for s in run["steps"]}
+    # The step starts again from the state it declares: the purge and every step after it ran again, after the cut.
+    for key in ("purge", "seq-fill", "rand-read-4k"):
+        assert steps[key]["state"] == "done" and steps[key]["started_at"] >= cut_at, key
+        assert steps[key]["detail"]["resumed"].startswith("run again before rand-write-4k: the run was cut off")
+    assert all(s["metrics"] for s in run["steps"][1:3])
+    assert steps["rand-write-4k"]["started_at"] >= steps["rand-read-4k"]["finished_at"]
+    assert steps["rand-write-4k"]["detail"]["resumed"].startswith("the step that was cut off: ")
+    assert not leftovers(run_dir)  # the cut run's fio job was ended before the purge, and the cancelled one's too
+    recovered = run["environment"]["recovered"]
+    assert (recovered["run_id"], recovered["pid"]) == (1, proc.pid)
+    back = {e["file"]: e for e in recovered["put_back"]}
+    assert set(back) == set(held)
+    for path, value in held.items():
+        assert (back[path]["state"], back[path]["now"]) == ("applied", value), back[path]
+    controls = run["environment"]["controls"]
+    assert (controls["scheduler"]["before"], controls["nomerges"]["before"]) == ("mq-deadline", "0")
+    assert controls["kernel_write_cache"]["before"] == "write through"
+    assert queue_files(dev) == found and not os.path.exists(data_dir / quiet.RECORD)
+    warning = "resumed: the run was cut off (crash or power loss) in step rand-write-4k and resumed from step purge"
+    assert any(w.startswith(warning) for w in document.run_document(store.connect(data_dir), 1)["warnings"])
+    # The bundle says so: its result.json and its report.
+    written = ssdbench("bundle", "1", "-o", str(tmp_path), data_dir=data_dir, check=True).stdout.strip()
+    with zipfile.ZipFile(written) as zf:
+        result = json.loads(zf.read("result.json"))
+        report = zf.read("report.html").decode()
+    assert result["environment"]["resumed"] == [entry]
+    assert any(w.startswith(warning) for w in result["warnings"]) and str(escape(warning)) in report
+
+
+def test_a_run_resumes_from_the_last_purge_at_or_before_the_step_that_was_cut():
+    kinds = ["purge", "fio", "fio", "purge", "fio", "trace"]
+    steps = [SimpleNamespace(index=i, id=f"s{i}-{k}", kind=k) for i, k in enumerate(kinds)]
+
+    def cut(states):
+        run = {
+            "id": 1,
+            "finished_at": 5.0,
+            "steps": [{"idx": i, "key": s.id, "state": st} for i, (s, st) in enumerate(zip(steps, states))],
+        }
+        entry = runner.resume_entry(run, steps)
+        return entry["cut_step"], entry["from_step"]
+
+    done = ["done"] * 6
+    assert cut(done[:5] + ["interrupted"]) == ("s5-trace", "s3-purge")
+    assert cut(done[:3] + ["interrupted", "skipped", "skipped"]) == ("s3-purge", "s3-purge")  # a purge cut: itself
+    assert cut(done[:2] + ["interrupted"] + ["skipped"] * 3) == ("s2-fio", "s0-purge")
+    assert cut(done[:4] + ["skipped", "skipped"]) == ("s4-fio", "s3-purge")  # cut between steps: the next one
+    steps[0].kind = "fio"  # no purge before it: the run's first step
+    assert cut(done[:2] + ["interrupted"] + ["skipped"] * 3) == ("s2-fio", "s0-purge")
+    with pytest.raises(SsdbenchError, match="no step left to run"):
+        cut(done)

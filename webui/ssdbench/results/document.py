@@ -59,6 +59,12 @@ def run_warnings(run, suspects=None):
     if run["state"] in ("failed", "cancelled", "interrupted"):
         out.append(f"the run is {run['state']}: only its completed steps have results")
     out += incomparable(run)
+    for entry in (run.get("environment") or {}).get("resumed") or []:
+        out.append(
+            f"resumed: the run was cut off (crash or power loss) in step {entry['cut_step']} and resumed from step "
+            f"{entry['from_step']}; every step from {entry['from_step']} on ran again after the cut, with the "
+            "environment recorded then"
+        )
     adapted = [
         step["key"] for step in run["steps"] if isinstance(step["detail"], dict) and step["detail"].get("adapted")
     ]

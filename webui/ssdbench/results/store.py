@@ -675,6 +675,43 @@ def mark_interrupted(db):
     return ids
 
 
+def resume_run(db, data_dir, run_id, suite_hash, entry):
+    """Make an interrupted run running again from step entry["from_step_index"] on: that step and every one after
+    it pending again, their metrics, series and raw files gone (what they had is of the drive before the cut), and
+    `entry` added to the run's environment's "resumed". Only under the run lock, for a run of this suite."""
+    run = get_run(db, run_id)
+    if run is None or run["origin"] != "local":
+        raise SsdbenchError(f"no run {run_id} of this appliance to resume")
+    if run["state"] != "interrupted":
+        raise SsdbenchError(f"run {run_id} is {run['state']}: only a run cut off by a crash or power loss resumes")
+    if run["suite_hash"] != suite_hash:
+        raise SsdbenchError(
+            f"run {run_id} ran another suite (sha256 {run['suite_hash'][:16]}...): resume it with that one"
+        )
+    first = entry["from_step_index"]
+    environment = run["environment"] or {}
+    environment["resumed"] = [*environment.get("resumed", []), entry]
+    again = [s for s in run["steps"] if s["idx"] >= first]
+    with transaction(db):
+        for step in again:
+            db.execute("DELETE FROM metrics WHERE step_id=?", (step["id"],))
+            db.execute("DELETE FROM series WHERE step_id=?", (step["id"],))
+            db.execute(
+                """UPDATE steps SET state='pending', started_at=NULL, finished_at=NULL, error=NULL, detail_json=NULL
+                   WHERE id=?""",
+                (step["id"],),
+            )
+        db.execute(
+            """UPDATE runs SET state='running', error=NULL, finished_at=NULL, cancel_requested=0, pid=?,
+                      step_index=?, environment_json=? WHERE id=?""",
+            (os.getpid(), first, json.dumps(environment), run_id),
+        )
+    for step in again:
+        if step["out_dir"]:
+            shutil.rmtree(os.path.join(data_dir, step["out_dir"]), ignore_errors=True)
+    return run
+
+
 def active_run(db):
     return db.execute("SELECT * FROM runs WHERE state='running' ORDER BY id DESC LIMIT 1").fetchone()
 

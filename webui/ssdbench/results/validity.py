@@ -23,6 +23,9 @@ HOT_MARGIN_C = 3.0
 # IDLE_PASS_S (fio's log clocks a pass in whole milliseconds), was not one continuous pass.
 IDLE_PASS_SHARE = 5.0
 IDLE_PASS_S = 0.01
+# Rule 7 for a trace: its segments' changes left the drive with no IO of the trace for more than this share of
+# the replay (its wall time, from its first IO's issue to its last IO's completion).
+TRACE_GAP_SHARE = 1.0
 # Rule 9: above this share of a job's time per IO, the host's own work (its cost on fio's null engine), or above
 # CPU_WAIT_LIMIT of the step's time waiting for a CPU, the PC is in the figure. fio waits 5.5 to 6.7% of a step's
 # time on an idle 2-CPU VM (its loop device's completions share fio's CPU), 14% beside two busy neighbours.
@@ -244,13 +247,15 @@ def overran(metrics):
     ]
 
 
-@cause("a sweep pass was not continuous")
+@cause("a pass or a replay was not continuous")
 def paused(metrics):
     """Rule 7: a pass of a zone sweep that was not one continuous pass. Its wall time (from its first IO's issue
     to its last IO's completion) exceeds the time its IOs took (their latencies, one at a time) by more than
     IDLE_PASS_SHARE percent of it and more than IDLE_PASS_S: the drive had that long with nothing to do during
     the pass, time a degraded drive can use to recover. Runs recorded before a pass was one job have no such
-    figures."""
+    figures. A trace's replay likewise, when the gaps between its segments (replay.gaps_s) are more than
+    TRACE_GAP_SHARE percent of its wall time: idle time that a drive with idle garbage collection can use. Runs
+    recorded before the segments were timed on one clock have no such figures."""
     out = []
     for direction in ("write", "read"):
         share, wall, took = (metrics.get(f"{direction}.{k}") for k in ("idle_percent", "pass_s", "io_s"))
@@ -260,6 +265,12 @@ def paused(metrics):
             f"its {direction} pass took {wall:,.3f} s and its IOs {took:,.3f} s: for {share:.1f}% of the pass, over "
             f"{IDLE_PASS_SHARE:.0f}%, no IO was outstanding, so it was not one continuous pass and the drive had "
             "time to recover in it"
+        )
+    share, gaps, wall = (metrics.get(f"replay.{k}") for k in ("gap_percent", "gaps_s", "wall_s"))
+    if None not in (share, gaps, wall) and share > TRACE_GAP_SHARE:
+        out.append(
+            f"its replay took {wall:,.3f} s, of which {gaps:,.3f} s ({share:.1f}%, over {TRACE_GAP_SHARE:.0f}%) fell "
+            "between its segments with no IO of the trace: the drive had idle time the trace does not give it"
         )
     return out
 

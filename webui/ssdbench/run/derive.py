@@ -320,7 +320,7 @@ def per_io_log(out_dir, prefix, kind="lat"):
         return os.path.basename(logs[0]), fio_output.fio_log(f.read())
 
 
-def replayed_intervals(out_dir, name, qd):
+def replayed_intervals(out_dir, name, qd, spans=None):
     """(start µs, end µs, op, bytes) of every IO of one trace replay job.
 
     fio cannot log issue times while it replays (read_iolog overrides write_iolog), so
@@ -329,9 +329,12 @@ def replayed_intervals(out_dir, name, qd):
     log, lets the next IO start. An IO's interval is its issue time plus its completion
     latency (clat): the time from its submission to the kernel to its completion, which the
     kernel's io_ticks counts too. fio's own time before it submits (slat) is not the drive's.
+    With a list as `spans`, the job's replay_span is appended to it.
     """
     order = playback.replay_order(out_dir, name)
     log_name, completions = per_io_log(out_dir, name, "clat")
+    if spans is not None and completions:
+        spans.append(replay_span(completions))
     starts = {}  # replay position -> issue time (ns)
     outstanding = defaultdict(deque)  # (op, offset) -> replay positions in flight
     next_io = 0
@@ -356,6 +359,36 @@ def replayed_intervals(out_dir, name, qd):
         if next_io < len(order):
             issue(end)
     return intervals
+
+
+def replay_span(completions):
+    """(first issue, last completion) of a replay job, in ms on its log's clock: the first IO's completion time
+    less its clat, and the last IO's completion time. fio stamps a sample with the time it reaps it, in whole ms."""
+    return completions[0].t_ms - completions[0].value / 1e6, completions[-1].t_ms
+
+
+def replay_gaps(spans):
+    """The trace's replay wall time and the gaps between its segments, from each segment's replay_span on the
+    wall clock of its per-IO log (`log_unix_epoch`), segments in order: the time from one segment's last IO's
+    completion to the next one's first IO's issue, when the drive had no IO of the trace."""
+    if len(spans) < 2:
+        return []
+    wall = (spans[-1][1] - spans[0][0]) / 1000
+    gaps = [(b[0] - a[1]) / 1000 for a, b in zip(spans, spans[1:])]
+    total = max(0.0, sum(gaps))
+    where = "the per-IO latency logs' wall-clock times (log_unix_epoch, whole ms) less each first IO's clat"
+    return [
+        Metric("replay.wall_s", wall, "s", f"from the first IO's issue to the last IO's completion, by {where}"),
+        Metric(
+            "replay.gaps_s",
+            total,
+            "s",
+            f"the sum over the {len(gaps)} changes of segment of the time from one segment's last completion to "
+            f"the next one's first issue, by {where}",
+        ),
+        Metric("replay.gap_percent", 100 * total / wall if wall > 0 else 0.0, "%", "replay.gaps_s / replay.wall_s"),
+        Metric("replay.longest_gap_s", max(0.0, *gaps), "s", f"the longest of those gaps, by {where}"),
+    ]
 
 
 def busy_seconds(intervals):
@@ -626,7 +659,10 @@ def _sweep(step, out_dir, doc, complete, baseline):
 def _trace(step, out_dir, doc, complete, baseline):
     # fio's own record of each replay job's queue depth
     jobs = [(job["jobname"], int(job["job options"]["iodepth"])) for job in doc["jobs"]]
-    return io_totals(doc) + busy_time(replayed_intervals(out_dir, name, qd) for name, qd in jobs), []
+    # the gaps between segments, where fio stamped their logs on one clock (runs before stamped each job's own)
+    spans = [] if all(job["job options"].get("log_unix_epoch") == "1" for job in doc["jobs"]) else None
+    metrics = io_totals(doc) + busy_time(replayed_intervals(out_dir, name, qd, spans) for name, qd in jobs)
+    return metrics + replay_gaps(spans or []), []
 
 
 def _burst(step, out_dir, doc, complete, baseline):

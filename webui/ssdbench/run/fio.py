@@ -46,8 +46,10 @@ def start(job_file_text, step_key, out_dir, device, cpus=None, sections=(), outp
     <output>.stderr, with a status document every second if `status`."""
     os.makedirs(out_dir, exist_ok=True)
     job_path = os.path.join(out_dir, f"{step_key}.fio")
-    with open(job_path, "w") as f:
+    # in one step, put in place whole: a trace's next part starts while a fio that read it plays (playback)
+    with open(f"{job_path}.part", "w") as f:
         f.write(job_file_text)
+    os.replace(f"{job_path}.part", job_path)
     argv = [tools.require("fio"), "--output-format=json", f"--output={output}.json"]
     if status:
         argv.append("--status-interval=1")
@@ -103,10 +105,16 @@ def run(
     status=True,
     watch=None,
 ):
-    """Run a step (or the `sections` of its job file) to its end. Twice a second, on_tick(latest status
-    document or None, IOPS, bytes/s), the rates None until two status documents have come, and watch(fio's pid)
-    while fio runs."""
+    """Run a step (or the `sections` of its job file) to its end (follow)."""
     proc = start(job_file_text, step_key, out_dir, device, cpus, sections, output, status)
+    return follow(proc, out_dir, on_tick, should_stop, output, watch)
+
+
+def follow(proc, out_dir, on_tick, should_stop, output="fio", watch=None, stop_signal=signal.SIGINT):
+    """Follow a started fio to its end. Twice a second, on_tick(latest status document or None, IOPS, bytes/s),
+    the rates None until two status documents have come, and watch(fio's pid) while fio runs. Once should_stop()
+    says so, fio gets `stop_signal`, one of its clean stops (SIGINT or SIGTERM), and SIGKILL if it has not ended
+    STOP_GRACE_S later."""
     reader = StatusReader(os.path.join(out_dir, f"{output}.json"))
     latest, iops, bw = None, None, None
     stopped_at = None
@@ -122,8 +130,8 @@ def run(
         if rc is not None:
             break
         if stopped_at is None and should_stop():
-            # SIGINT is fio's own clean stop: it ends the jobs and still writes its result.
-            proc.send_signal(signal.SIGINT)
+            # fio's own clean stop: it ends the jobs and still writes its result.
+            proc.send_signal(stop_signal)
             stopped_at = time.monotonic()
         elif stopped_at is not None and time.monotonic() - stopped_at > STOP_GRACE_S:
             proc.kill()

@@ -98,9 +98,11 @@ STOCK = Data(
 # Per-IO logs: the issue time of every IO (write_iolog, in microseconds) and its latency
 # (a lat log with log_avg_msec=0). Busy time and burst windows are computed from them.
 PER_IO_LOGS = {"log_avg_msec": 0, "log_offset": 1}
-# fio takes about 0.4 s to start each job of a step (measured with fio 3.33 on a loop device): a trace
-# replays each of its up to 1000 segments as a job, so the estimate counts it.
+# fio takes about 0.4 s to start each job of a step (measured with fio 3.33 on a loop device).
 JOB_START_S = 0.4
+# A trace replays each of its up to 1000 segments as a job, each taking over from the one before it at once
+# (playback): 4 to 11 ms a segment on a busy 2-core host, which the estimate counts.
+HANDOFF_S = 0.01
 # The runner's own work around a step that runs fio on the drive (its temperature and health read before and after,
 # fio's output derived and stored): 0.2 s a step. On smoke's steps on a loop device it took about 0.6 s beside
 # other tests and less on an idle host, where a 0.6 s estimate of a 512 MiB smoke run (132 s) was 23% over the run
@@ -456,7 +458,7 @@ def _trace(suite, i, step, capacity, rates, fit):
     # Its IOs come from the trace at run time: `playback` fits them to the drive's logical block.
     figures = trace_figures(step)
     estimate = (
-        figures["bytes_read"] / rates.read + figures["bytes_written"] / rates.write + figures["segments"] * JOB_START_S
+        figures["bytes_read"] / rates.read + figures["bytes_written"] / rates.write + figures["segments"] * HANDOFF_S
     )
     return PlanStep(i, step["id"], "trace", step["title"], estimate, step, 0, capacity, trace=figures)
 

@@ -1,16 +1,28 @@
-"""Storage Bench playback: a trace becomes fio replay jobs, played a part at a time.
+"""Storage Bench playback: a trace becomes fio replay jobs that play one after another with no gap between them.
 
 Each segment of the trace (IOs that share one queue depth) is one fio job that replays its own iolog with
 `replay_no_stall`, so idle time is cut out, at `iodepth` = the segment's queue depth, and logs every IO's
 completion latency (clat: from its submission to the kernel to its completion, the time the kernel counts
-the drive busy). fio is asked not to measure total and submission latency (`disable_lat`, `disable_slat`),
+the drive busy) with its time on the wall clock (`log_unix_epoch`), from which derive measures the gaps between
+segments. fio is asked not to measure total and submission latency (`disable_lat`, `disable_slat`),
 which would write two more per-IO logs and hold fio's own time before each submission.
 `derive.replayed_intervals` turns the logs into busy time.
 
+The segments do not wait for fio to start each job in turn: fio starts a job only after polling, twice 100 ms,
+so 900 segments one after another (`stonewall`) left the drive idle about 0.3 s each. Instead the jobs of a
+part start together, as threads of one fio, and set up at once (their iolog read, their buffers made), and
+each then waits, in its `exec_prerun`, to read a line from a FIFO of its own (`segNNNN.go`); the job before it
+writes that line in its `exec_postrun`, as it ends. The runner holds every FIFO open while the playback runs,
+so that when the runner ends, whatever ends it, a job still waiting reads an end of file, fails and does no IO.
+A job waiting in its prerun is inside system(), which ignores SIGINT in all of fio: a part is stopped with
+SIGTERM, fio's other clean stop.
+
 The Heavy trace's 4 million IOs make about 110 MB of iologs and 130 MB of latency logs: more than a
 small stick's data partition holds. So the step's one job file is played in parts of about
-PART_IOS IOs, one fio run each on those jobs (`--section`): a part's iologs are written just before it,
-and when it ends they and its latency logs are packed with gzip (to about a fifth). Each part's fio JSON
+PART_IOS IOs, one fio run each on those jobs (`--section`): a part's iologs are written, and its fio started,
+as the part two before it ends, while the one before it plays, so that its first job is waiting when that
+part's last ends, and takes over from it as the others do. When a
+part ends its iologs and latency logs are packed with gzip (to about a fifth). Each part's fio JSON
 is `fio-NN.json`, written without status documents, since each would list every job of the step (900
 jobs: 5 MB a second). The trace itself is not written out: it is generated again from its profile and
 seed, and the sha256 of its bytes is checked against the one the suite's workload hash covers.
@@ -20,9 +32,13 @@ blocks is widened to them, its start rounded down and its end up, so that it sti
 trace names; the step records how many were.
 """
 
+import contextlib
+import glob
 import gzip
 import os
 import shutil
+import signal
+import subprocess
 
 from ..errors import SsdbenchError
 from ..suites import trace_file, trace_generator, user_traces
@@ -31,28 +47,53 @@ from . import fio, plan
 DEVICE_NAME = "dut"  # the file name inside the replay iologs; replay_redirect points it at the drive
 OPS = {"R": "read", "W": "write"}
 PART_IOS = 200_000  # about 12 MB of iologs and latency logs before they are packed
+# A part's jobs set up together, each thread with iodepth buffers of its largest IO: at most so many jobs and
+# so many bytes of buffers in a part, and three parts at once for a moment (one ending, one playing, the next).
+PART_JOBS = 64
+PART_BUFFER_BYTES = 128 * 2**20
+GO = "go"  # the line a segment's job writes to the next one's FIFO as it ends
+STOP = "stop"  # the line the runner writes to every FIFO when the playback stops: the jobs still waiting end
 
 
 def job_name(k):
     return f"seg{k:04d}"
 
 
-def replay_job(k, qd, data=plan.HASHED):
+def handoff(k):
+    """The FIFO that segment k's job waits on before its first IO."""
+    return f"{job_name(k)}.go"
+
+
+def replay_job(k, qd, data=plan.HASHED, last=False):
     """The fio job that replays segment k of a trace, at the segment's queue depth, with what `data` makes its
-    writes: (name, options)."""
+    writes, after segment k - 1 and before k + 1 (none after the `last`): (name, options)."""
     name = job_name(k)
-    return name, {
+    options = {
         "read_iolog": f"{name}.replay",
         "replay_no_stall": 1,
         "replay_redirect": f"${{{plan.DUT_VAR}}}",
         "iodepth": qd,
-        "stonewall": 1,
+        "thread": 1,
         **data.mixed["incompressible"],
         "disable_lat": 1,
         "disable_slat": 1,
         "write_lat_log": name,
         **plan.PER_IO_LOGS,
+        "log_unix_epoch": 1,
     }
+    if k:
+        options["exec_prerun"] = f'read -r line < {handoff(k)} && test "$line" = {GO}'
+    if not last:
+        # fio cuts an option at a ";" or "#", and appends its own redirection of stdout to the command: the line
+        # goes to the FIFO from inside a subshell, opened read and write so that the open never waits
+        options["exec_postrun"] = f"(echo {GO} >&3) 3<>{handoff(k + 1)}"
+    return name, options
+
+
+def replay_jobs(spec, data=plan.HASHED):
+    """Every replay job of a trace step, in order, its writes made as `data` makes them."""
+    segments = plan.trace_segments(spec)
+    return [replay_job(k, qd, data, last=k == len(segments) - 1) for k, (qd, _) in enumerate(segments)]
 
 
 def _write_replay(path, ios):
@@ -112,7 +153,7 @@ def prepare(step, out_dir, capacity, suite, data_dir, block=plan.SECTOR):
             f"covers ({expected[:16]}...): this Python or this ssdbench does not make the locked trace"
         )
     mapped, was_mapped = trace_file.map_to_capacity(trace, capacity)
-    jobs = [replay_job(k, qd, step.data) for k, (qd, _) in enumerate(plan.trace_segments(spec))]
+    jobs = replay_jobs(spec, step.data)
     info = {
         **{key: value for key, value in plan.trace_figures(spec).items() if key in ("profile", "seed", "name")},
         "label": trace.label,
@@ -130,16 +171,20 @@ def prepare(step, out_dir, capacity, suite, data_dir, block=plan.SECTOR):
     return played, plan.job_file(suite, spec, jobs), info
 
 
-def parts(sizes):
-    """The segments' indexes in consecutive parts, each of at least PART_IOS IOs but the last."""
-    out, part, ios = [], [], 0
-    for k, count in enumerate(sizes):
+def parts(segments):
+    """The indexes of the segments, each (queue depth, IOs), in consecutive parts: a part ends once it holds
+    PART_IOS IOs, PART_JOBS jobs or PART_BUFFER_BYTES of fio's buffers (each job's queue depth times its
+    largest IO)."""
+    part, ios, buffers = [], 0, 0
+    for k, (qd, seg) in enumerate(segments):
         part.append(k)
-        ios += count
-        if ios >= PART_IOS:
-            out.append(part)
-            part, ios = [], 0
-    return out + [part] if part else out
+        ios += len(seg)
+        buffers += qd * max((length for _, _, length in seg), default=0)
+        if ios >= PART_IOS or len(part) >= PART_JOBS or buffers >= PART_BUFFER_BYTES:
+            yield part
+            part, ios, buffers = [], 0, 0
+    if part:
+        yield part
 
 
 def _pack(out_dir, names):
@@ -153,27 +198,96 @@ def _pack(out_dir, names):
                 shutil.copyfileobj(src, dst)
             os.replace(f"{path}.gz.part", f"{path}.gz")
             os.remove(path)
+        for run in ("prerun", "postrun"):  # fio's files of each command's output: they say nothing
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(os.path.join(out_dir, f"{name}.{run}.txt"))
+
+
+class Handoffs:
+    """The FIFOs through which each segment's job lets the next one start, each made before the fio whose job
+    waits on it starts, and held open, read and write, by the runner until its handoff is done. A job waiting on
+    one ends with no IO when it reads the STOP line (stop()), or an end of file: the runner ended, whatever ended
+    it, and its holders with it."""
+
+    def __init__(self, out_dir):
+        self.out_dir, self.held = out_dir, {}
+
+    def make(self, k):
+        path = os.path.join(self.out_dir, handoff(k))
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(path)  # one left by a playback cut short
+        os.mkfifo(path, 0o600)
+        self.held[k] = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+
+    def stop(self):
+        """Every job still waiting ends, now or as it comes to wait: the line stays in its FIFO until read."""
+        for fd in self.held.values():
+            os.write(fd, f"{STOP}\n".encode())
+
+    def release(self, ks):
+        for k in [k for k in ks if k in self.held]:
+            os.close(self.held.pop(k))
+
+    def remove(self):
+        self.release(list(self.held))
+        for path in glob.glob(os.path.join(self.out_dir, "seg*.go")):
+            os.remove(path)
 
 
 def play(trace, job_text, step, out_dir, device, on_tick, should_stop, cpus=None, watch=None):
-    """Play the trace part by part (see the module docstring). Returns fio.Outcome: the last part's state
-    and error, and one document with the jobs of every part."""
-    segments = trace_file.segments(trace)
-    sizes = [count for _, count in plan.trace_segments(step.spec)]
-    docs, outcome = [], None
-    for n, part in enumerate(parts(sizes)):
+    """Play the trace part by part (see the module docstring), each part's fio started while the one before it
+    plays. Returns fio.Outcome: the state and error of the last part that played, and one document with the
+    jobs of every part that ended."""
+    count = len(plan.trace_segments(step.spec))
+    handoffs = Handoffs(out_dir)
+
+    def each_segment():
+        for k, (qd, ios) in enumerate(trace_file.segments(trace)):
+            _write_replay(os.path.join(out_dir, f"{job_name(k)}.replay"), ios)
+            if k + 1 < count:
+                handoffs.make(k + 1)
+            yield qd, ios
+
+    def begin(n, part):
         names = [job_name(k) for k in part]
-        for name in names:
-            _, ios = next(segments)
-            _write_replay(os.path.join(out_dir, f"{name}.replay"), ios)
-        outcome = fio.run(
-            job_text, step.id, out_dir, device, on_tick, should_stop, cpus, names, f"fio-{n:02d}", False, watch
-        )
-        _pack(out_dir, names)
-        if outcome.doc is not None:
-            docs.append(outcome.doc)
-        if outcome.state != "done":
-            break
+        return names, fio.start(job_text, step.id, out_dir, device, cpus, names, f"fio-{n:02d}", False)
+
+    def stop():
+        if should_stop():
+            handoffs.stop()  # the jobs still waiting end at once, and fio can stop
+            return True
+        return False
+
+    docs, outcome, waiting, n = [], None, [], 0
+    chunks = parts(each_segment())
+    try:
+        waiting.append(begin(0, next(chunks)))
+        part = next(chunks, None)
+        if part is not None:
+            waiting.append(begin(1, part))
+        while waiting:
+            names, proc = waiting.pop(0)
+            outcome = fio.follow(proc, out_dir, on_tick, stop, f"fio-{n:02d}", watch, signal.SIGTERM)
+            part = next(chunks, None) if outcome.state == "done" else None
+            if part is not None:  # while the next part plays, before this one is packed: ready in time for it
+                waiting.append(begin(n + 2, part))
+            _pack(out_dir, names)
+            handoffs.release(int(name[3:]) for name in names)
+            if outcome.doc is not None:
+                docs.append(outcome.doc)
+            if outcome.state != "done":
+                break
+            n += 1
+    finally:
+        handoffs.stop()
+        for names, proc in waiting:  # a part that never began: its jobs read an end of file and end
+            try:
+                proc.wait(fio.STOP_GRACE_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            _pack(out_dir, names)
+        handoffs.remove()
     jobs = [job for doc in docs for job in doc["jobs"]]
     return fio.Outcome(outcome.state, outcome.error, {**docs[-1], "jobs": jobs} if docs else None)
 

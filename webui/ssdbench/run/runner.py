@@ -103,6 +103,7 @@ class Run:
         self, db, data_dir, run_id, drive, suite, steps, signals, on_progress=None, cpus=None, idle_first=False
     ):
         """idle_first: the run idles before its first step too, as a later run of a repeat set does."""
+        self.resumed = None  # the entry of a run resumed after a cut (resume_entry): its steps from the entry's first
         self.suite = suite
         self.on_progress = on_progress
         self.cpus = cpus
@@ -200,6 +201,8 @@ class Run:
         sid = store.start_step(self.db, self.run_id, step.index, out_rel)
         self.progress(step.index, 0.0)
         detail = self.settle(step)
+        if self.resumed and step.index <= self.resumed["cut_step_index"]:
+            detail["resumed"] = resumed_note(self.resumed, step.index)
         if self.should_stop():
             store.finish_step(self.db, sid, "cancelled", error=STOPPED, detail=detail)
             return "cancelled", STOPPED
@@ -390,9 +393,11 @@ class Run:
         return state, error
 
     def each_step(self):
-        """The health snapshot before, then the steps in order until one does not end done."""
-        self.write_json("health-before.json", health.snapshot(self.drive))
-        for step in self.steps:
+        """The health snapshot before (a resumed run keeps the one from its start), then the steps in order, from
+        the resumed run's first, until one does not end done."""
+        if not self.resumed:
+            self.write_json("health-before.json", health.snapshot(self.drive))
+        for step in self.steps[self.resumed["from_step_index"] if self.resumed else 0 :]:
             if self.should_stop():
                 return "cancelled", STOPPED
             try:
@@ -602,8 +607,11 @@ def prepare_again(data_dir, suite, request):
     return drive, steps
 
 
-def run_in_foreground(data_dir, suite, device, confirm, destroy_data=False, allow_usb=False, on_progress=None):
-    """Run `suite` on `device`, in the foreground. Returns (run id, final state, error).
+def run_in_foreground(
+    data_dir, suite, device, confirm, destroy_data=False, allow_usb=False, on_progress=None, resume=None
+):
+    """Run `suite` on `device`, in the foreground; or with `resume`, resume that interrupted run of the suite from
+    the step resume_entry says (docs/methodology.md, "A run cut off"). Returns (run id, final state, error).
     SIGTERM and SIGINT cancel it, from the moment the lock is asked for."""
     check_host()
     with StopSignals() as signals:
@@ -612,18 +620,31 @@ def run_in_foreground(data_dir, suite, device, confirm, destroy_data=False, allo
             db = store.connect(data_dir)
             store.mark_interrupted(db)
             drive, steps = prepare(data_dir, suite, device, confirm, destroy_data, allow_usb)
+            entry = None if resume is None else resumable(db, resume, drive, steps)
             if signals.received:
                 raise SsdbenchError("cancelled before the run started; nothing was written to the drive")
-            run_id = store.create_run(db, drive, suite, steps)
-            return (run_id, *run_under_lock(db, data_dir, lock, run_id, suite, drive, steps, signals, on_progress))
+            if entry is None:
+                run_id = store.create_run(db, drive, suite, steps)
+            else:
+                run_id = resume
+                stop_leftovers(store.run_dir(data_dir, run_id))
+                store.resume_run(db, data_dir, run_id, suite.sha256, entry)
+            return (
+                run_id,
+                *run_under_lock(db, data_dir, lock, run_id, suite, drive, steps, signals, on_progress, resumed=entry),
+            )
         finally:
             lock.release()
 
 
-def run_under_lock(db, data_dir, lock, run_id, suite, drive, steps, signals, on_progress=None, set_idle=None):
+def run_under_lock(
+    db, data_dir, lock, run_id, suite, drive, steps, signals, on_progress=None, set_idle=None, resumed=None
+):
     """Execute a run that the store holds as running, under the held lock, with the caller's
     StopSignals installed: quiet the OS, record the environment, walk the steps. `set_idle`: for a later run
-    of a repeat set, its first run's recorded idle ({"temperature_c", "of_run"}). Returns (final state, error).
+    of a repeat set, its first run's recorded idle ({"temperature_c", "of_run"}). `resumed`: the entry of a run
+    resumed after a cut, which walks its steps from the entry's first one; its environment is measured again and
+    keeps every resume. Returns (final state, error).
     What a run killed before it (its crash record) had changed of the testbed is put back first, and the
     environment's `recovered` says so."""
     lock.record(run_id=run_id, device=drive["path"])
@@ -639,6 +660,8 @@ def run_under_lock(db, data_dir, lock, run_id, suite, drive, steps, signals, on_
     try:
         env = environment.fingerprint(suite, drive)
         env["data"] = (steps[0].data if steps else fio_data()).record()
+        if resumed:
+            env["resumed"] = store.get_run(db, run_id)["environment"]["resumed"]
         if recovered is not None:
             env["recovered"] = recovered
         env["controls"] = controls.apply()
@@ -649,6 +672,7 @@ def run_under_lock(db, data_dir, lock, run_id, suite, drive, steps, signals, on_
         run = Run(
             db, data_dir, run_id, drive, suite, steps, signals, on_progress, controls.fio_cpus, set_idle is not None
         )
+        run.resumed = resumed
         env["host_cost"] = run.calibrate()
         store.set_environment(db, run_id, env)
         run.write_json("environment.json", env)
@@ -668,6 +692,70 @@ def run_under_lock(db, data_dir, lock, run_id, suite, drive, steps, signals, on_
     finally:
         controls.release()
         store.release_reserve(data_dir)
+
+
+def resume_entry(run, steps):
+    """Where an interrupted run resumes: the step that was cut (the one left interrupted; none was: the first that
+    did not run), and the step it starts again from, the last purge at or before it (none: the run's first step),
+    so that the cut step meets the drive in the state it declares. Every step from there runs again."""
+    cut = next((s for s in run["steps"] if s["state"] == "interrupted"), None) or next(
+        (s for s in run["steps"] if s["state"] not in ("done",)), None
+    )
+    if cut is None:
+        raise SsdbenchError(f"run {run['id']} has no step left to run")
+    start = max((st.index for st in steps[: cut["idx"] + 1] if st.kind == "purge"), default=0)
+    return {
+        "at": time.time(),
+        "cut_at": run["finished_at"],
+        "cut_step": cut["key"],
+        "cut_step_index": cut["idx"],
+        "from_step": steps[start].id,
+        "from_step_index": start,
+    }
+
+
+def resumed_note(entry, index):
+    """What a step run again after a resume says of it."""
+    what = "the step that was cut off" if index == entry["cut_step_index"] else f"run again before {entry['cut_step']}"
+    return (
+        f"{what}: the run was cut off (crash or power loss) in step {entry['cut_step']} and resumed from step "
+        f"{entry['from_step']}, so that {entry['cut_step']} starts from the state it declares"
+    )
+
+
+def stop_leftovers(run_dir, timeout_s=30):
+    """End the processes left working in the run's folder (fio's jobs outlive their fio when it is killed, and go on
+    writing to the drive), and wait for them to be gone. A process is the run's if its working folder is in it."""
+    inside = os.path.realpath(run_dir) + os.sep
+    deadline = time.monotonic() + timeout_s
+    while True:
+        left = []
+        for pid in filter(str.isdigit, os.listdir("/proc")):
+            try:
+                cwd = os.readlink(f"/proc/{pid}/cwd")
+            except OSError:
+                continue
+            if (cwd + os.sep).startswith(inside):
+                left.append(int(pid))
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(int(pid), signal.SIGKILL)
+        if not left:
+            return
+        if time.monotonic() > deadline:
+            raise SsdbenchError(f"processes {left} of the cut run go on working in {run_dir}")
+        time.sleep(0.1)
+
+
+def resumable(db, run_id, drive, steps):
+    """The resume_entry of run `run_id`, once it is known to have run on this drive and this plan."""
+    run = store.get_run(db, run_id)
+    if run is None:
+        raise SsdbenchError(f"no run {run_id}")
+    if any(drive.get(k) != run["drive"].get(k) for k in ("capacity_bytes", "confirm_id", "serial", "model")):
+        raise SsdbenchError(f"{drive['path']} is not the drive run {run_id} ran on")
+    if len(steps) != len(run["steps"]):
+        raise SsdbenchError(f"run {run_id} ran another plan: resume it with its own suite")
+    return resume_entry(run, steps)
 
 
 def cancel(data_dir):

@@ -24,7 +24,7 @@ POINT = 64  # a stored point of a series (a per-second value, a temperature), wi
 SERIES_PER_DIRECTION = 5  # the per-second series a logged job stores: iops, bw, lat, clat, slat
 TEMPERATURE_SERIES = 2  # the temperature, and the seconds above the warning temperature
 TRACE_PER_IO = 20  # a played IO's replay line and latency log line, gzipped: 16 B measured (5.8 + 10.2)
-TRACE_UNPACKED_PER_IO = 64  # the same before a part is packed: 60 B measured
+TRACE_UNPACKED_PER_IO = 72  # the same before a part is packed: 66 B measured (the log's times on the wall clock)
 BURST_PER_WRITE = 32  # a line of the background's replays, for every write they hold: 26 to 30 B measured
 BURST_PER_DONE = 70  # a write's two latency log lines, for each one done: 62 B measured
 BURST_PER_READ = 200  # a foreground read's iolog line and its three latency log lines: 175 B measured
@@ -71,10 +71,11 @@ def step_bytes(step):
 
 def _trace_bytes(step):
     """A trace step, played a part at a time (playback): one JSON document per part, listing each segment's
-    job once; each IO's replay and latency lines, packed; and, while a part plays, its files unpacked."""
+    job once; each IO's replay and latency lines, packed; and, as a part ends, its files and the next two
+    parts' unpacked."""
     ios, segments = step.trace["reads"] + step.trace["writes"], step.trace["segments"]
-    parts = math.ceil(ios / playback.PART_IOS)
-    total = segments * JSON_PER_JOB + ios * TRACE_PER_IO + min(ios, playback.PART_IOS) * TRACE_UNPACKED_PER_IO
+    parts = max(math.ceil(ios / playback.PART_IOS), math.ceil(segments / playback.PART_JOBS))
+    total = segments * JSON_PER_JOB + ios * TRACE_PER_IO + min(ios, 3 * playback.PART_IOS) * TRACE_UNPACKED_PER_IO
     total += step.estimate_s * TEMPERATURE_SERIES * POINT
     return total + (2 * segments + 2 * parts + 1) * BLOCK  # each segment's two logs, each part's JSON and stderr
 

@@ -69,7 +69,7 @@ def parts(suite, digests):
     out = [("suite.json", _sha(locked.canonical(suite.data)))]
     for step in plan.compile_plan(suite, REFERENCE_CAPACITY):
         if step.kind == "trace":
-            jobs = [playback.replay_job(k, qd) for k, (qd, _) in enumerate(plan.trace_segments(step.spec))]
+            jobs = playback.replay_jobs(step.spec)
             out += [
                 (f"{step.id}/trace.txt", digests[step.id]["sha256"]),
                 (f"{step.id}/{step.id}.fio", _sha(_job_text(plan.job_file(suite, step.spec, jobs)))),
