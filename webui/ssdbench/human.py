@@ -2,6 +2,7 @@
 Only for display: results keep their exact values."""
 
 import math
+import re
 import time
 import unicodedata
 
@@ -35,6 +36,25 @@ def quantity(value, unit):
     if unit == "s" and value is not None and 0 < abs(value) < 1:
         value, unit = (value * 1e3, "ms") if abs(value) >= 1e-3 else (value * 1e6, "µs")
     return f"{figure(value)} {unit}"
+
+
+def run_name(run):
+    """A run as a tester tells it from the others, in a question before it is deleted: its number, suite, drive
+    (model, serial, device) and when it was made."""
+    drive = run["drive"]
+    return (
+        f"run {run['id']}: {run['suite']} on {drive.get('model') or 'an unnamed drive'} "
+        f"(serial {drive.get('serial') or '–'}, {drive.get('path') or '–'}), made {when(run['created_at'])} UTC, "
+        f"{run['state']}"
+    )
+
+
+def sentence(text):
+    """A message as a sentence, its first word capitalised: the API's errors begin in lower case, as a clause. A
+    first word that is a name (a file's, a device's, an ID) stays as it is."""
+    text = str(text)
+    first = re.match(r"[^\s:,;]*", text)[0]
+    return text[:1].upper() + text[1:] if first.isalpha() and first.islower() else text
 
 
 def size(nbytes):

@@ -224,10 +224,50 @@ def test_delete_removes_the_run_and_its_folder_but_never_an_active_run(client, d
     assert not (data_dir / "runs" / "1").exists()
     assert client.get("/api/runs/1").status_code == 404
     assert store.connect(data_dir).execute("SELECT count(*) FROM points").fetchone()[0] > 0  # run 2's stay
+    # The page's Delete asks first, naming the run; a form that does not name it is asked again, and nothing goes.
+    question = client.get("/runs/3/delete").get_data(as_text=True)
+    assert "Delete run 3?" in question and "Run 3: standard on Fast SSD 1TB (serial S123, /dev/nvme0n1)" in question
+    assert 'name="confirm" value="3"' in question
+    assert client.post("/runs/3/delete", data={"csrf_token": token}).headers["Location"] == "/runs/3/delete"
+    assert client.post("/runs/3/delete", data={"csrf_token": token, "confirm": "2"}).status_code == 302
+    assert store.run_state(store.connect(data_dir), 3) == "failed"
+    assert "cancel it before deleting it" in client.get("/runs/2/delete").get_data(as_text=True)
     # A symbolic link in the runs folder goes, never what it points to.
-    assert client.post("/runs/3/delete", data={"csrf_token": token}).status_code == 302
+    assert client.post("/runs/3/delete", data={"csrf_token": token, "confirm": "3"}).status_code == 302
     assert not (data_dir / "runs" / "3").exists() and (outside / "keep.txt").read_text() == "keep"
     assert [r["id"] for r in client.get("/api/runs").get_json()["runs"]] == [2]
+    # A deleted run's links, and a run never made, give a page with the menu that says so.
+    for path in ("/runs/3", "/runs/3/delete", "/runs/99"):
+        gone = client.get(path)
+        page = gone.get_data(as_text=True)
+        assert gone.status_code == 404 and "<nav>" in page and "Not Found" in page, path
+        assert re.search(r"There is no run (3|99) here: it was deleted, or never made", page), path
+    assert client.get("/api/runs/3").get_json() == {"error": "no run 3"}  # the API keeps its JSON
+
+
+def test_the_cli_deletes_a_run_only_when_told_which_it_is(data_dir):
+    add_run(data_dir)
+    asked = ssdbench("delete", "1", data_dir=data_dir)
+    assert asked.returncode == 2 and "nothing deleted" in asked.stdout
+    assert "run 1: standard on Fast SSD 1TB (serial S123, /dev/nvme0n1), made " in asked.stdout
+    assert "ssdbench delete 1 --yes" in asked.stderr and store.run_state(store.connect(data_dir), 1) == "done"
+    done = ssdbench("delete", "1", "--yes", data_dir=data_dir, check=True)
+    assert done.stdout.startswith("deleted run 1: standard") and store.run_state(store.connect(data_dir), 1) is None
+    assert "no run 1" in ssdbench("delete", "1", "--yes", data_dir=data_dir).stderr
+
+
+def test_every_page_has_its_icon_and_an_unknown_path_gets_a_page(client, token):
+    assert '<link rel="icon" href="/static/favicon.svg"' in client.get("/history").get_data(as_text=True)
+    icon = client.get("/favicon.ico")  # for the API's JSON and a raw file, which link no icon
+    assert icon.status_code == 200 and icon.content_type.startswith("image/svg+xml")
+    lost = client.get("/no/such/page")
+    assert lost.status_code == 404 and "<nav>" in lost.get_data(as_text=True)
+    assert client.get("/api/no/such").get_json()["error"].startswith("Not Found")
+    client.post("/logout", data={"csrf_token": token})
+    assert client.get("/favicon.ico").status_code == 200
+    wrong = client.post("/login", data={"csrf_token": client.get("/api/session").get_json()["csrf_token"], "pin": "1"})
+    said = html.unescape(wrong.get_data(as_text=True))
+    assert "Wrong PIN: the appliance's console shows it (or run ssdbench pin there)" in said and "`" not in said
 
 
 def test_run_files_download_but_cannot_leave_the_run_folder(client, data_dir, token):
@@ -323,8 +363,8 @@ def test_history_shows_every_state(client, data_dir, token):
     page = client.get("/history").data.decode()
     for state in states:
         assert f'<span class="badge">{state}</span>' in page
-    # Delete is offered for finished runs only.
-    assert page.count('form="delete-') == 4
+    # Delete is offered for finished runs only, as a link to its question: never a button of the compare form.
+    assert len(re.findall(r'href="/runs/\d/delete"', page)) == 4 and 'class="danger"' not in page
     older = client.get("/history?before=3").data.decode()
     assert 'href="/runs/2"' in older and 'href="/runs/3"' not in older and "Newest runs" in older
 

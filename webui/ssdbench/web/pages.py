@@ -25,7 +25,7 @@ from markupsafe import Markup
 
 from ..appliance import logs
 from ..errors import SsdbenchError
-from ..human import clock, figure, when
+from ..human import clock, figure, run_name, sentence, when
 from ..lab import index
 from ..results import bench, repeatability, report_html, store, summary, testbed, upload
 from ..run.repeat import MAX_TIMES
@@ -39,6 +39,7 @@ DEFAULT_SUITE = "quick"
 bp.add_app_template_filter(clock)
 bp.add_app_template_filter(figure)
 bp.add_app_template_filter(when)
+bp.add_app_template_filter(sentence)
 
 
 @bp.app_template_filter()
@@ -70,6 +71,20 @@ def drives_page(message=None, status=200, chosen=None):
         max_times=MAX_TIMES,
         message=message,
     ), status
+
+
+@bp.get("/favicon.ico")
+def favicon():
+    # What a browser asks for where a page does not link its icon: the API's JSON, a raw file.
+    return current_app.send_static_file("favicon.svg")
+
+
+def error_page(exc):
+    """An HTTP error as a page with the menu, in the page's words when it has some (a deleted run's)."""
+    response = exc.get_response()  # keeps the headers that go with the status, such as 405's Allow
+    response.set_data(render_template("error.html", title=exc.name, message=exc.description))
+    response.content_type = "text/html; charset=utf-8"
+    return response
 
 
 @bp.get("/")
@@ -170,7 +185,7 @@ def start_trace(name):
 def run(run_id):
     doc = get_results().get_run(run_id)
     if doc is None:
-        abort(404)
+        abort(404, description=gone(run_id))
     if lab_mode():  # the lab keeps the bundle as it came: it is the download, and there is no stick
         files, sticks = [], []
     else:
@@ -240,16 +255,33 @@ def diagnostics():
     )
 
 
+@bp.get(f"/runs/<{data.ID}:run_id>/delete")
+def delete_question(run_id):
+    """Delete asks first, on a page of its own that names the run: a click meant for another button deletes
+    nothing."""
+    run = store.get_run(get_db(), run_id)
+    if run is None:
+        abort(404, description=gone(run_id))
+    return render_template("delete.html", run=run, name=run_name(run), busy=run["state"] in store.ACTIVE)
+
+
 @bp.post(f"/runs/<{data.ID}:run_id>/delete")
 def delete(run_id):
+    # Only the question's form says which run it deletes: a form that does not is asked again.
+    if request.form.get("confirm") != str(run_id):
+        return redirect(url_for("pages.delete_question", run_id=run_id))
     body, status = data.delete_run(get_db(), current_app.config["SSDBENCH_DATA_DIR"], run_id)
     if status == 404:
-        abort(404)
+        abort(404, description=gone(run_id))
     if status != 200:
-        flash(f"{body['error'][0].upper()}{body['error'][1:]}.")
+        flash(sentence(f"{body['error']}."))
         return redirect(url_for("pages.run", run_id=run_id))
     flash(f"Run {run_id} deleted, with its files.")
     return redirect(url_for("pages.history"))
+
+
+def gone(run_id):
+    return f"There is no run {run_id} here: it was deleted, or never made. History lists the runs there are."
 
 
 @bp.get(f"/runs/<{data.ID}:run_id>/files/<path:name>")
