@@ -194,6 +194,26 @@ def test_progress_is_small_and_live(client, data_dir, token):
     assert client.get("/api/runs/9/progress").status_code == 404
     page = client.get("/runs/1").data
     assert b'data-page="live"' in page and b'id="progress-bar"' in page and b"Cancel the run" in page
+    # the live view leads with the progress: no summary card and the identity folded until the run ends
+    assert page.index(b'id="live"') < page.index(b'id="identity"') and b'id="summary"' not in page
+    assert b'<details class="fold" id="identity">' in page
+
+
+def test_a_reload_of_the_live_view_gets_the_runs_samples_since_it_started(client, data_dir, token):
+    add_run(data_dir, state="running")
+    db = store.connect(data_dir)
+    for iops in (100.0, None, 300.0):
+        store.update_progress(db, 1, 3, 50.0, 100.0, iops, None if iops is None else iops * 4096)
+    live = client.get("/api/runs/1/live").get_json()
+    assert live["iops"][-3:] == [100.0, None, 300.0] and live["bw"][-1] == 300.0 * 4096
+    assert live["t_s"] == sorted(live["t_s"]) and len(live["t_s"]) == len(live["iops"]) == len(live["bw"])
+    assert live["temperature"]["value"][-1] == 41.0 and live["temperature"]["t_s"][-1] == 19.0
+    assert client.get("/api/runs/9/live").status_code == 404
+    store.finish_run(db, 1, "done")
+    store.update_progress(db, 1, 3, 100.0, 0.0, 5.0, 5.0)  # a run that has ended keeps no more samples
+    assert client.get("/api/runs/1/live").get_json()["iops"] == live["iops"]
+    assert client.delete("/api/runs/1", headers={"X-CSRF-Token": token}).status_code == 204
+    assert db.execute("SELECT count(*) FROM progress_samples").fetchone()[0] == 0  # they go with their run
 
 
 def test_cancel_sets_the_flag_for_the_runner(client, data_dir, token):

@@ -191,6 +191,11 @@ def progress(run_id):
     return run_or_404(store.run_progress(get_db(), run_id), run_id)
 
 
+@bp.get("/runs/<int:run_id>/live")
+def live_history(run_id):
+    return run_or_404(store.progress_history(get_db(), run_id), run_id)
+
+
 @bp.post("/runs/<int:run_id>/cancel")
 def cancel(run_id):
     return answer(data.cancel_run(get_db(), run_id))
