@@ -31,10 +31,24 @@ def figure(value):
     return shown.rstrip("0").rstrip(".") if "." in shown else shown
 
 
+# The unit a figure is shown in wherever a page shows it (the results keep fio's own): the figures in seconds
+# are busy and service times, of a few ms to a few s, shown in ms on every page.
+SHOWN_IN = {"s": ("ms", 1e3)}
+
+
+def shown(value, unit):
+    """(value, unit) as every page shows a figure of that unit."""
+    to, factor = SHOWN_IN.get(unit, (unit, 1))
+    return (None if value is None else value * factor), to
+
+
+def shown_unit(unit):
+    return shown(None, unit)[1]
+
+
 def quantity(value, unit):
-    """A value with its unit, a time under a second in ms or µs: "6.880 ms", not "0.00688 s"."""
-    if unit == "s" and value is not None and 0 < abs(value) < 1:
-        value, unit = (value * 1e3, "ms") if abs(value) >= 1e-3 else (value * 1e6, "µs")
+    """A figure with its unit, as every page shows it: a time in ms, "6.88 ms", never "0.00688 s"."""
+    value, unit = shown(value, unit)
     return f"{figure(value)} {unit}"
 
 

@@ -5,7 +5,7 @@ extras. Every value from a run (a drive's model, a step's source) is escaped."""
 import re
 from html import escape
 
-from ..human import figure, quantity, size
+from ..human import figure, quantity, shown, size
 from . import store, testbed
 
 
@@ -254,10 +254,11 @@ def bar_chart(c, fineprint):
     def x(value):
         return BAR_W * value / scale
 
-    what = f"{c['label']}, {c['unit']}, {c['better']} is better"
+    factor, unit = shown(1, c["unit"])  # the bars' lengths keep the figure's own values, their labels the page's
+    what = f"{c['label']}, {unit}, {c['better']} is better"
     out = [
         f'<figure class="chart bars" data-chart="{_e(c["id"])}"><figcaption>{_e(c["label"])} '
-        f'<span class="unit">({_e(c["unit"])}, {_e(c["better"])} is better)</span>'
+        f'<span class="unit">({_e(unit)}, {_e(c["better"])} is better)</span>'
         + (f' <span class="note">not reached: {_e(", ".join(c["not_reached"]))}</span>' if c.get("not_reached") else "")
         + "</figcaption>",
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height + 16}" '
@@ -297,7 +298,9 @@ def bar_chart(c, fineprint):
             end = max(end, x(spread["max"]))
         note = f" (min–max of {spread['n']})" if spread else ""
         value = (
-            f"{figure(b['value'])}{note}" + (" ⚠ host" if b.get("host") else "") + (" ★ best" if b.get("best") else "")
+            f"{figure(b['value'] * factor)}{note}"
+            + (" ⚠ host" if b.get("host") else "")
+            + (" ★ best" if b.get("best") else "")
         )
         out.append(f'<text x="{LABEL_W + end + 6:.1f}" y="{y + 16}" class="value">{_e(value)}</text>')
         if b["why"]:

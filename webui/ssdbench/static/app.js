@@ -45,6 +45,7 @@
     };
     const u = new uPlot(opts, [[], []], box);
     return {
+      u,
       set(xs, ys) {
         if (ys.some((v) => v !== null)) waiting.remove();
         u.setData([xs, ys]);
@@ -69,6 +70,8 @@
     let lastAt = null;
     let lastTempAt = null;
     let most = 0; // the percent never goes back, whatever a poll says
+    // what the page has drawn, for the browser tests to read as a tester sees it
+    window.SsdbenchLive = {charts: charts.map((c) => c.u), samples, temps};
 
     function draw() {
       charts[0].set(samples.t, samples.iops);
@@ -110,7 +113,8 @@
       }
       if (p.state !== "running" || p.started_at === null) return;
       let drawn = false;
-      const at = p.progress_at === null ? null : p.progress_at - p.started_at;
+      // in whole ms, as the runner keeps its samples: the history's last is not drawn twice
+      const at = p.progress_at === null ? null : Math.trunc((p.progress_at - p.started_at) * 1000) / 1000;
       if (at !== null && (lastAt === null || at > lastAt)) {
         lastAt = at;
         samples.t.push(at);

@@ -25,7 +25,7 @@ from markupsafe import Markup
 
 from ..appliance import logs
 from ..errors import SsdbenchError
-from ..human import clock, figure, run_name, sentence, when
+from ..human import clock, figure, run_name, sentence, shown, shown_unit, when
 from ..lab import index
 from ..results import bench, repeatability, report_html, store, summary, testbed, upload
 from ..run.repeat import MAX_TIMES
@@ -40,6 +40,13 @@ bp.add_app_template_filter(clock)
 bp.add_app_template_filter(figure)
 bp.add_app_template_filter(when)
 bp.add_app_template_filter(sentence)
+bp.add_app_template_filter(shown_unit)
+
+
+@bp.app_template_filter()
+def shown_figure(value, unit):
+    """A figure as every page shows a figure of its unit (human.shown), without the unit: a table's column says it."""
+    return figure(shown(value, unit)[0])
 
 
 @bp.app_template_filter()
