@@ -7,10 +7,12 @@ import re
 import select
 import socket
 import stat
+import subprocess
+import time
 from urllib.parse import unquote
 
 import pytest
-from conftest import PIN, XSS, add_repeat, add_run, login, make_app, needs_root, ssdbench, web_server
+from conftest import PIN, XSS, add_repeat, add_run, backing_file, login, make_app, needs_root, ssdbench, web_server
 from markupsafe import escape
 
 from ssdbench.appliance import access
@@ -301,6 +303,18 @@ def test_run_files_download_but_cannot_leave_the_run_folder(client, data_dir, to
         assert client.get(f"/runs/1/files/{path}", follow_redirects=True).status_code == 404, path
 
 
+def test_compare_says_which_drive_is_faster_figure_by_figure(client, data_dir, token):
+    add_run(data_dir, iops=80_000.0)
+    add_run(data_dir, iops=100_000.0, model="Other SSD 2TB")
+    page = client.get("/compare?runs=1,2").get_data(as_text=True)
+    grid = page[page.index('<table class="side-by-side"') : page.index("</table>", page.index("side-by-side"))]
+    row = re.search(r'<tr data-figure="rand-read-4k-qd3">.*?</tr>', grid)[0]
+    assert ">80,000 IOPS</td>" in row and '100,000 IOPS <span class="diff">+25.0 %</span>' in row
+    assert row.count('class="faster"') == 1 and row.index("faster") > row.index("100,000")
+    assert "Faster, figure by figure: run 1 in 0, run 2 in 1 of" in page
+    assert page.index('id="side-by-side"') < page.index('id="ranked"')
+
+
 def test_compare_warns_when_suite_hashes_differ(client, data_dir, token):
     add_run(data_dir)
     add_run(data_dir)
@@ -428,6 +442,27 @@ def test_drives_list_a_named_loop_device_with_its_estimates(loopdev, data_dir):
     assert loop["estimates"]["smoke"] > 0
     page = client.get("/").data.decode()
     assert dev in page and f"<code>{os.path.basename(dev)}</code>" in page and 'name="confirm"' in page
+
+
+@needs_root()
+def test_the_drives_page_answers_within_a_second_and_follows_a_change_of_a_drive(loopdev, data_dir):
+    devs = [loopdev(name=f"d{n}.img")[0] for n in range(4)]
+    client = make_app(data_dir, SSDBENCH_EXTRA_DRIVES=devs).test_client()
+    login(client)
+    assert all(dev in client.get("/").get_data(as_text=True) for dev in devs)
+    took = []
+    for path in ("/", "/traces", "/"):
+        started = time.monotonic()
+        assert client.get(path).status_code == 200
+        took.append(time.monotonic() - started)
+    print(f"drives and traces with four drives listed: {', '.join(f'{t * 1000:.0f} ms' for t in took)}")
+    assert max(took) < 1.0, took
+    # the kernel announces the change of a drive (a uevent): the page lists it as it is now
+    subprocess.run(["truncate", "-s", "1G", backing_file(devs[0])], check=True)
+    subprocess.run(["losetup", "-c", devs[0]], check=True)
+    row = re.search(rf'data-drive="{devs[0]}".*?class="size">([^<]+)<', client.get("/").get_data(as_text=True), re.S)
+    assert row[1] == "1.1 GB", row[1]
+    assert "Look again" in client.get("/?refresh=1").get_data(as_text=True)
 
 
 @needs_root()

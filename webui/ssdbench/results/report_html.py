@@ -6,7 +6,7 @@ import re
 from html import escape
 
 from ..human import figure, quantity, shown, size
-from . import store, testbed
+from . import headline, store, testbed
 
 
 def _e(value):
@@ -265,7 +265,7 @@ def bar_chart(c, fineprint):
         f'viewBox="0 0 {WIDTH} {height + 16}" font-family="sans-serif" font-size="12" role="img" '
         f'aria-label="{_e(what)}"><defs><pattern id="{hatch}" width="6" height="6" patternUnits="userSpaceOnUse" '
         'patternTransform="rotate(45)"><rect width="6" height="6" fill="#d5e3f0"/>'
-        '<rect width="3" height="6" fill="#1f77b4"/></pattern></defs><rect width="100%" height="100%" fill="#ffffff"/>',
+        '<rect width="3" height="6" fill="#6f9cc7"/></pattern></defs><rect width="100%" height="100%" fill="#ffffff"/>',
     ]
     for i, b in enumerate(c["bars"]):
         y = TOP + i * ROW_H
@@ -279,7 +279,8 @@ def bar_chart(c, fineprint):
             hover += f"; repeat set of {spread['n']}: min {spread['min']}, max {spread['max']}, stdev {spread['stdev']}"
         classes = "bar" + (" current" if b["current"] else "") + (" apart" if b["apart"] else "")
         classes += " best" if b.get("best") else ""
-        color = "#d62728" if b["current"] else f"url(#{hatch})" if b["apart"] else "#1f77b4"
+        # neutral colours: the current run darker, never a red that reads as "bad"
+        color = "#1f4e79" if b["current"] else f"url(#{hatch})" if b["apart"] else "#6f9cc7"
         label = b["label"] if len(b["label"]) <= LABEL_CHARS else b["label"][: LABEL_CHARS - 1] + "…"
         weight = "bold" if b["current"] else "normal"
         out.append(
@@ -326,6 +327,62 @@ def bar_chart(c, fineprint):
 
 def bar_charts(charts, fineprint):
     return "\n".join(bar_chart(c, fineprint) for c in charts)
+
+
+def side_by_side(runs):
+    """Which drive is faster: the runs' review figures (cards' "review") side by side, a row a figure, the current
+    run first; each other run's difference from it in %, and the better value of each row marked, by the way the
+    figure is better (higher or lower). A figure only some runs have leaves the others' cells empty."""
+    by_run = [{f["id"]: f for f in r["review"]} for r in runs]
+    ids = sorted({i for figures in by_run for i in figures}, key=headline.review_order)
+    if not ids:
+        return ""
+    head = "".join(
+        f'<th class="num" scope="col">Run {r["id"]}{" (current)" if n == 0 else ""}<br>'
+        f'<span class="unit">{_e(r["drive"].get("model") or r["drive"].get("path") or "")}</span></th>'
+        for n, r in enumerate(runs)
+    )
+    out = [
+        '<table class="side-by-side" aria-label="the runs side by side"><thead><tr><th scope="col">Figure</th>'
+        f"{head}</tr></thead><tbody>"
+    ]
+    faster = [0] * len(runs)
+    for fid in ids:
+        cells = [figures.get(fid) for figures in by_run]
+        first = next(c for c in cells if c)
+        values = [c["value"] if c else None for c in cells]
+        known = [v for v in values if v is not None]
+        best = (max if first["better"] == "higher" else min)(known) if len(known) > 1 else None
+        unit = shown(None, first["unit"])[1]
+        row = [
+            f'<tr data-figure="{_e(fid)}"><th scope="row">{_e(first["label"])} <span class="unit">({_e(unit)}, '
+            f"{_e(first['better'])} is better)</span></th>"
+        ]
+        for n, (c, v) in enumerate(zip(cells, values)):
+            if c is None:
+                row.append('<td class="num">–</td>')
+                continue
+            diff = ""
+            if n > 0 and values[0]:
+                pct = 100 * (v - values[0]) / values[0]
+                diff = f' <span class="diff">{pct:+.1f} %</span>'
+            mark = ""
+            if v == best and known.count(best) == 1:
+                faster[n] += 1
+                mark = ' <span class="faster">faster</span>'
+            row.append(
+                f'<td class="num{" better" if mark else ""}" data-value="{v}" title="{_e(c["value"])} {_e(c["unit"])}">'
+                f"{_e(quantity(v, c['unit']))}{diff}{mark}</td>"
+            )
+        out.append("".join(row) + "</tr>")
+    out.append("</tbody></table>")
+    tally = ", ".join(f"run {r['id']} in {faster[n]}" for n, r in enumerate(runs))
+    out.insert(
+        0,
+        f'<p class="verdict">Faster, figure by figure: {_e(tally)} of {len(ids)}. Each difference is against '
+        f"run {runs[0]['id']}'s value.</p>",
+    )
+    return "".join(out)
 
 
 def compare_runs(runs, run_url=None):

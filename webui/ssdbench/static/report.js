@@ -692,12 +692,16 @@
     if (!names.length) return el("p", {class: "note"}, "No metrics.");
     const head = el("tr", {}, el("th", {}, "Metric"),
                     ...docs.map((d) => el("th", {}, docs.length > 1 ? runLabel(d) : "Value")), el("th", {}, "Source"));
+    // the step's latencies in one unit, the one its largest reads best in
+    const latency = latencyUnit(steps.flatMap((s) => (s ? s.metrics.filter((m) => m.unit === "ns") : []))
+      .map((m) => m.value));
     const body = el("tbody");
     for (const name of names) {
       const cells = steps.map((s) => (s ? metricMap(s)[name] : null));
       const first = cells.find(Boolean);
       body.append(el("tr", {}, el("th", {}, name),
-                     ...cells.map((m) => (m ? metricCell(m) : el("td", {}, ""))),
+                     ...cells.map((m) => (!m ? el("td", {}, "") : m.unit === "ns" ? latencyCell(m, latency)
+                       : metricCell(m))),
                      el("td", {class: "source"}, first.source)));
     }
     return el("table", {class: "metrics"}, el("thead", {}, head), body);

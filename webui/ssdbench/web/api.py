@@ -68,7 +68,7 @@ def openapi_document():
 
 @bp.get("/drives")
 def drives():
-    found, problems = data.drive_list(current_app.config)
+    found, problems = data.drive_list(current_app.config, refresh=True)  # a script asks afresh each time
     return jsonify(drives=found, problems=problems)
 
 

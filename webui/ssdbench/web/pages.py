@@ -57,7 +57,9 @@ def gigabytes(nbytes):
 def drives_page(message=None, status=200, chosen=None):
     """The drives, each with its Start form. `chosen`: the form that was refused, whose choices its drive's form
     keeps (the suite, the ID typed, the tick, the repeat count)."""
-    found, problems = data.drive_list(current_app.config)
+    # a refused Start (chosen) lists the drives afresh, as its check did: what it says of them shows
+    refresh = chosen is not None or request.args.get("refresh") == "1"
+    found, problems = data.drive_list(current_app.config, refresh=refresh)
     suites = data.suite_list()[0]
     for d in found:
         # shortest first on this drive, so that the first suite offered is the quick one, not the longest name
@@ -138,12 +140,12 @@ def cancel_repeat(repeat_id):
 
 def traces_page(message=None, status=200):
     found, problems = data.trace_list(current_app.config)
-    drives, unlisted = data.listed_drives(current_app.config)
+    drives, unlisted = data.drive_list(current_app.config)
     return render_template(
         "traces.html",
         traces=found,
         problems=problems + unlisted,
-        drives=[d for d in drives.values() if d["eligible"]],
+        drives=[d for d in drives if d["eligible"]],
         formats=user_traces.FORMATS,
         upload_mib=data.TRACE_UPLOAD_BYTES // 2**20,
         busy=store.busy_run(get_db()),
@@ -340,6 +342,7 @@ def compare():
         warning=data.comparability(runs),
         charts=Markup(report_html.bar_charts(data.ranked(get_results(), runs), summary.fineprint(runs))),
         runs_html=Markup(report_html.compare_runs(runs, lambda run_id: url_for("pages.run", run_id=run_id))),
+        grid=Markup(report_html.side_by_side(runs)),
     )
 
 

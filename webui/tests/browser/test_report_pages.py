@@ -69,6 +69,31 @@ WARNING_LINES = """() => [...document.querySelectorAll('#summary .flags > detail
                                        parseFloat(getComputedStyle(s).lineHeight))])"""
 
 
+# Every table whose columns are each one quantity (the headline's and a step's metrics have a quantity a row): for
+# each column, the units of each kind (times, rates, sizes) that its cells show, where there are more than one.
+MIXED_UNITS = """() => {
+  const kinds = [["ns", "µs", "ms", "s"], ["B/s", "KB/s", "MB/s", "GB/s"],
+                 ["B", "KB", "MB", "GB", "KiB", "MiB", "GiB"]];
+  const mixed = [];
+  for (const table of document.querySelectorAll("table:not(.headline):not(.metrics):not(.identity)")) {
+    const columns = {};
+    for (const row of table.querySelectorAll("tbody tr")) {
+      [...row.cells].forEach((cell, i) => {
+        const m = /^-?[\\d,.]+ (\\S+)/.exec(cell.textContent.trim());
+        if (m) (columns[i] = columns[i] || new Set()).add(m[1]);
+      });
+    }
+    for (const [i, units] of Object.entries(columns)) {
+      for (const kind of kinds) {
+        const found = [...units].filter((u) => kind.includes(u));
+        if (found.length > 1) mixed.push([table.className, Number(i), found]);
+      }
+    }
+  }
+  return mixed;
+}"""
+
+
 def height(page):
     return page.evaluate("document.documentElement.scrollHeight")
 
@@ -199,7 +224,11 @@ def test_each_figure_has_its_chart_units_and_small_print_and_no_legend_shows_a_d
         assert text.startswith(plot.get_attribute("aria-label")) and ("values from" in text or "p50 " in text), text
     # every axis has a unit: in brackets, or the label is the unit
     for x, y in page.evaluate("SsdbenchReport.charts.map((u) => u.axes.map((a) => a.label))"):
-        assert x.endswith(")") and (y.endswith(")") or y in ("IOPS", "MB/s", "µs", "s", "°C")), (x, y)
+        assert x.endswith(")") and (y.endswith(")") or y in ("IOPS", "MB/s", "µs", "ms", "s", "°C")), (x, y)
+    # one unit a column in every table of the page, and no latency axis past 10,000 µs (it is in ms, or s)
+    assert page.evaluate(MIXED_UNITS) == []
+    tops = page.evaluate("SsdbenchReport.charts.filter((u) => /µs/.test(u.axes[1].label)).map((u) => u.scales.y.max)")
+    assert all(top < 20_000 for top in tops), tops
     # consistency: a scatter, log first, linear on a click, the steady-state window shaded
     chart = page.locator("figure[data-chart=consistency]")
     state = "() => SsdbenchReport.charts.find((u) => u.root.closest('figure').dataset.chart === 'consistency')"
@@ -281,6 +310,7 @@ def test_compare_ranks_every_run_on_one_scale_and_marks_the_other_workload(site)
                 assert svg["x"] <= box["x"] and box["x"] + box["width"] <= svg["x"] + svg["width"]
     # the engine runs are a repeat set: their bars carry its min-max range
     assert page.locator("figure[data-chart=seq-read-128k] g.bar:not(.apart) path.range").count() == 3
+    assert page.evaluate(MIXED_UNITS) == []
     page.screenshot(path=os.path.join(SCREENSHOTS, "compare.png"))
     page.set_viewport_size(SCREEN)
     page.goto(f"{base}/compare?run=2&run=1")  # the history page's form still works
@@ -309,6 +339,7 @@ def test_the_bench_lists_every_model_sorts_by_any_column_and_opens_two_side_by_s
         for i in range(2)
     ]
     assert again == values[::-1]
+    assert page.evaluate(MIXED_UNITS) == []
     # the bars: one figure picked, the models ranked, the best marked, the testbed in each bar's hover
     chart = page.locator("#ranked figure.bars")
     assert chart.locator("g.bar").count() == 2 and chart.locator("g.bar.best").count() == 1
