@@ -6,7 +6,7 @@ import os
 import shutil
 
 import pytest
-from conftest import PIN, add_run, needs_root, web_server
+from conftest import PIN, add_run, axe_script, needs_root, web_server
 
 sync_api = pytest.importorskip("playwright.sync_api")
 
@@ -20,7 +20,12 @@ PAGES = {
     "history": "/history",
     "bench": "/bench",
     "traces": "/traces",
+    "delete": "/runs/3/delete",
+    "not found": "/runs/99",
 }
+# axe-core's contrast rule, on the page as it is drawn: each element of too little contrast, with what axe says.
+CONTRAST = """async () => (await axe.run(document, {runOnly: {type: "rule", values: ["color-contrast"]}})).violations
+  .flatMap((v) => v.nodes.map((n) => `${n.target.join(" ")}: ${n.any.map((a) => a.message).join("; ")}`))"""
 
 pytestmark = [needs_root(), pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="apt-get install chromium")]
 
@@ -39,16 +44,20 @@ def site(smoke_run, tmp_path_factory):
 
 def pages(browser, base, scheme):
     """Each page at 390x844 in the colour scheme given: {name: (document's scroll width, body's background)}."""
-    context = browser.new_context(viewport=PHONE, color_scheme=scheme)
+    # axe is put into each page as a script of its own: the pages' Content-Security-Policy would refuse it
+    context = browser.new_context(viewport=PHONE, color_scheme=scheme, bypass_csp=True)
     context.set_default_timeout(120_000)
     page = context.new_page()
     errors = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     measure = "() => [document.documentElement.scrollWidth, getComputedStyle(document.body).backgroundColor]"
     asked = []  # every answer of the server that was not found: the favicon must not be one
-    page.on("response", lambda r: asked.append(r.url) if r.status == 404 else None)
+    page.on(
+        "response", lambda r: asked.append(r.url) if r.status == 404 and r.request.resource_type != "document" else None
+    )
     page.goto(f"{base}/login")
     seen = {"login": page.evaluate(measure)}
+    faint = {}
     page.fill("input[name=pin]", PIN)
     page.click("button[type=submit]")
     for name, path in PAGES.items():
@@ -59,8 +68,12 @@ def pages(browser, base, scheme):
         if name == "live view":
             assert_live_view_leads(page)
         seen[name] = page.evaluate(measure)
+        page.add_script_tag(path=axe_script())
+        faint[name] = page.evaluate(CONTRAST)
     context.close()
     assert errors == [] and asked == []
+    # WCAG AA contrast (4.5:1 for text, 3:1 for large text) on every page, in either theme
+    assert not any(faint.values()), {name: found for name, found in faint.items() if found}
     return seen
 
 

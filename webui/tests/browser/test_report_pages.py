@@ -263,8 +263,23 @@ def test_compare_ranks_every_run_on_one_scale_and_marks_the_other_workload(site)
     steady = "not reached" not in page.locator("#summary").inner_text()
     page.set_viewport_size(COMPARE_SCREEN)
     page.goto(f"{base}/compare?runs=3,2,4,1")
-    # the bars first: the first one within 600 px of the window's top, the charts the page's full width
-    assert page.locator("g.bar").first.bounding_box()["y"] < 600
+    # which is faster first: the runs side by side, each other run's difference in %, the faster of a row marked;
+    # then the bars, the first one within the first screen, the charts the page's full width
+    grid = page.locator("table.side-by-side")
+    assert grid.bounding_box()["y"] < 300
+    for row in grid.locator("tbody tr").all():
+        cells = row.locator("td[data-value]")
+        values = [float(v) for v in cells.evaluate_all("(ts) => ts.map((t) => t.dataset.value)")]
+        better = "higher" if "higher is better" in row.locator("th").inner_text() else "lower"
+        marked = row.locator("td.better")
+        assert marked.count() <= 1 and row.locator(".diff").count() == len(values) - 1
+        if marked.count():
+            assert float(marked.get_attribute("data-value")) == (max if better == "higher" else min)(values)
+        first = values[0]
+        for cell, value in zip(cells.all()[1:], values[1:]):
+            assert cell.locator(".diff").inner_text() == f"{100 * (value - first) / first:+.1f} %"
+    assert page.locator("p.verdict").inner_text().startswith("Faster, figure by figure: run 3 in ")
+    assert page.locator("g.bar").first.bounding_box()["y"] < COMPARE_SCREEN["height"]
     main = page.locator("main").bounding_box()
     assert page.locator("figure.bars svg").first.bounding_box()["width"] > 0.95 * (main["width"] - 40)
     charts = page.locator("figure.bars")
