@@ -56,12 +56,22 @@ def summary(s):
         if corners:
             out.append(corners_strip(corners))
         out.append("</div>")
-    if s["figures"] or s["not_reached"]:
+    if corners:
+        # the strip is the four corners' one place: the table below holds the other tests' figures
+        tests = dict.fromkeys(re.sub(r" (read|write),", ",", f["label"]) for f in corners)
+        flagged = "".join("".join(marks[step]) for step in dict.fromkeys(f["step"] for f in corners) if step in marks)
+        out.append(
+            f'<p class="corners-note">The four corners ({_e("; ".join(tests))}, higher is better) are tests of '
+            "their own, not the grid's: other block sizes, queue depths and spans, so their figures differ from it. "
+            f"A review quotes the grid.{' ' + flagged if flagged else ''}</p>"
+        )
+    table = [f for f in s["figures"] if not (corners and f["test"] == "four corners")]
+    if table or s["not_reached"]:
         out.append(
             '<table class="headline"><thead><tr><th>Test</th><th>Figure</th><th class="num">Value</th><th></th>'
             "</tr></thead><tbody>"
         )
-        for f in s["figures"]:
+        for f in table:
             hover = f"{f['name']} = {f['value']} {f['unit']}\nsource: {f['source']}"
             out.append(
                 f'<tr data-figure="{_e(f["id"])}"><td class="test">{_e(f["test"])}</td><th>{_e(f["label"])}</th>'

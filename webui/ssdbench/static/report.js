@@ -160,8 +160,12 @@
                  slat: "submission latency", randread: "Read", randwrite: "Write"};
   const UNIT_PARTS = new Set(["bw", "mb_s", "iops", "clat_hist", "burst", "service_s", "period_s"]);
 
+  // A CrystalDiskMark job's name as CrystalDiskMark spells its test: "SEQ1M-Q8T1-read" is "SEQ1M Q8T1" (the
+  // direction follows in words).
+  const CDM_NAME = (part) => /^((?:SEQ|RND)\w+)-(Q\d+T\d+)(-(read|write))?$/.exec(part)?.slice(1, 3).join(" ");
+
   function words(name) {
-    const parts = name.split(".").filter((p) => !UNIT_PARTS.has(p)).map((p) => WORDS[p] ||
+    const parts = name.split(".").filter((p) => !UNIT_PARTS.has(p)).map((p) => WORDS[p] || CDM_NAME(p) ||
       (/^qd\d+$/.test(p) ? p.toUpperCase() : /^bs\d+[km]$/.test(p) ? p.slice(2).toUpperCase()
         : /^mix\d+$/.test(p) ? `${p.slice(3)}% read` : p));
     return parts.join(", ") || name;
@@ -664,7 +668,7 @@
           rows.get(match[1])[`${match[2]}.${match[4]}`] = m;
         }
         for (const [test, cells] of rows) {
-          body.append(el("tr", {}, el("th", {}, test), multi ? el("td", {}, runLabel(doc)) : null,
+          body.append(el("tr", {}, el("th", {}, test.replace("-", " ")), multi ? el("td", {}, runLabel(doc)) : null,
                          ...["read.mb_s", "write.mb_s", "read.iops", "write.iops"].map(
                            (name) => (cells[name] ? metricCell(cells[name]) : el("td", {}, "")))));
         }

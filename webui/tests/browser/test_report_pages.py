@@ -132,10 +132,15 @@ def test_a_run_opens_on_its_summary_and_folds_to_under_three_screens(site):
     drawn(page)
     box = page.locator("#summary").bounding_box()
     assert box["y"] + box["height"] <= SCREEN["height"]  # the whole summary in the first screen
-    assert page.locator("#summary table.headline tbody tr").count() == 8
+    # one headline set: the grid, the four corners in their strip alone (with the line that says how they differ
+    # from the grid), the other four tests' figures in the table
+    assert page.locator("#summary table.headline tbody tr").count() == 4
+    assert "four corners" not in page.locator("#summary table.headline").inner_text()
+    assert "not the grid's" in page.locator("#summary p.corners-note").inner_text()
     # smoke's consistency on a busy loop device may not reach steady state: then its row says so, with no value
     summary = page.locator("#summary").inner_text()
-    assert summary.count("is better") + summary.count("not reached") == 8
+    assert summary.count("is better") + summary.count("not reached") == 4 + 1
+    assert "SEQ1M-Q" not in page.locator("main").inner_text()  # one spelling: "SEQ1M Q8T1"
     # the warnings: one line a cause, none twice, at most 5 lines in the first screen
     lines = page.evaluate(WARNING_LINES)
     assert 0 < len(lines) <= 5 and len({text for text, _ in lines}) == len(lines), lines
