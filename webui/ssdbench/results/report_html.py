@@ -271,11 +271,9 @@ def bar_chart(c, fineprint):
         f'<span class="unit">({_e(unit)}, {_e(c["better"])} is better)</span>'
         + (f' <span class="note">not reached: {_e(", ".join(c["not_reached"]))}</span>' if c.get("not_reached") else "")
         + "</figcaption>",
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height + 16}" '
+        f'<svg class="wide" xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height + 16}" '
         f'viewBox="0 0 {WIDTH} {height + 16}" font-family="sans-serif" font-size="12" role="img" '
-        f'aria-label="{_e(what)}"><defs><pattern id="{hatch}" width="6" height="6" patternUnits="userSpaceOnUse" '
-        'patternTransform="rotate(45)"><rect width="6" height="6" fill="#d5e3f0"/>'
-        '<rect width="3" height="6" fill="#6f9cc7"/></pattern></defs><rect width="100%" height="100%" fill="#ffffff"/>',
+        f'aria-label="{_e(what)}">{_hatch_pattern(hatch)}<rect width="100%" height="100%" fill="#ffffff"/>',
     ]
     for i, b in enumerate(c["bars"]):
         y = TOP + i * ROW_H
@@ -289,8 +287,7 @@ def bar_chart(c, fineprint):
             hover += f"; repeat set of {spread['n']}: min {spread['min']}, max {spread['max']}, stdev {spread['stdev']}"
         classes = "bar" + (" current" if b["current"] else "") + (" apart" if b["apart"] else "")
         classes += " best" if b.get("best") else ""
-        # neutral colours: the current run darker, never a red that reads as "bad"
-        color = "#1f4e79" if b["current"] else f"url(#{hatch})" if b["apart"] else "#6f9cc7"
+        color = _bar_color(b, hatch)
         label = b["label"] if len(b["label"]) <= LABEL_CHARS else b["label"][: LABEL_CHARS - 1] + "…"
         weight = "bold" if b["current"] else "normal"
         out.append(
@@ -308,18 +305,10 @@ def bar_chart(c, fineprint):
             )
             end = max(end, x(spread["max"]))
         note = f" (min–max of {spread['n']})" if spread else ""
-        value = (
-            f"{figure(b['value'] * factor)}{note}"
-            + (" ⚠ host" if b.get("host") else "")
-            + (" ★ best" if b.get("best") else "")
-        )
+        value = f"{figure(b['value'] * factor)}{note}{_bar_marks(b)}"
         out.append(f'<text x="{LABEL_W + end + 6:.1f}" y="{y + 16}" class="value">{_e(value)}</text>')
         if b["why"]:
-            # each difference by its name alone ("workload", "purge"); the hover holds them whole
-            named = ", ".join(
-                dict.fromkeys(w.split(":")[0].removeprefix("another ").removeprefix("testbed ") for w in b["why"])
-            )
-            badge = f"other {named}"
+            badge = f"other {_differs(b)}"  # the hover holds each difference whole
             at = LABEL_W + end + 14 + 7 * len(value)
             out.append(
                 f'<g class="badge"><rect x="{at:.1f}" y="{y + 4}" width="{6.5 * len(badge) + 10:.1f}" '
@@ -329,9 +318,66 @@ def bar_chart(c, fineprint):
             )
         out.append("</g>")
     out.append(
-        f'<text x="{WIDTH - 4}" y="{height + 10}" text-anchor="end" font-size="9" fill="#666">{_e(fineprint)}</text>'
-        "</svg></figure>"
+        f'<text x="{WIDTH - 4}" y="{height + 10}" text-anchor="end" font-size="10" fill="#555">{_e(fineprint)}</text>'
+        "</svg>"
     )
+    out.append(narrow_bars(c, factor, hatch, fineprint))
+    out.append("</figure>")
+    return "".join(out)
+
+
+NARROW_W, NARROW_ROW, NARROW_VALUE = 360, 40, 120
+
+
+def _hatch_pattern(hatch):
+    # each SVG its own: a pattern in the chart that the page hides (display: none) is not drawn in the other
+    return (
+        f'<defs><pattern id="{hatch}" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)">'
+        '<rect width="6" height="6" fill="#d5e3f0"/><rect width="3" height="6" fill="#6f9cc7"/></pattern></defs>'
+    )
+
+
+def _bar_color(b, hatch):
+    # neutral colours: the current run darker, never a red that reads as "bad"
+    return "#1f4e79" if b["current"] else f"url(#{hatch})" if b["apart"] else "#6f9cc7"
+
+
+def _bar_marks(b):
+    return (" ⚠ host" if b.get("host") else "") + (" ★ best" if b.get("best") else "")
+
+
+def _differs(b):
+    """Each way the bar's run differs from the current one, by its name alone ("workload", "purge")."""
+    return ", ".join(dict.fromkeys(w.split(":")[0].removeprefix("another ").removeprefix("testbed ") for w in b["why"]))
+
+
+def narrow_bars(c, factor, hatch, fineprint):
+    """The same bars laid out for a phone's width (the page shows it below 640 px, the wide one above): each run's
+    name on a line of its own above its bar, so that nothing is scaled down under 12 px. Its groups are rows, not
+    bars: the wide chart's bars are the ones that scripts and downloads read."""
+    scale = c["scale"] or 1
+    bar_w = NARROW_W - NARROW_VALUE
+    height = len(c["bars"]) * NARROW_ROW + 24
+    out = [
+        f'<svg class="narrow" xmlns="http://www.w3.org/2000/svg" width="{NARROW_W}" height="{height}" '
+        f'viewBox="0 0 {NARROW_W} {height}" font-family="sans-serif" font-size="12" role="img" '
+        f'aria-label="{_e(c["label"])}">{_hatch_pattern(hatch + "-narrow")}'
+        '<rect width="100%" height="100%" fill="#ffffff"/>'
+    ]
+    for i, b in enumerate(c["bars"]):
+        y = i * NARROW_ROW
+        color = _bar_color(b, hatch + "-narrow")
+        label = b["label"] + (" ▸" if b["current"] else "") + (f" · other {_differs(b)}" if b["why"] else "")
+        label = label if len(label) <= 52 else label[:51] + "…"
+        value = figure(b["value"] * factor) + _bar_marks(b)
+        width = bar_w * b["value"] / scale
+        out.append(
+            f'<g class="row" data-run="{b["run"]}"><text x="0" y="{y + 13}" '
+            f'font-weight="{"bold" if b["current"] else "normal"}">{_e(label)}</text>'
+            f'<rect x="0" y="{y + 18}" width="{width:.1f}" height="14" fill="{color}"/>'
+            f'<text x="{width + 4:.1f}" y="{y + 30}">{_e(value)}</text></g>'
+        )
+    out.append(f'<text x="0" y="{height - 6}" font-size="10" fill="#555">{_e(fineprint)}</text></svg>')
     return "".join(out)
 
 
