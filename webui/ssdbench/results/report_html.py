@@ -130,7 +130,7 @@ def corners_strip(corners):
         top[f["unit"]] = max(top.get(f["unit"], 0), f["value"])
     out = [
         f'<svg class="corners" xmlns="http://www.w3.org/2000/svg" width="{STRIP_W}" height="{height}" '
-        f'viewBox="0 0 {STRIP_W} {height}" font-family="sans-serif" font-size="12" role="img" '
+        f'viewBox="0 0 {STRIP_W} {height}" font-family="sans-serif" font-size="14" role="img" '
         'aria-label="The four corners: read against write, random in IOPS, sequential in MB/s">'
     ]
     for i, f in enumerate(corners):
@@ -139,7 +139,8 @@ def corners_strip(corners):
         color = "#1f77b4" if f["name"].startswith("read") else "#d62728"
         out.append(
             f'<g data-figure="{_e(f["id"])}"><title>{_e(f["label"])}: {_e(f["value"])} {_e(f["unit"])}</title>'
-            f'<text x="{STRIP_LABEL - 6}" y="{y + 15}" text-anchor="end">{_e(f["label"])}</text>'
+            f'<text x="{STRIP_LABEL - 6}" y="{y + 15}" text-anchor="end">'
+            f"{_e(f['label'].replace('sequential', 'seq.'))}</text>"
             f'<rect x="{STRIP_LABEL}" y="{y + 3}" width="{width:.1f}" height="{STRIP_ROW - 6}" fill="{color}"/>'
             f'<text x="{STRIP_LABEL + width + 4:.1f}" y="{y + 15}">{_e(quantity(f["value"], f["unit"]))}</text></g>'
         )
@@ -377,7 +378,7 @@ def narrow_bars(c, factor, hatch, fineprint):
             f'<rect x="0" y="{y + 18}" width="{width:.1f}" height="14" fill="{color}"/>'
             f'<text x="{width + 4:.1f}" y="{y + 30}">{_e(value)}</text></g>'
         )
-    out.append(f'<text x="0" y="{height - 6}" font-size="10" fill="#555">{_e(fineprint)}</text></svg>')
+    out.append(f'<text x="0" y="{height - 6}" font-size="11" fill="#555">{_e(fineprint)}</text></svg>')
     return "".join(out)
 
 

@@ -23,6 +23,10 @@ PAGES = {
     "delete": "/runs/3/delete",
     "not found": "/runs/99",
 }
+# Every text of a chart drawn as SVG that the page shows, and the size it is drawn at, where that is under 10 px.
+SMALL_TEXT = """() => [...document.querySelectorAll("svg text")].filter((t) => t.getClientRects().length)
+  .map((t) => [t.textContent.slice(0, 40), parseFloat(getComputedStyle(t).fontSize) * t.getScreenCTM().a])
+  .filter(([, px]) => px < 10)"""
 # axe-core's contrast rule, on the page as it is drawn: each element of too little contrast, with what axe says.
 CONTRAST = """async () => (await axe.run(document, {runOnly: {type: "rule", values: ["color-contrast"]}})).violations
   .flatMap((v) => v.nodes.map((n) => `${n.target.join(" ")}: ${n.any.map((a) => a.message).join("; ")}`))"""
@@ -68,6 +72,7 @@ def pages(browser, base, scheme):
         if name == "live view":
             assert_live_view_leads(page)
         seen[name] = page.evaluate(measure)
+        assert page.evaluate(SMALL_TEXT) == [], name  # charts laid out for the phone's width, not scaled down
         page.add_script_tag(path=axe_script())
         faint[name] = page.evaluate(CONTRAST)
     context.close()
