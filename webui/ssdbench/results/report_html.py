@@ -238,7 +238,10 @@ def flags(causes, state):
             f'<details class="cause" id="cause-{n}"><summary>⚠ {_e(count)}<strong>{_e(c["cause"])}</strong>{titles}'
             f"</summary><ul>{details}</ul></details>"
         )
-    out.append("</div>")
+    out.append(
+        '<p class="flag-key">Key: ⚠ beside a figure, its step has a warning above (click the ⚠ for it); '
+        "⚠ host on a bar, the PC is in that figure; ★ best, the best drive of the bench.</p></div>"
+    )
     return "".join(out)
 
 
