@@ -134,11 +134,9 @@
     async function history() {
       try {
         const h = await getJSON(`/api/runs/${runId}/live`);
-        samples.t.push(...h.t_s);
-        samples.iops.push(...h.iops);
-        samples.mb_s.push(...h.bw.map((v) => (v === null ? null : v / 1e6)));
-        temps.t.push(...h.temperature.t_s);
-        temps.value.push(...h.temperature.value);
+        // taken whole, never spread into push(): a long run keeps more samples than a call takes arguments
+        Object.assign(samples, {t: h.t_s, iops: h.iops, mb_s: h.bw.map((v) => (v === null ? null : v / 1e6))});
+        Object.assign(temps, {t: h.temperature.t_s, value: h.temperature.value});
         lastAt = h.t_s.length ? h.t_s[h.t_s.length - 1] : null;
         lastTempAt = h.temperature.t_s.length ? h.temperature.t_s[h.temperature.t_s.length - 1] : null;
         draw();
