@@ -26,18 +26,20 @@ FILES = {
 }
 
 
-def fetch(dest):
-    """Write FILES into dest, unless a fetch has already put them all there."""
-    if all(os.path.exists(os.path.join(dest, name)) for name in FILES.values()):
+def fetch(dest, url=URL, sha256=SHA256, files=None):
+    """Write FILES into dest, unless a fetch has already put them all there. Another npm package's tarball (the
+    browser tests' axe-core) comes the same way: its url, sha256 and {member: name} given."""
+    files = files or FILES
+    if all(os.path.exists(os.path.join(dest, name)) for name in files.values()):
         return
-    with urllib.request.urlopen(URL, timeout=60) as response:
+    with urllib.request.urlopen(url, timeout=60) as response:
         tarball = response.read()
     digest = hashlib.sha256(tarball).hexdigest()
-    if digest != SHA256:
-        raise SystemExit(f"{URL}: sha256 {digest}, expected {SHA256}; refusing it")
+    if digest != sha256:
+        raise SystemExit(f"{url}: sha256 {digest}, expected {sha256}; refusing it")
     os.makedirs(dest, exist_ok=True)
     with tarfile.open(fileobj=io.BytesIO(tarball)) as tar:
-        for member, name in FILES.items():
+        for member, name in files.items():
             data = tar.extractfile(member).read()
             with open(os.path.join(dest, name + ".part"), "wb") as f:
                 f.write(data)

@@ -14,7 +14,7 @@ from . import __version__
 from .appliance import access, console, logs, unattended
 from .drives import discovery
 from .errors import SsdbenchError
-from .human import clock, figure, printable, size
+from .human import clock, figure, printable, run_name, size
 from .lab import access as lab_access
 from .lab import audit as lab_audit
 from .lab import cluster as lab_cluster
@@ -346,6 +346,21 @@ def cmd_show(args):
 
 def cmd_cancel(args):
     print(f"asked {runner.cancel(data_dir(args))} to stop")
+
+
+def cmd_delete(args):
+    """A run gone with its folder, as History's Delete: only with --yes, else it says which run would go."""
+    db = store.connect(data_dir(args))
+    run = store.get_run(db, args.run)
+    if run is None:
+        raise SsdbenchError(f"no run {args.run}")
+    if not args.yes:
+        print(printable(f"would delete {run_name(run)}, and its folder: nothing deleted"))
+        print(f"to delete it: ssdbench delete {args.run} --yes", file=sys.stderr)
+        return EXIT_ERROR
+    store.delete_run(db, data_dir(args), args.run)  # refused (RunBusy) while it runs or is being exported
+    print(printable(f"deleted {run_name(run)}, and its folder"))
+    return 0
 
 
 def cmd_web(args):
@@ -897,6 +912,9 @@ def parser():
     c = add("show", cmd_show, "show one run with its metrics", data=True, as_json=True)
     c.add_argument("run", type=int)
     add("cancel", cmd_cancel, "stop the active run", data=True)
+    c = add("delete", cmd_delete, "delete an ended run and its folder (with --yes; else say which run goes)", data=True)
+    c.add_argument("run", type=int)
+    c.add_argument("--yes", action="store_true", help="delete it")
 
     c = add("web", cmd_web, "serve the web UI; it queues runs for `ssdbench runner`", data=True)
     c.add_argument("--host", default="127.0.0.1", help="address to listen on; 0.0.0.0 for every interface")

@@ -2,6 +2,7 @@
 Only for display: results keep their exact values."""
 
 import math
+import re
 import time
 import unicodedata
 
@@ -30,11 +31,44 @@ def figure(value):
     return shown.rstrip("0").rstrip(".") if "." in shown else shown
 
 
+# The unit a figure is shown in wherever a page shows it (the results keep fio's own): the figures in seconds
+# are busy and service times, of a few ms to a few s, shown in ms on every page.
+SHOWN_IN = {"s": ("ms", 1e3)}
+
+
+def shown(value, unit):
+    """(value, unit) as every page shows a figure of that unit."""
+    to, factor = SHOWN_IN.get(unit, (unit, 1))
+    return (None if value is None else value * factor), to
+
+
+def shown_unit(unit):
+    return shown(None, unit)[1]
+
+
 def quantity(value, unit):
-    """A value with its unit, a time under a second in ms or µs: "6.880 ms", not "0.00688 s"."""
-    if unit == "s" and value is not None and 0 < abs(value) < 1:
-        value, unit = (value * 1e3, "ms") if abs(value) >= 1e-3 else (value * 1e6, "µs")
+    """A figure with its unit, as every page shows it: a time in ms, "6.88 ms", never "0.00688 s"."""
+    value, unit = shown(value, unit)
     return f"{figure(value)} {unit}"
+
+
+def run_name(run):
+    """A run as a tester tells it from the others, in a question before it is deleted: its number, suite, drive
+    (model, serial, device) and when it was made."""
+    drive = run["drive"]
+    return (
+        f"run {run['id']}: {run['suite']} on {drive.get('model') or 'an unnamed drive'} "
+        f"(serial {drive.get('serial') or '–'}, {drive.get('path') or '–'}), made {when(run['created_at'])} UTC, "
+        f"{run['state']}"
+    )
+
+
+def sentence(text):
+    """A message as a sentence, its first word capitalised: the API's errors begin in lower case, as a clause. A
+    first word that is a name (a file's, a device's, an ID) stays as it is."""
+    text = str(text)
+    first = re.match(r"[^\s:,;]*", text)[0]
+    return text[:1].upper() + text[1:] if first.isalpha() and first.islower() else text
 
 
 def size(nbytes):

@@ -24,6 +24,7 @@ import contextlib
 import fcntl
 import hashlib
 import http.cookiejar
+import importlib.util
 import json
 import os
 import re
@@ -50,6 +51,7 @@ from ssdbench.run.fio_output import Metric
 from ssdbench.web import openapi
 
 DATA = os.path.join(os.path.dirname(__file__), "data")
+WEBUI = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # Six short steps: the engine's behaviour without the time the whole smoke suite takes.
 ENGINE_SUITE = ("--suite-file", os.path.join(DATA, "engine-suite.toml"), "--non-standard")
 # 512 B transfer-size rows and trace IOs, for a drive of 4096 B logical blocks.
@@ -59,6 +61,28 @@ BLOCKS_SUITE = ("--suite-file", os.path.join(DATA, "blocks-suite.toml"), "--non-
 def data(name):
     with open(os.path.join(DATA, name)) as f:
         return f.read()
+
+
+# axe-core, the accessibility rules that the browser tests hold every page to (WCAG AA contrast): the npm
+# registry's tarball at a pinned version, checked by its sha256, fetched at test time into the git-ignored
+# tests/artifacts/ as fetch_uplot fetches uPlot, never committed.
+AXE_VERSION = "4.10.2"
+AXE_SHA256 = "9ea2d2d6917da998122bdacfd3b473e31ead53f4b87146c716a12edf89158100"
+
+
+def axe_script():
+    """The path of axe-core's axe.min.js, fetched on first use."""
+    spec = importlib.util.spec_from_file_location("fetch_uplot", os.path.join(WEBUI, "fetch_uplot.py"))
+    fetcher = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fetcher)
+    dest = os.path.join(WEBUI, "tests", "artifacts", "axe-core")
+    fetcher.fetch(
+        dest,
+        url=f"https://registry.npmjs.org/axe-core/-/axe-core-{AXE_VERSION}.tgz",
+        sha256=AXE_SHA256,
+        files={"package/axe.min.js": "axe.min.js", "package/LICENSE": "axe.LICENSE"},
+    )
+    return os.path.join(dest, "axe.min.js")
 
 
 def needs_root():

@@ -31,10 +31,11 @@ def test_a_figure_has_four_significant_digits_whole_above_a_thousand():
     assert human.figure(None) == "–"
 
 
-def test_a_time_under_a_second_is_in_ms_or_us():
+def test_a_busy_or_service_time_is_in_ms_whatever_its_size():
     assert human.quantity(0.0992, "s") == "99.2 ms"
-    assert human.quantity(0.00001234, "s") == "12.34 µs"
-    assert human.quantity(2.5, "s") == "2.5 s" and human.quantity(845.3, "IOPS") == "845.3 IOPS"
+    assert human.quantity(0.00001234, "s") == "0.01234 ms"
+    assert human.quantity(2.5, "s") == "2,500 ms" and human.quantity(845.3, "IOPS") == "845.3 IOPS"
+    assert human.shown(0.821, "s") == (821.0, "ms") and human.shown_unit("MB/s") == "MB/s"
 
 
 @pytest.mark.skipif(not shutil.which("node"), reason="no node to run report.js outside the browser")

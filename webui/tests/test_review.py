@@ -140,7 +140,9 @@ def test_the_bench_has_a_row_per_drive_model_with_its_latest_done_runs_figures(f
         assert [b.get("best", False) for b in chart["bars"]] == [i == 0 for i in range(len(values))]
         assert {b["label"] for b in chart["bars"]} == {r["model"] for r in table["rows"] if column["id"] in r["values"]}
         drawn = report_html.bar_chart(chart, bench.fineprint(table))
-        assert drawn.count("★ best") == min(1, len(values)) and drawn.count("testbed: ") == len(values)
+        wide, _, narrow = drawn.partition('<svg class="narrow"')  # the same bars, laid out for a phone
+        assert wide.count("★ best") == min(1, len(values)) and wide.count("testbed: ") == len(values)
+        assert narrow.count("★ best") == min(1, len(values)) and narrow.count('<g class="row"') == len(values)
     assert bench.chart(table, "no-such-figure") is None
 
 

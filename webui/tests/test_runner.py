@@ -56,6 +56,12 @@ def test_run_end_to_end_and_every_metric_traces_to_fio(loopdev, tmp_path):
     elapsed = run["finished_at"] - run["started_at"]
     assert len(lines) <= 6 + 1 + elapsed / 10 + 6, lines
     assert run["state"] == "done" and run["percent"] == 100.0
+    # the live view's samples: from the first second (the host's calibration, before step 1), the percent
+    # never going back
+    db = store.connect(data_dir)
+    samples = db.execute("SELECT t_ms, percent FROM progress_samples WHERE run_id=1 ORDER BY t_ms").fetchall()
+    assert samples[0]["percent"] == 0.0 and samples[0]["t_ms"] < 5000, samples[0]
+    assert all(a["percent"] <= b["percent"] for a, b in zip(samples, samples[1:])), samples
     assert run["standard"] == 0 and run["suite_hash"] == run["environment"]["suite"]["sha256"]
     assert [s["state"] for s in run["steps"]] == ["done"] * 6
     assert run["steps"][0]["detail"]["method"].startswith("discard")

@@ -7,10 +7,12 @@ import re
 import select
 import socket
 import stat
+import subprocess
+import time
 from urllib.parse import unquote
 
 import pytest
-from conftest import PIN, XSS, add_repeat, add_run, login, make_app, needs_root, ssdbench, web_server
+from conftest import PIN, XSS, add_repeat, add_run, backing_file, login, make_app, needs_root, ssdbench, web_server
 from markupsafe import escape
 
 from ssdbench.appliance import access
@@ -194,6 +196,26 @@ def test_progress_is_small_and_live(client, data_dir, token):
     assert client.get("/api/runs/9/progress").status_code == 404
     page = client.get("/runs/1").data
     assert b'data-page="live"' in page and b'id="progress-bar"' in page and b"Cancel the run" in page
+    # the live view leads with the progress: no summary card and the identity folded until the run ends
+    assert page.index(b'id="live"') < page.index(b'id="identity"') and b'id="summary"' not in page
+    assert b'<details class="fold" id="identity">' in page
+
+
+def test_a_reload_of_the_live_view_gets_the_runs_samples_since_it_started(client, data_dir, token):
+    add_run(data_dir, state="running")
+    db = store.connect(data_dir)
+    for iops in (100.0, None, 300.0):
+        store.update_progress(db, 1, 3, 50.0, 100.0, iops, None if iops is None else iops * 4096)
+    live = client.get("/api/runs/1/live").get_json()
+    assert live["iops"][-3:] == [100.0, None, 300.0] and live["bw"][-1] == 300.0 * 4096
+    assert live["t_s"] == sorted(live["t_s"]) and len(live["t_s"]) == len(live["iops"]) == len(live["bw"])
+    assert live["temperature"]["value"][-1] == 41.0 and live["temperature"]["t_s"][-1] == 19.0
+    assert client.get("/api/runs/9/live").status_code == 404
+    store.finish_run(db, 1, "done")
+    store.update_progress(db, 1, 3, 100.0, 0.0, 5.0, 5.0)  # a run that has ended keeps no more samples
+    assert client.get("/api/runs/1/live").get_json()["iops"] == live["iops"]
+    assert client.delete("/api/runs/1", headers={"X-CSRF-Token": token}).status_code == 204
+    assert db.execute("SELECT count(*) FROM progress_samples").fetchone()[0] == 0  # they go with their run
 
 
 def test_cancel_sets_the_flag_for_the_runner(client, data_dir, token):
@@ -224,10 +246,50 @@ def test_delete_removes_the_run_and_its_folder_but_never_an_active_run(client, d
     assert not (data_dir / "runs" / "1").exists()
     assert client.get("/api/runs/1").status_code == 404
     assert store.connect(data_dir).execute("SELECT count(*) FROM points").fetchone()[0] > 0  # run 2's stay
+    # The page's Delete asks first, naming the run; a form that does not name it is asked again, and nothing goes.
+    question = client.get("/runs/3/delete").get_data(as_text=True)
+    assert "Delete run 3?" in question and "Run 3: standard on Fast SSD 1TB (serial S123, /dev/nvme0n1)" in question
+    assert 'name="confirm" value="3"' in question
+    assert client.post("/runs/3/delete", data={"csrf_token": token}).headers["Location"] == "/runs/3/delete"
+    assert client.post("/runs/3/delete", data={"csrf_token": token, "confirm": "2"}).status_code == 302
+    assert store.run_state(store.connect(data_dir), 3) == "failed"
+    assert "cancel it before deleting it" in client.get("/runs/2/delete").get_data(as_text=True)
     # A symbolic link in the runs folder goes, never what it points to.
-    assert client.post("/runs/3/delete", data={"csrf_token": token}).status_code == 302
+    assert client.post("/runs/3/delete", data={"csrf_token": token, "confirm": "3"}).status_code == 302
     assert not (data_dir / "runs" / "3").exists() and (outside / "keep.txt").read_text() == "keep"
     assert [r["id"] for r in client.get("/api/runs").get_json()["runs"]] == [2]
+    # A deleted run's links, and a run never made, give a page with the menu that says so.
+    for path in ("/runs/3", "/runs/3/delete", "/runs/99"):
+        gone = client.get(path)
+        page = gone.get_data(as_text=True)
+        assert gone.status_code == 404 and "<nav>" in page and "Not Found" in page, path
+        assert re.search(r"There is no run (3|99) here: it was deleted, or never made", page), path
+    assert client.get("/api/runs/3").get_json() == {"error": "no run 3"}  # the API keeps its JSON
+
+
+def test_the_cli_deletes_a_run_only_when_told_which_it_is(data_dir):
+    add_run(data_dir)
+    asked = ssdbench("delete", "1", data_dir=data_dir)
+    assert asked.returncode == 2 and "nothing deleted" in asked.stdout
+    assert "run 1: standard on Fast SSD 1TB (serial S123, /dev/nvme0n1), made " in asked.stdout
+    assert "ssdbench delete 1 --yes" in asked.stderr and store.run_state(store.connect(data_dir), 1) == "done"
+    done = ssdbench("delete", "1", "--yes", data_dir=data_dir, check=True)
+    assert done.stdout.startswith("deleted run 1: standard") and store.run_state(store.connect(data_dir), 1) is None
+    assert "no run 1" in ssdbench("delete", "1", "--yes", data_dir=data_dir).stderr
+
+
+def test_every_page_has_its_icon_and_an_unknown_path_gets_a_page(client, token):
+    assert '<link rel="icon" href="/static/favicon.svg"' in client.get("/history").get_data(as_text=True)
+    icon = client.get("/favicon.ico")  # for the API's JSON and a raw file, which link no icon
+    assert icon.status_code == 200 and icon.content_type.startswith("image/svg+xml")
+    lost = client.get("/no/such/page")
+    assert lost.status_code == 404 and "<nav>" in lost.get_data(as_text=True)
+    assert client.get("/api/no/such").get_json()["error"].startswith("Not Found")
+    client.post("/logout", data={"csrf_token": token})
+    assert client.get("/favicon.ico").status_code == 200
+    wrong = client.post("/login", data={"csrf_token": client.get("/api/session").get_json()["csrf_token"], "pin": "1"})
+    said = html.unescape(wrong.get_data(as_text=True))
+    assert "Wrong PIN: the appliance's console shows it (or run ssdbench pin there)" in said and "`" not in said
 
 
 def test_run_files_download_but_cannot_leave_the_run_folder(client, data_dir, token):
@@ -239,6 +301,18 @@ def test_run_files_download_but_cannot_leave_the_run_folder(client, data_dir, to
     assert b"01-seq-fill/seq-fill.fio" in client.get("/runs/1").data
     for path in ("../../ssdbench.db", "..%2F..%2Fweb-pin", "%2e%2e/%2e%2e/web-secret-key", "/etc/passwd"):
         assert client.get(f"/runs/1/files/{path}", follow_redirects=True).status_code == 404, path
+
+
+def test_compare_says_which_drive_is_faster_figure_by_figure(client, data_dir, token):
+    add_run(data_dir, iops=80_000.0)
+    add_run(data_dir, iops=100_000.0, model="Other SSD 2TB")
+    page = client.get("/compare?runs=1,2").get_data(as_text=True)
+    grid = page[page.index('<table class="side-by-side"') : page.index("</table>", page.index("side-by-side"))]
+    row = re.search(r'<tr data-figure="rand-read-4k-qd3">.*?</tr>', grid)[0]
+    assert ">80,000 IOPS</td>" in row and '100,000 IOPS <span class="diff">+25.0 %</span>' in row
+    assert row.count('class="faster"') == 1 and row.index("faster") > row.index("100,000")
+    assert "Faster, figure by figure: run 1 in 0, run 2 in 1 of" in page
+    assert page.index('id="side-by-side"') < page.index('id="ranked"')
 
 
 def test_compare_warns_when_suite_hashes_differ(client, data_dir, token):
@@ -323,8 +397,8 @@ def test_history_shows_every_state(client, data_dir, token):
     page = client.get("/history").data.decode()
     for state in states:
         assert f'<span class="badge">{state}</span>' in page
-    # Delete is offered for finished runs only.
-    assert page.count('form="delete-') == 4
+    # Delete is offered for finished runs only, as a link to its question: never a button of the compare form.
+    assert len(re.findall(r'href="/runs/\d/delete"', page)) == 4 and 'class="danger"' not in page
     older = client.get("/history?before=3").data.decode()
     assert 'href="/runs/2"' in older and 'href="/runs/3"' not in older and "Newest runs" in older
 
@@ -368,6 +442,27 @@ def test_drives_list_a_named_loop_device_with_its_estimates(loopdev, data_dir):
     assert loop["estimates"]["smoke"] > 0
     page = client.get("/").data.decode()
     assert dev in page and f"<code>{os.path.basename(dev)}</code>" in page and 'name="confirm"' in page
+
+
+@needs_root()
+def test_the_drives_page_answers_within_a_second_and_follows_a_change_of_a_drive(loopdev, data_dir):
+    devs = [loopdev(name=f"d{n}.img")[0] for n in range(4)]
+    client = make_app(data_dir, SSDBENCH_EXTRA_DRIVES=devs).test_client()
+    login(client)
+    assert all(dev in client.get("/").get_data(as_text=True) for dev in devs)
+    took = []
+    for path in ("/", "/traces", "/"):
+        started = time.monotonic()
+        assert client.get(path).status_code == 200
+        took.append(time.monotonic() - started)
+    print(f"drives and traces with four drives listed: {', '.join(f'{t * 1000:.0f} ms' for t in took)}")
+    assert max(took) < 1.0, took
+    # the kernel announces the change of a drive (a uevent): the page lists it as it is now
+    subprocess.run(["truncate", "-s", "1G", backing_file(devs[0])], check=True)
+    subprocess.run(["losetup", "-c", devs[0]], check=True)
+    row = re.search(rf'data-drive="{devs[0]}".*?class="size">([^<]+)<', client.get("/").get_data(as_text=True), re.S)
+    assert row[1] == "1.1 GB", row[1]
+    assert "Look again" in client.get("/?refresh=1").get_data(as_text=True)
 
 
 @needs_root()

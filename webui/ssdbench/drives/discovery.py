@@ -461,8 +461,9 @@ def _root_disks(tree):
     return found
 
 
-def discover(named=(), allow_usb=False):
-    """Every SATA, NVMe and USB disk, plus the devices named explicitly (loop devices only then)."""
+def discover(named=(), allow_usb=False, only=None):
+    """Every SATA, NVMe and USB disk, plus the devices named explicitly (loop devices only then); with `only` (a
+    path), of these that one alone, the others not asked."""
     tree = _lsblk()
     by_path = {n["path"]: n for n in tree}
     roots = _root_disks(tree)
@@ -486,7 +487,7 @@ def discover(named=(), allow_usb=False):
         # memory, not drives; null_blk (nullb) is the host-cost calibration's device, with no media at all
         if re.match(r"(zram|ram|nullb)\d", node["name"]):
             continue
-        if named and not is_named:
+        if named and not is_named or only is not None and node["path"] != os.path.realpath(only):
             continue
         drives.append(describe(node, named=is_named, allow_usb=allow_usb, root_disks=roots, boot=boot))
     return drives

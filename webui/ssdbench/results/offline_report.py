@@ -105,7 +105,9 @@ def render_compare(docs, sets=None):
         f"Compare: {first.get('model') or first.get('path')} against {others} other run{'s' if others > 1 else ''}"
     )
     cards, set_cards = _cards(docs, sets)
+    grid = report_html.side_by_side(cards)
     body = f"""<h1>{html.escape(heading)}</h1>
+{f'<section id="side-by-side"><h2>Side by side</h2>{grid}</section>' if grid else ""}
 <section id="ranked" class="ranked">
 {report_html.bar_charts(ranking.charts(cards, set_cards), summary.fineprint(docs))}
 </section>

@@ -5,8 +5,8 @@ extras. Every value from a run (a drive's model, a step's source) is escaped."""
 import re
 from html import escape
 
-from ..human import figure, quantity, size
-from . import store, testbed
+from ..human import figure, quantity, shown, size
+from . import headline, store, testbed
 
 
 def _e(value):
@@ -56,12 +56,22 @@ def summary(s):
         if corners:
             out.append(corners_strip(corners))
         out.append("</div>")
-    if s["figures"] or s["not_reached"]:
+    if corners:
+        # the strip is the four corners' one place: the table below holds the other tests' figures
+        tests = dict.fromkeys(re.sub(r" (read|write),", ",", f["label"]) for f in corners)
+        flagged = "".join("".join(marks[step]) for step in dict.fromkeys(f["step"] for f in corners) if step in marks)
+        out.append(
+            f'<p class="corners-note">The four corners ({_e("; ".join(tests))}, higher is better) are tests of '
+            "their own, not the grid's: other block sizes, queue depths and spans, so their figures differ from it. "
+            f"A review quotes the grid.{' ' + flagged if flagged else ''}</p>"
+        )
+    table = [f for f in s["figures"] if not (corners and f["test"] == "four corners")]
+    if table or s["not_reached"]:
         out.append(
             '<table class="headline"><thead><tr><th>Test</th><th>Figure</th><th class="num">Value</th><th></th>'
             "</tr></thead><tbody>"
         )
-        for f in s["figures"]:
+        for f in table:
             hover = f"{f['name']} = {f['value']} {f['unit']}\nsource: {f['source']}"
             out.append(
                 f'<tr data-figure="{_e(f["id"])}"><td class="test">{_e(f["test"])}</td><th>{_e(f["label"])}'
@@ -121,7 +131,7 @@ def corners_strip(corners):
         top[f["unit"]] = max(top.get(f["unit"], 0), f["value"])
     out = [
         f'<svg class="corners" xmlns="http://www.w3.org/2000/svg" width="{STRIP_W}" height="{height}" '
-        f'viewBox="0 0 {STRIP_W} {height}" font-family="sans-serif" font-size="12" role="img" '
+        f'viewBox="0 0 {STRIP_W} {height}" font-family="sans-serif" font-size="14" role="img" '
         'aria-label="The four corners: read against write, random in IOPS, sequential in MB/s">'
     ]
     for i, f in enumerate(corners):
@@ -130,7 +140,8 @@ def corners_strip(corners):
         color = "#1f77b4" if f["name"].startswith("read") else "#d62728"
         out.append(
             f'<g data-figure="{_e(f["id"])}"><title>{_e(f["label"])}: {_e(f["value"])} {_e(f["unit"])}</title>'
-            f'<text x="{STRIP_LABEL - 6}" y="{y + 15}" text-anchor="end">{_e(f["label"])}</text>'
+            f'<text x="{STRIP_LABEL - 6}" y="{y + 15}" text-anchor="end">'
+            f"{_e(f['label'].replace('sequential', 'seq.'))}</text>"
             f'<rect x="{STRIP_LABEL}" y="{y + 3}" width="{width:.1f}" height="{STRIP_ROW - 6}" fill="{color}"/>'
             f'<text x="{STRIP_LABEL + width + 4:.1f}" y="{y + 15}">{_e(quantity(f["value"], f["unit"]))}</text></g>'
         )
@@ -228,7 +239,10 @@ def flags(causes, state):
             f'<details class="cause" id="cause-{n}"><summary>⚠ {_e(count)}<strong>{_e(c["cause"])}</strong>{titles}'
             f"</summary><ul>{details}</ul></details>"
         )
-    out.append("</div>")
+    out.append(
+        '<p class="flag-key">Key: ⚠ beside a figure, its step has a warning above (click the ⚠ for it); '
+        "⚠ host on a bar, the PC is in that figure; ★ best, the best drive of the bench.</p></div>"
+    )
     return "".join(out)
 
 
@@ -255,17 +269,16 @@ def bar_chart(c, fineprint):
     def x(value):
         return BAR_W * value / scale
 
-    what = f"{c['label']}, {c['unit']}, {c['better']} is better"
+    factor, unit = shown(1, c["unit"])  # the bars' lengths keep the figure's own values, their labels the page's
+    what = f"{c['label']}, {unit}, {c['better']} is better"
     out = [
         f'<figure class="chart bars" data-chart="{_e(c["id"])}"><figcaption>{_e(c["label"])} '
-        f'<span class="unit">({_e(c["unit"])}, {_e(c["better"])} is better)</span>'
+        f'<span class="unit">({_e(unit)}, {_e(c["better"])} is better)</span>'
         + (f' <span class="note">not reached: {_e(", ".join(c["not_reached"]))}</span>' if c.get("not_reached") else "")
         + "</figcaption>",
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height + 16}" '
+        f'<svg class="wide" xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height + 16}" '
         f'viewBox="0 0 {WIDTH} {height + 16}" font-family="sans-serif" font-size="12" role="img" '
-        f'aria-label="{_e(what)}"><defs><pattern id="{hatch}" width="6" height="6" patternUnits="userSpaceOnUse" '
-        'patternTransform="rotate(45)"><rect width="6" height="6" fill="#d5e3f0"/>'
-        '<rect width="3" height="6" fill="#1f77b4"/></pattern></defs><rect width="100%" height="100%" fill="#ffffff"/>',
+        f'aria-label="{_e(what)}">{_hatch_pattern(hatch)}<rect width="100%" height="100%" fill="#ffffff"/>',
     ]
     for i, b in enumerate(c["bars"]):
         y = TOP + i * ROW_H
@@ -283,7 +296,7 @@ def bar_chart(c, fineprint):
         classes += (" best" if b.get("best") else "") + (" unverified" if b.get("unverified") else "")
         # a part compared only as unknown in both runs: the bar is outlined dashed, the hover names the parts
         outline = ' stroke="#555" stroke-dasharray="4 2"' if b.get("unverified") else ""
-        color = "#d62728" if b["current"] else f"url(#{hatch})" if b["apart"] else "#1f77b4"
+        color = _bar_color(b, hatch)
         label = b["label"] if len(b["label"]) <= LABEL_CHARS else b["label"][: LABEL_CHARS - 1] + "…"
         weight = "bold" if b["current"] else "normal"
         out.append(
@@ -302,16 +315,10 @@ def bar_chart(c, fineprint):
             )
             end = max(end, x(spread["max"]))
         note = f" (min–max of {spread['n']})" if spread else ""
-        value = (
-            f"{figure(b['value'])}{note}" + (" ⚠ host" if b.get("host") else "") + (" ★ best" if b.get("best") else "")
-        )
+        value = f"{figure(b['value'] * factor)}{note}{_bar_marks(b)}"
         out.append(f'<text x="{LABEL_W + end + 6:.1f}" y="{y + 16}" class="value">{_e(value)}</text>')
         if b["why"]:
-            # each difference by its name alone ("workload", "purge"); the hover holds them whole
-            named = ", ".join(
-                dict.fromkeys(w.split(":")[0].removeprefix("another ").removeprefix("testbed ") for w in b["why"])
-            )
-            badge = f"other {named}"
+            badge = f"other {_differs(b)}"  # the hover holds each difference whole
             at = LABEL_W + end + 14 + 7 * len(value)
             out.append(
                 f'<g class="badge"><rect x="{at:.1f}" y="{y + 4}" width="{6.5 * len(badge) + 10:.1f}" '
@@ -321,14 +328,127 @@ def bar_chart(c, fineprint):
             )
         out.append("</g>")
     out.append(
-        f'<text x="{WIDTH - 4}" y="{height + 10}" text-anchor="end" font-size="9" fill="#666">{_e(fineprint)}</text>'
-        "</svg></figure>"
+        f'<text x="{WIDTH - 4}" y="{height + 10}" text-anchor="end" font-size="10" fill="#555">{_e(fineprint)}</text>'
+        "</svg>"
     )
+    out.append(narrow_bars(c, factor, hatch, fineprint))
+    out.append("</figure>")
+    return "".join(out)
+
+
+NARROW_W, NARROW_ROW, NARROW_VALUE = 360, 40, 120
+
+
+def _hatch_pattern(hatch):
+    # each SVG its own: a pattern in the chart that the page hides (display: none) is not drawn in the other
+    return (
+        f'<defs><pattern id="{hatch}" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)">'
+        '<rect width="6" height="6" fill="#d5e3f0"/><rect width="3" height="6" fill="#6f9cc7"/></pattern></defs>'
+    )
+
+
+def _bar_color(b, hatch):
+    # neutral colours: the current run darker, never a red that reads as "bad"
+    return "#1f4e79" if b["current"] else f"url(#{hatch})" if b["apart"] else "#6f9cc7"
+
+
+def _bar_marks(b):
+    return (" ⚠ host" if b.get("host") else "") + (" ★ best" if b.get("best") else "")
+
+
+def _differs(b):
+    """Each way the bar's run differs from the current one, by its name alone ("workload", "purge")."""
+    return ", ".join(dict.fromkeys(w.split(":")[0].removeprefix("another ").removeprefix("testbed ") for w in b["why"]))
+
+
+def narrow_bars(c, factor, hatch, fineprint):
+    """The same bars laid out for a phone's width (the page shows it below 640 px, the wide one above): each run's
+    name on a line of its own above its bar, so that nothing is scaled down under 12 px. Its groups are rows, not
+    bars: the wide chart's bars are the ones that scripts and downloads read."""
+    scale = c["scale"] or 1
+    bar_w = NARROW_W - NARROW_VALUE
+    height = len(c["bars"]) * NARROW_ROW + 24
+    out = [
+        f'<svg class="narrow" xmlns="http://www.w3.org/2000/svg" width="{NARROW_W}" height="{height}" '
+        f'viewBox="0 0 {NARROW_W} {height}" font-family="sans-serif" font-size="12" role="img" '
+        f'aria-label="{_e(c["label"])}">{_hatch_pattern(hatch + "-narrow")}'
+        '<rect width="100%" height="100%" fill="#ffffff"/>'
+    ]
+    for i, b in enumerate(c["bars"]):
+        y = i * NARROW_ROW
+        color = _bar_color(b, hatch + "-narrow")
+        label = b["label"] + (" ▸" if b["current"] else "") + (f" · other {_differs(b)}" if b["why"] else "")
+        label = label if len(label) <= 52 else label[:51] + "…"
+        value = figure(b["value"] * factor) + _bar_marks(b)
+        width = bar_w * b["value"] / scale
+        out.append(
+            f'<g class="row" data-run="{b["run"]}"><text x="0" y="{y + 13}" '
+            f'font-weight="{"bold" if b["current"] else "normal"}">{_e(label)}</text>'
+            f'<rect x="0" y="{y + 18}" width="{width:.1f}" height="14" fill="{color}"/>'
+            f'<text x="{width + 4:.1f}" y="{y + 30}">{_e(value)}</text></g>'
+        )
+    out.append(f'<text x="0" y="{height - 6}" font-size="11" fill="#555">{_e(fineprint)}</text></svg>')
     return "".join(out)
 
 
 def bar_charts(charts, fineprint):
     return "\n".join(bar_chart(c, fineprint) for c in charts)
+
+
+def side_by_side(runs):
+    """Which drive is faster: the runs' review figures (cards' "review") side by side, a row a figure, the current
+    run first; each other run's difference from it in %, and the better value of each row marked, by the way the
+    figure is better (higher or lower). A figure only some runs have leaves the others' cells empty."""
+    by_run = [{f["id"]: f for f in r["review"]} for r in runs]
+    ids = sorted({i for figures in by_run for i in figures}, key=headline.review_order)
+    if not ids:
+        return ""
+    head = "".join(
+        f'<th class="num" scope="col">Run {r["id"]}{" (current)" if n == 0 else ""}<br>'
+        f'<span class="unit">{_e(r["drive"].get("model") or r["drive"].get("path") or "")}</span></th>'
+        for n, r in enumerate(runs)
+    )
+    out = [
+        '<table class="side-by-side" aria-label="the runs side by side"><thead><tr><th scope="col">Figure</th>'
+        f"{head}</tr></thead><tbody>"
+    ]
+    faster = [0] * len(runs)
+    for fid in ids:
+        cells = [figures.get(fid) for figures in by_run]
+        first = next(c for c in cells if c)
+        values = [c["value"] if c else None for c in cells]
+        known = [v for v in values if v is not None]
+        best = (max if first["better"] == "higher" else min)(known) if len(known) > 1 else None
+        unit = shown(None, first["unit"])[1]
+        row = [
+            f'<tr data-figure="{_e(fid)}"><th scope="row">{_e(first["label"])} <span class="unit">({_e(unit)}, '
+            f"{_e(first['better'])} is better)</span></th>"
+        ]
+        for n, (c, v) in enumerate(zip(cells, values)):
+            if c is None:
+                row.append('<td class="num">–</td>')
+                continue
+            diff = ""
+            if n > 0 and values[0]:
+                pct = 100 * (v - values[0]) / values[0]
+                diff = f' <span class="diff">{pct:+.1f} %</span>'
+            mark = ""
+            if v == best and known.count(best) == 1:
+                faster[n] += 1
+                mark = ' <span class="faster">faster</span>'
+            row.append(
+                f'<td class="num{" better" if mark else ""}" data-value="{v}" title="{_e(c["value"])} {_e(c["unit"])}">'
+                f"{_e(quantity(v, c['unit']))}{diff}{mark}</td>"
+            )
+        out.append("".join(row) + "</tr>")
+    out.append("</tbody></table>")
+    tally = ", ".join(f"run {r['id']} in {faster[n]}" for n, r in enumerate(runs))
+    out.insert(
+        0,
+        f'<p class="verdict">Faster, figure by figure: {_e(tally)} of {len(ids)}. Each difference is against '
+        f"run {runs[0]['id']}'s value.</p>",
+    )
+    return "".join(out)
 
 
 def compare_runs(runs, run_url=None):

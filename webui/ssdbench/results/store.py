@@ -187,6 +187,18 @@ MIGRATIONS = [
         PRIMARY KEY (repeat_id, position)
     );
     """,
+    # The live view's history: the runner's progress samples (fio's IOPS and bytes/s as it runs), so that a page
+    # opened or reloaded during a run draws it from its start. Not a result: no document or bundle holds them.
+    """
+    CREATE TABLE progress_samples (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        t_ms INTEGER NOT NULL,
+        percent REAL NOT NULL,
+        iops REAL,
+        bw REAL
+    );
+    CREATE INDEX progress_samples_by_run ON progress_samples (run_id, t_ms);
+    """,
 ]
 
 
@@ -628,11 +640,42 @@ def append_points(db, series_id, points):
 
 
 def update_progress(db, run_id, step_index, percent, eta_s, cur_iops, cur_bw):
-    db.execute(
-        """UPDATE runs SET step_index=?, percent=?, eta_s=?, cur_iops=?, cur_bw=?, progress_at=?
-                  WHERE id=?""",
-        (step_index, percent, eta_s, cur_iops, cur_bw, time.time(), run_id),
-    )
+    """The run's progress now, and its sample in the live view's history (ms since the run started)."""
+    now = time.time()
+    with transaction(db):
+        db.execute(
+            """UPDATE runs SET step_index=?, percent=?, eta_s=?, cur_iops=?, cur_bw=?, progress_at=?
+                      WHERE id=?""",
+            (step_index, percent, eta_s, cur_iops, cur_bw, now, run_id),
+        )
+        db.execute(
+            """INSERT INTO progress_samples (run_id, t_ms, percent, iops, bw)
+               SELECT id, CAST((? - started_at) * 1000 AS INTEGER), ?, ?, ? FROM runs
+                WHERE id=? AND state='running' AND started_at IS NOT NULL""",
+            (now, percent, cur_iops, cur_bw, run_id),
+        )
+
+
+def progress_history(db, run_id):
+    """The live view's history of a run, as its charts take it: seconds since the run started, with the IOPS and
+    bytes/s of each progress sample, and the drive's temperature; None for no run."""
+    started = db.execute("SELECT started_at FROM runs WHERE id=?", (run_id,)).fetchone()
+    if started is None:
+        return None
+    cur = db.cursor()
+    cur.row_factory = None
+    rows = cur.execute("SELECT t_ms, iops, bw FROM progress_samples WHERE run_id=? ORDER BY t_ms", (run_id,)).fetchall()
+    temps = cur.execute(
+        """SELECT t_ms, value FROM points WHERE series_id = (
+               SELECT id FROM series WHERE run_id=? AND step_id IS NULL AND name='temperature') ORDER BY t_ms""",
+        (run_id,),
+    ).fetchall()
+    return {
+        "t_s": [r[0] / 1000 for r in rows],
+        "iops": [r[1] for r in rows],
+        "bw": [r[2] for r in rows],
+        "temperature": {"t_s": [r[0] / 1000 for r in temps], "value": [r[1] for r in temps]},
+    }
 
 
 def request_cancel(db, run_id):

@@ -122,10 +122,13 @@ class Run:
         self.serial = discovery.serial_now(drive)
         self.temperatures = None  # the run's TemperatureLog, while the steps run
         self.calibration = None  # what this PC costs each job's IO (host_cost), once calibrate() has run
+        self.percent = 0.0  # the most of the run shown done
 
     def calibrate(self):
         """The host's cost of each job of the plan, measured on fio's CPU before the first step, as the environment
         keeps it; why it is unknown when fio could not measure it (the figures then carry no host share)."""
+        # The live view says what the run does from its first second: no step yet, the whole run's ETA.
+        self.store_progress(None, 0.0, self.total_estimate)
         try:
             self.calibration = host_cost.calibrate(self.suite, self.steps, self.run_dir, self.cpus, self.should_stop)
         except SsdbenchError as exc:
@@ -171,16 +174,21 @@ class Run:
         done = self.calibrated_s + sum(s.estimate_s for s in self.steps[:idx])
         current = self.steps[idx].estimate_s if idx < len(self.steps) else 0
         eta = max(0.0, self.total_estimate - done - fraction * current)
-        # every step done is 100%, whatever the float sums of the estimates in another order give
-        percent = (
-            100.0 if idx == len(self.steps) else min(100.0, 100.0 * (done + fraction * current) / self.total_estimate)
-        )
+        # Never backwards: a step's own count (fio's elapsed time, its bytes) may fall short of the estimate
+        # that the next step starts from; every step done is 100%, whatever the float sums of the estimates in
+        # another order give.
+        done_now = 100.0 if idx == len(self.steps) else 100.0 * (done + fraction * current) / self.total_estimate
+        percent = max(self.percent, min(100.0, done_now))
+        self.percent = percent
+        self.store_progress(idx, percent, eta, iops, bw)
+        if self.on_progress:
+            self.on_progress(idx, len(self.steps), percent, eta, iops, bw)
+
+    def store_progress(self, idx, percent, eta, iops=None, bw=None):
         try:
             store.update_progress(self.db, self.run_id, idx, percent, eta, iops, bw)
         except store.DataFull:
             self.full = True  # fio, if it runs, is stopped at its next tick
-        if self.on_progress:
-            self.on_progress(idx, len(self.steps), percent, eta, iops, bw)
 
     def fraction(self, step, doc, started, out_dir):
         """How far the step is: fio's own count for a single job, the IOs of the segments played for a trace,

@@ -21,6 +21,8 @@
     container.replaceChildren(p);
   }
 
+  const CLOCK_STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 28800, 86400];
+
   // A live chart on the seconds since the run started; a note stands in it until its first sample comes.
   function liveChart(parent, label, unit, color, range) {
     const box = document.createElement("figure");
@@ -36,11 +38,14 @@
       series: [{label: "elapsed", value: (u, v) => (v === null ? "–" : SsdbenchReport.clock(v))},
                {label, stroke: color, width: 1.5, spanGaps: true,
                 value: (u, v) => (v === null ? "–" : SsdbenchReport.num(v))}],
-      axes: [{label: "elapsed (h:mm:ss)", values: (u, splits) => splits.map((v) => SsdbenchReport.clock(v))},
+      // whole seconds only between the ticks, or two ticks half a second apart would read the same
+      axes: [{label: "elapsed (h:mm:ss)", incrs: CLOCK_STEPS,
+              values: (u, splits) => splits.map((v) => SsdbenchReport.clock(v))},
              {label: unit, size: 70, values: (u, splits) => splits.map((v) => SsdbenchReport.num(v))}],
     };
     const u = new uPlot(opts, [[], []], box);
     return {
+      u,
       set(xs, ys) {
         if (ys.some((v) => v !== null)) waiting.remove();
         u.setData([xs, ys]);
@@ -58,16 +63,39 @@
     const parent = $("live-charts");
     const charts = [liveChart(parent, "IOPS", "IOPS", "#1f77b4"), liveChart(parent, "MB/s", "MB/s", "#d62728"),
                     liveChart(parent, "Temperature", "°C", "#2ca02c", fitted)];
-    const samples = {t: [], iops: [], mb_s: [], temp: []};
+    // The charts' history: the runner's samples since the run started (a reload draws them all again), then
+    // each new one as the page follows the run.
+    const samples = {t: [], iops: [], mb_s: []};
+    const temps = {t: [], value: []};
     let lastAt = null;
+    let lastTempAt = null;
+    let most = 0; // the percent never goes back, whatever a poll says
+    // what the page has drawn, for the browser tests to read as a tester sees it
+    window.SsdbenchLive = {charts: charts.map((c) => c.u), samples, temps};
+
+    function draw() {
+      charts[0].set(samples.t, samples.iops);
+      charts[1].set(samples.t, samples.mb_s);
+      charts[2].set(temps.t, temps.value);
+    }
+
+    function doing(p) {
+      const now = p.step_index === null ? null : p.steps[p.step_index];
+      if (now) return `Step ${p.step_index + 1} of ${p.step_count}: ${now.title}`;
+      if (p.state === "queued") return `Queued: waiting for the runner service, before step 1 of ${p.step_count}`;
+      if (p.state === "running") {
+        return `Preparing the PC and calibrating the host (what this PC costs each IO), before step 1 of ${p.step_count}`;
+      }
+      return `Step – of ${p.step_count}`;
+    }
 
     function show(p) {
-      const percent = Math.floor(p.percent);
-      $("progress-bar").value = p.percent;
+      most = Math.max(most, p.percent);
+      const percent = Math.floor(most);
+      $("progress-bar").value = most;
       $("percent").textContent = `${percent} %`;
       document.title = `${percent} % · Run ${runId}`;
-      const now = p.step_index === null ? null : p.steps[p.step_index];
-      $("step-now").textContent = `Step ${now ? p.step_index + 1 : "–"} of ${p.step_count}${now ? `: ${now.title}` : ""}`;
+      $("step-now").textContent = doing(p);
       $("eta").textContent = SsdbenchReport.clock(p.eta_s);
       $("finish").textContent = p.eta_s === null ? "–"
         : new Date(Date.now() + p.eta_s * 1000).toLocaleTimeString([], {hour: "2-digit", minute: "2-digit"});
@@ -76,22 +104,44 @@
       $("live-iops").textContent = p.cur_iops === null ? "–" : SsdbenchReport.num(p.cur_iops);
       $("live-mb-s").textContent = p.cur_bw === null ? "–" : SsdbenchReport.num(p.cur_bw / 1e6);
       $("temperature").textContent = p.temperature ? Math.round(p.temperature.value) : "–";
-      $("status").textContent = p.state === "queued" ? "Queued: waiting for the runner service (ssdbench runner)."
-        : p.cancel_requested && ACTIVE.includes(p.state) ? "Cancel requested: stopping fio cleanly…" : "";
+      $("status").textContent = p.cancel_requested && ACTIVE.includes(p.state) ? "Cancel requested: stopping fio cleanly…"
+        : "";
       for (const step of p.steps) {
         const item = document.querySelector(`#steps li[data-idx="${step.idx}"]`);
         item.className = `state-${step.state}` + (step.state === "running" ? " current" : "");
         item.querySelector(".badge").textContent = step.state;
       }
-      if (p.state === "running" && p.progress_at !== null && p.progress_at !== lastAt) {
-        lastAt = p.progress_at;
-        samples.t.push(p.progress_at - (p.started_at ?? p.progress_at));
+      if (p.state !== "running" || p.started_at === null) return;
+      let drawn = false;
+      // in whole ms, as the runner keeps its samples: the history's last is not drawn twice
+      const at = p.progress_at === null ? null : Math.trunc((p.progress_at - p.started_at) * 1000) / 1000;
+      if (at !== null && (lastAt === null || at > lastAt)) {
+        lastAt = at;
+        samples.t.push(at);
         samples.iops.push(p.cur_iops);
         samples.mb_s.push(p.cur_bw === null ? null : p.cur_bw / 1e6);
-        samples.temp.push(p.temperature ? p.temperature.value : null);
-        charts[0].set(samples.t, samples.iops);
-        charts[1].set(samples.t, samples.mb_s);
-        charts[2].set(samples.t, samples.temp);
+        drawn = true;
+      }
+      if (p.temperature && (lastTempAt === null || p.temperature.t_ms / 1000 > lastTempAt)) {
+        lastTempAt = p.temperature.t_ms / 1000;
+        temps.t.push(lastTempAt);
+        temps.value.push(p.temperature.value);
+        drawn = true;
+      }
+      if (drawn) draw();
+    }
+
+    async function history() {
+      try {
+        const h = await getJSON(`/api/runs/${runId}/live`);
+        // taken whole, never spread into push(): a long run keeps more samples than a call takes arguments
+        Object.assign(samples, {t: h.t_s, iops: h.iops, mb_s: h.bw.map((v) => (v === null ? null : v / 1e6))});
+        Object.assign(temps, {t: h.temperature.t_s, value: h.temperature.value});
+        lastAt = h.t_s.length ? h.t_s[h.t_s.length - 1] : null;
+        lastTempAt = h.temperature.t_s.length ? h.temperature.t_s[h.temperature.t_s.length - 1] : null;
+        draw();
+      } catch (error) {
+        // the charts start from now instead: the progress itself does not need the history
       }
     }
 
@@ -108,7 +158,7 @@
       }
       setTimeout(tick, POLL_MS);
     }
-    tick();
+    history().then(tick);
   }
 
   // The drive list while a run goes on: its drive's line follows the run, and the page is drawn again as it ends,

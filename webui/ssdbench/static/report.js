@@ -43,9 +43,12 @@
     return v.toLocaleString("en-US", {minimumFractionDigits: 0, maximumFractionDigits: d});
   }
 
+  // Busy and service times in ms wherever they are shown, as human.quantity() shows the figures on the server.
+  const IN_MS = /(busy|service)_s$/;
+
   // A value in a unit people read easily; the exact value stays in the cell's tooltip.
-  function human(value, unit) {
-    if (unit === "s" && value > 0 && value < 1) return value >= 1e-3 ? num(value * 1e3) + " ms" : num(value * 1e6) + " µs";
+  function human(value, unit, name) {
+    if (unit === "s" && (IN_MS.test(name || "") || (value > 0 && value < 1))) return num(value * 1e3) + " ms";
     if (unit === "ns") {
       if (Math.abs(value) >= 1e6) return num(value / 1e6) + " ms";
       if (Math.abs(value) >= 1e3) return num(value / 1e3) + " µs";
@@ -72,7 +75,44 @@
 
   function metricCell(m) {
     return el("td", {class: "num", title: `${m.name} = ${m.value} ${m.unit}\nsource: ${m.source}`},
-              human(m.value, m.unit));
+              human(m.value, m.unit, m.name));
+  }
+
+  // A column of latencies (ns) in one unit, the one its largest value reads best in: never "886 µs" above
+  // "1.027 ms". [divisor, unit]
+  function latencyUnit(values) {
+    const top = values.reduce((a, v) => Math.max(a, Math.abs(v)), 0);
+    return top >= 1e9 ? [1e9, "s"] : top >= 1e6 ? [1e6, "ms"] : top >= 1e3 ? [1e3, "µs"] : [1, "ns"];
+  }
+
+  function latencyCell(m, [divisor, unit]) {
+    if (m.unit !== "ns") return metricCell(m);
+    return el("td", {class: "num", title: `${m.name} = ${m.value} ${m.unit}\nsource: ${m.source}`},
+              `${num(m.value / divisor)} ${unit}`);
+  }
+
+  // An axis in µs that runs past 10,000 is read in ms, past 10,000,000 in s: a latency axis up to "1,000 ms",
+  // not "1,000,000 µs". The chart's lines, markers, title and axis label go over together.
+  const LARGER = [[1e7, 1e6, "s"], [1e4, 1e3, "ms"]];
+
+  function fittedUnits(spec) {
+    const top = (values) => values.reduce((a, v) => (v === null || v === undefined ? a : Math.max(a, Math.abs(v))), 0);
+    const over = (values) => LARGER.find(([from]) => top(values) >= from);
+    let out = spec;
+    const yHit = /µs/.test(spec.yAxis.label) && !spec.histogram ? over(spec.lines.flatMap((l) => l.y)) : null;
+    if (yHit) {
+      const [, by, unit] = yHit;
+      out = {...out, title: out.title.replace("µs", unit), yAxis: {...out.yAxis, label: out.yAxis.label.replace("µs", unit)},
+             lines: out.lines.map((l) => ({...l, unit, y: l.y.map((v) => (v === null || v === undefined ? v : v / by))}))};
+    }
+    const xHit = /µs/.test(spec.xAxis.label) ? over(spec.lines.flatMap((l) => l.x)) : null;
+    if (xHit) {
+      const [, by, unit] = xHit;
+      out = {...out, xAxis: {...out.xAxis, label: out.xAxis.label.replace("µs", unit)},
+             lines: out.lines.map((l) => ({...l, x: l.x.map((v) => v / by)})),
+             markers: (out.markers || []).map((m) => ({...m, at: m.at / by}))};
+    }
+    return out;
   }
 
   // --- reading the document --------------------------------------------------------------------
@@ -120,8 +160,12 @@
                  slat: "submission latency", randread: "Read", randwrite: "Write"};
   const UNIT_PARTS = new Set(["bw", "mb_s", "iops", "clat_hist", "burst", "service_s", "period_s"]);
 
+  // A CrystalDiskMark job's name as CrystalDiskMark spells its test: "SEQ1M-Q8T1-read" is "SEQ1M Q8T1" (the
+  // direction follows in words).
+  const CDM_NAME = (part) => /^((?:SEQ|RND)\w+)-(Q\d+T\d+)(-(read|write))?$/.exec(part)?.slice(1, 3).join(" ");
+
   function words(name) {
-    const parts = name.split(".").filter((p) => !UNIT_PARTS.has(p)).map((p) => WORDS[p] ||
+    const parts = name.split(".").filter((p) => !UNIT_PARTS.has(p)).map((p) => WORDS[p] || CDM_NAME(p) ||
       (/^qd\d+$/.test(p) ? p.toUpperCase() : /^bs\d+[km]$/.test(p) ? p.slice(2).toUpperCase()
         : /^mix\d+$/.test(p) ? `${p.slice(3)}% read` : p));
     return parts.join(", ") || name;
@@ -518,7 +562,8 @@
       (marked.length ? ` Marked: ${marked.join(", ")}.` : "");
   }
 
-  function render(spec, parent, fine) {
+  function render(shown, parent, fine) {
+    const spec = fittedUnits(shown);
     const figure = el("figure", {class: "chart", "data-chart": spec.id}, el("figcaption", {}, spec.title));
     if (spec.note) figure.append(el("p", {class: "note"}, spec.note));
     parent.append(figure);
@@ -594,15 +639,21 @@
     const multi = docs.length > 1;
     const head = el("tr", {}, el("th", {}, "Step"), multi ? el("th", {}, "Run") : null,
                     ...cols.map(([, label]) => el("th", {}, label)));
-    const body = el("tbody");
+    const rows = [];
     for (const key of stepKeys(docs)) {
       for (const doc of docs) {
         const step = doc.steps.find((s) => s.key === key);
         const metrics = step ? metricMap(step) : {};
-        if (!cols.some(([name]) => metrics[name])) continue;
-        body.append(el("tr", {}, el("th", {title: step.key}, step.title), multi ? el("td", {}, runLabel(doc)) : null,
-                       ...cols.map(([name]) => (metrics[name] ? metricCell(metrics[name]) : el("td", {}, "")))));
+        if (cols.some(([name]) => metrics[name])) rows.push([doc, step, metrics]);
       }
+    }
+    const units = Object.fromEntries(cols.filter(([name]) => name.includes(".lat_")).map(([name]) =>
+      [name, latencyUnit(rows.filter(([, , m]) => m[name]).map(([, , m]) => m[name].value))]));
+    const body = el("tbody");
+    for (const [doc, step, metrics] of rows) {
+      body.append(el("tr", {}, el("th", {title: step.key}, step.title), multi ? el("td", {}, runLabel(doc)) : null,
+                     ...cols.map(([name]) => (!metrics[name] ? el("td", {}, "")
+                       : units[name] ? latencyCell(metrics[name], units[name]) : metricCell(metrics[name])))));
     }
     if (!body.children.length) return el("p", {class: "note"}, "No step has measured MB/s yet.");
     return el("table", {class: "summary"}, el("thead", {}, head), body);
@@ -624,7 +675,7 @@
           rows.get(match[1])[`${match[2]}.${match[4]}`] = m;
         }
         for (const [test, cells] of rows) {
-          body.append(el("tr", {}, el("th", {}, test), multi ? el("td", {}, runLabel(doc)) : null,
+          body.append(el("tr", {}, el("th", {}, test.replace("-", " ")), multi ? el("td", {}, runLabel(doc)) : null,
                          ...["read.mb_s", "write.mb_s", "read.iops", "write.iops"].map(
                            (name) => (cells[name] ? metricCell(cells[name]) : el("td", {}, "")))));
         }
@@ -652,12 +703,16 @@
     if (!names.length) return el("p", {class: "note"}, "No metrics.");
     const head = el("tr", {}, el("th", {}, "Metric"),
                     ...docs.map((d) => el("th", {}, docs.length > 1 ? runLabel(d) : "Value")), el("th", {}, "Source"));
+    // the step's latencies in one unit, the one its largest reads best in
+    const latency = latencyUnit(steps.flatMap((s) => (s ? s.metrics.filter((m) => m.unit === "ns") : []))
+      .map((m) => m.value));
     const body = el("tbody");
     for (const name of names) {
       const cells = steps.map((s) => (s ? metricMap(s)[name] : null));
       const first = cells.find(Boolean);
       body.append(el("tr", {}, el("th", {}, name),
-                     ...cells.map((m) => (m ? metricCell(m) : el("td", {}, ""))),
+                     ...cells.map((m) => (!m ? el("td", {}, "") : m.unit === "ns" ? latencyCell(m, latency)
+                       : metricCell(m))),
                      el("td", {class: "source"}, first.source)));
     }
     return el("table", {class: "metrics"}, el("thead", {}, head), body);

@@ -18,6 +18,7 @@ import os
 
 import flask
 from flask.sessions import SecureCookieSessionInterface
+from werkzeug.exceptions import HTTPException
 
 from ..appliance import access
 from ..lab import access as lab_access
@@ -44,6 +45,7 @@ LAB_ENDPOINTS = {
     "api.download_bundle",
     "lab.upload",
     "static",
+    "pages.favicon",
 }
 # What one peer on the lab network may cost the appliance, before it logs in, when waitress serves the app.
 # Waitress buffers a body (in memory, or in /tmp, which is memory on the appliance) before the app sees it:
@@ -119,6 +121,7 @@ def create_app(config):
     if app.config.get("SSDBENCH_LAB_DB"):
         app.register_blueprint(lab.bp)  # the upload route, on a lab only
         keep_only(app, LAB_ENDPOINTS)
+    app.register_error_handler(HTTPException, errors)
     app.context_processor(lambda: {"lab_mode": bool(app.config.get("SSDBENCH_LAB_DB"))})
     app.after_request(security_headers)
     app.teardown_appcontext(close_db)
@@ -169,6 +172,11 @@ def keep_only(app, endpoints):
             copy.provide_automatic_options = rule.provide_automatic_options
             kept.add(copy)
     app.url_map = kept
+
+
+def errors(exc):
+    """The API answers JSON, errors included; a page's error is a page with the menu."""
+    return api.json_error(exc) if auth.is_api() else pages.error_page(exc)
 
 
 def security_headers(response):

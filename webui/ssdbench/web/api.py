@@ -5,7 +5,6 @@ import os
 import tempfile
 
 from flask import Blueprint, current_app, g, jsonify, request, send_file
-from werkzeug.exceptions import HTTPException
 
 from ..errors import SsdbenchError
 from ..results import bundle, repeatability, store
@@ -49,12 +48,8 @@ def check_request():
     return None
 
 
-@bp.app_errorhandler(HTTPException)
-def json_errors(exc):
-    """The API answers JSON, errors included (an unknown path, a method a path does not take, a body over
-    the limit); the pages keep Flask's own error pages."""
-    if not is_api():
-        return exc
+def json_error(exc):
+    """An API error as JSON (an unknown path, a method a path does not take, a body over the limit)."""
     response = exc.get_response()  # keeps the headers that go with the status, such as 405's Allow
     response.set_data(jsonify(error=f"{exc.name}: {exc.description}").get_data())
     response.content_type = "application/json"
@@ -73,7 +68,7 @@ def openapi_document():
 
 @bp.get("/drives")
 def drives():
-    found, problems = data.drive_list(current_app.config)
+    found, problems = data.drive_list(current_app.config, refresh=True)  # a script asks afresh each time
     return jsonify(drives=found, problems=problems)
 
 
@@ -194,6 +189,11 @@ def export():
 @bp.get("/runs/<int:run_id>/progress")
 def progress(run_id):
     return run_or_404(store.run_progress(get_db(), run_id), run_id)
+
+
+@bp.get("/runs/<int:run_id>/live")
+def live_history(run_id):
+    return run_or_404(store.progress_history(get_db(), run_id), run_id)
 
 
 @bp.post("/runs/<int:run_id>/cancel")

@@ -29,7 +29,14 @@ bp = Blueprint("auth", __name__)
 
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
 CONTROL_OR_SPACE = re.compile(r"[\x00-\x20\x7f]")
-PUBLIC_ENDPOINTS = {"auth.login", "auth.api_session", "auth.api_login", "api.openapi_document", "static"}
+PUBLIC_ENDPOINTS = {
+    "auth.login",
+    "auth.api_session",
+    "auth.api_login",
+    "api.openapi_document",
+    "static",
+    "pages.favicon",
+}
 # An appliance's upload carries its token instead of a session (web/lab): no cookie, so no CSRF to fear.
 TOKEN_ENDPOINTS = {"lab.upload"}
 # Six digits are a million guesses: five wrong ones a minute from one client make that months of trying.
@@ -150,7 +157,7 @@ def check_pin(given):
         _start_session(True, _epoch())
         return True, None, 200
     throttle.failed(client)
-    return False, "wrong PIN: the appliance's console shows it (or run `ssdbench pin`)", 401
+    return False, "wrong PIN: the appliance's console shows it (or run ssdbench pin there)", 401
 
 
 def check_user(name, password):

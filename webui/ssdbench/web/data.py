@@ -2,8 +2,12 @@
 cancel, delete, export and compare. Each action answers (JSON document, HTTP status); the API sends it,
 a page turns it into a message."""
 
+import copy
+import hashlib
 import os
 import tempfile
+import threading
+import time
 
 from flask import url_for
 
@@ -38,36 +42,66 @@ def suite_list():
     return found, problems
 
 
-def listed_drives(config):
-    """Every drive found, plus the app's extra devices (SSDBENCH_EXTRA_DRIVES), by path. Returns (drives,
-    problems): a device that cannot be described becomes a problem line."""
+def listed_drives(config, only=None):
+    """Every drive found, plus the app's extra devices (SSDBENCH_EXTRA_DRIVES), by path; with `only`, that
+    device alone, if it is one of them (the others are not asked). Returns (drives, problems): a device that
+    cannot be described becomes a problem line."""
     found, problems = {}, []
-    for named in [()] + [[path] for path in config["SSDBENCH_EXTRA_DRIVES"]]:
+    extra = config["SSDBENCH_EXTRA_DRIVES"]
+    for named in [()] + [[path] for path in extra if only in (None, path)]:
         try:
-            for d in discovery.discover(named=named, allow_usb=config["SSDBENCH_ALLOW_USB"]):
+            for d in discovery.discover(named=named, allow_usb=config["SSDBENCH_ALLOW_USB"], only=only):
                 found[d["path"]] = d
         except SsdbenchError as exc:
             problems.append(str(exc))
     return found, problems
 
 
-def drive_list(config):
-    """The listed drives, each with its temperature now and the time each suite would take on it, and the
-    problems met listing them."""
-    available, problems = suite_list()
-    found, unlisted = listed_drives(config)
-    problems += unlisted
-    # what the boot refused of the settings (ssdbench.conf, the kernel command line), where a tester looks
-    problems += [f"Settings: {problem}" for problem in settings.problems()]
-    for d in found.values():
-        d["temperature_c"] = health.read_temperature(d["temperature_source"])
-        d["estimates"] = {}
-        for s in available if d["capacity_bytes"] else ():
-            try:
-                d["estimates"][s.name] = run_seconds(plan.compile_plan(s, d["capacity_bytes"]))
-            except (SsdbenchError, ValueError):
-                d["estimates"][s.name] = None  # e.g. a drive too small for the suite's spans
-    return list(found.values()), problems
+# Discovery asks each drive's controller (nvme-cli, smartctl): seconds with a few drives, on every view of the
+# Drives and Traces pages (issue 45: 2.3 to 7.3 s). The pages show it as the last discovery found it until the
+# kernel announces a change of its devices (a uevent: a drive added, removed, resized or partitioned), the mounts
+# change, or the tester asks (Refresh); its temperatures at most TEMPERATURE_S old. A Start discovers afresh.
+TEMPERATURE_S = 30
+_listing = {"key": None, "drives": None, "temperatures_at": 0.0}
+_listing_lock = threading.Lock()
+
+
+def _devices_changed_key(config):
+    parts = [repr((sorted(config["SSDBENCH_EXTRA_DRIVES"]), config["SSDBENCH_ALLOW_USB"]))]
+    for path in ("/sys/kernel/uevent_seqnum", "/proc/self/mountinfo"):
+        try:
+            with open(path, "rb") as f:
+                parts.append(hashlib.sha256(f.read()).hexdigest())
+        except OSError:
+            parts.append(str(time.monotonic()))  # not to be read: no cache
+    return "|".join(parts)
+
+
+def drive_list(config, refresh=False):
+    """The listed drives, each with its temperature and the time each suite would take on it, and the problems met
+    listing them: as the last discovery found them, unless something changed since (see above) or `refresh`."""
+    key = _devices_changed_key(config)
+    with _listing_lock:
+        if refresh or _listing["key"] != key:
+            available, problems = suite_list()
+            found, unlisted = listed_drives(config)
+            for d in found.values():
+                d["estimates"] = {}
+                for s in available if d["capacity_bytes"] else ():
+                    try:
+                        d["estimates"][s.name] = run_seconds(plan.compile_plan(s, d["capacity_bytes"]))
+                    except (SsdbenchError, ValueError):
+                        d["estimates"][s.name] = None  # e.g. a drive too small for the suite's spans
+            problems += unlisted
+            # what the boot refused of the settings (ssdbench.conf, the kernel command line), where a tester looks
+            problems += [f"Settings: {problem}" for problem in settings.problems()]
+            _listing.update(key=key, drives=(list(found.values()), problems), temperatures_at=0.0)
+        drives, problems = _listing["drives"]
+        if time.monotonic() - _listing["temperatures_at"] > TEMPERATURE_S:
+            for d in drives:
+                d["temperature_c"] = health.read_temperature(d["temperature_source"])
+            _listing["temperatures_at"] = time.monotonic()
+        return copy.deepcopy(drives), list(problems)
 
 
 def run_seconds(steps):
@@ -235,7 +269,7 @@ def _start(db, body, config, enqueue, trace=None):
         store.check_idle(db)
     except store.RunBusy as exc:
         return {"error": f"a run is already active: {exc}"}, 409
-    listed = listed_drives(config)[0].get(drive)
+    listed = listed_drives(config, only=drive)[0].get(drive)
     if listed is None:
         return {"error": f"{drive} is not one of the drives this appliance lists (see the drives page)"}, 404
     destroy_data = body.get("destroy_data") in (True, "1", "on", "true")

@@ -302,6 +302,19 @@ PROGRESS = closed(
     ["id", "state", "step_index", "step_count", "percent", "eta_s", "cur_iops", "cur_bw", "progress_at"]
     + ["started_at", "finished_at", "cancel_requested", "error", "temperature", "steps"],
 )
+SECONDS = {"type": "array", "items": {"type": "number"}, "description": "seconds since the run started"}
+LIVE_HISTORY = closed(
+    {
+        "t_s": SECONDS,
+        "iops": {"type": "array", "items": NULLABLE_NUMBER, "description": "fio's IOPS at each of t_s"},
+        "bw": {"type": "array", "items": NULLABLE_NUMBER, "description": "fio's bytes/s at each of t_s"},
+        "temperature": closed(
+            {"t_s": SECONDS, "value": {"type": "array", "items": {"type": "number"}, "description": "°C"}},
+            ["t_s", "value"],
+        ),
+    },
+    ["t_s", "iops", "bw", "temperature"],
+)
 TRACE_NAME = {"type": "string", "pattern": "^[a-z0-9][a-z0-9-]*$", "maxLength": 64, "examples": ["my-workstation"]}
 TRACE = closed(
     {
@@ -620,6 +633,13 @@ DOCUMENT = {
             get=_operation(
                 "Live progress: step, percent, ETA, current IOPS and bytes/s, temperature",
                 {"200": _json("progress", PROGRESS)},
+            )
+        ),
+        "/api/runs/{run_id}/live": _run_path(
+            get=_operation(
+                "The live view's history: the runner's progress samples since the run started, and the drive's "
+                "temperature (none is a result: the run's document holds those)",
+                {"200": _json("the samples", LIVE_HISTORY)},
             )
         ),
         "/api/runs/{run_id}/cancel": _run_path(

@@ -25,7 +25,7 @@ from markupsafe import Markup
 
 from ..appliance import logs
 from ..errors import SsdbenchError
-from ..human import clock, figure, when
+from ..human import clock, figure, run_name, sentence, shown, shown_unit, when
 from ..lab import index
 from ..results import bench, repeatability, report_html, store, summary, testbed, upload
 from ..run.repeat import MAX_TIMES
@@ -39,6 +39,14 @@ DEFAULT_SUITE = "quick"
 bp.add_app_template_filter(clock)
 bp.add_app_template_filter(figure)
 bp.add_app_template_filter(when)
+bp.add_app_template_filter(sentence)
+bp.add_app_template_filter(shown_unit)
+
+
+@bp.app_template_filter()
+def shown_figure(value, unit):
+    """A figure as every page shows a figure of its unit (human.shown), without the unit: a table's column says it."""
+    return figure(shown(value, unit)[0])
 
 
 @bp.app_template_filter()
@@ -49,7 +57,9 @@ def gigabytes(nbytes):
 def drives_page(message=None, status=200, chosen=None):
     """The drives, each with its Start form. `chosen`: the form that was refused, whose choices its drive's form
     keeps (the suite, the ID typed, the tick, the repeat count)."""
-    found, problems = data.drive_list(current_app.config)
+    # a refused Start (chosen) lists the drives afresh, as its check did: what it says of them shows
+    refresh = chosen is not None or request.args.get("refresh") == "1"
+    found, problems = data.drive_list(current_app.config, refresh=refresh)
     suites = data.suite_list()[0]
     for d in found:
         # shortest first on this drive, so that the first suite offered is the quick one, not the longest name
@@ -70,6 +80,20 @@ def drives_page(message=None, status=200, chosen=None):
         max_times=MAX_TIMES,
         message=message,
     ), status
+
+
+@bp.get("/favicon.ico")
+def favicon():
+    # What a browser asks for where a page does not link its icon: the API's JSON, a raw file.
+    return current_app.send_static_file("favicon.svg")
+
+
+def error_page(exc):
+    """An HTTP error as a page with the menu, in the page's words when it has some (a deleted run's)."""
+    response = exc.get_response()  # keeps the headers that go with the status, such as 405's Allow
+    response.set_data(render_template("error.html", title=exc.name, message=exc.description))
+    response.content_type = "text/html; charset=utf-8"
+    return response
 
 
 @bp.get("/")
@@ -116,12 +140,12 @@ def cancel_repeat(repeat_id):
 
 def traces_page(message=None, status=200):
     found, problems = data.trace_list(current_app.config)
-    drives, unlisted = data.listed_drives(current_app.config)
+    drives, unlisted = data.drive_list(current_app.config)
     return render_template(
         "traces.html",
         traces=found,
         problems=problems + unlisted,
-        drives=[d for d in drives.values() if d["eligible"]],
+        drives=[d for d in drives if d["eligible"]],
         formats=user_traces.FORMATS,
         upload_mib=data.TRACE_UPLOAD_BYTES // 2**20,
         busy=store.busy_run(get_db()),
@@ -170,7 +194,7 @@ def start_trace(name):
 def run(run_id):
     doc = get_results().get_run(run_id)
     if doc is None:
-        abort(404)
+        abort(404, description=gone(run_id))
     if lab_mode():  # the lab keeps the bundle as it came: it is the download, and there is no stick
         files, sticks = [], []
     else:
@@ -240,16 +264,33 @@ def diagnostics():
     )
 
 
+@bp.get(f"/runs/<{data.ID}:run_id>/delete")
+def delete_question(run_id):
+    """Delete asks first, on a page of its own that names the run: a click meant for another button deletes
+    nothing."""
+    run = store.get_run(get_db(), run_id)
+    if run is None:
+        abort(404, description=gone(run_id))
+    return render_template("delete.html", run=run, name=run_name(run), busy=run["state"] in store.ACTIVE)
+
+
 @bp.post(f"/runs/<{data.ID}:run_id>/delete")
 def delete(run_id):
+    # Only the question's form says which run it deletes: a form that does not is asked again.
+    if request.form.get("confirm") != str(run_id):
+        return redirect(url_for("pages.delete_question", run_id=run_id))
     body, status = data.delete_run(get_db(), current_app.config["SSDBENCH_DATA_DIR"], run_id)
     if status == 404:
-        abort(404)
+        abort(404, description=gone(run_id))
     if status != 200:
-        flash(f"{body['error'][0].upper()}{body['error'][1:]}.")
+        flash(sentence(f"{body['error']}."))
         return redirect(url_for("pages.run", run_id=run_id))
     flash(f"Run {run_id} deleted, with its files.")
     return redirect(url_for("pages.history"))
+
+
+def gone(run_id):
+    return f"There is no run {run_id} here: it was deleted, or never made. History lists the runs there are."
 
 
 @bp.get(f"/runs/<{data.ID}:run_id>/files/<path:name>")
@@ -301,6 +342,7 @@ def compare():
         warning=data.comparability(runs),
         charts=Markup(report_html.bar_charts(data.ranked(get_results(), runs), summary.fineprint(runs))),
         runs_html=Markup(report_html.compare_runs(runs, lambda run_id: url_for("pages.run", run_id=run_id))),
+        grid=Markup(report_html.side_by_side(runs)),
     )
 
 

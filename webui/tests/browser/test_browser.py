@@ -33,6 +33,16 @@ TIMELINE = """() => {
 }"""
 
 
+# Hands each percent that the live view shows to the test (seenPercent), on every load of the page.
+PERCENT_WATCH = """document.addEventListener("DOMContentLoaded", () => {
+  const shown = document.getElementById("percent");
+  if (!shown) return;
+  window.seenPercent(shown.textContent);
+  new MutationObserver(() => window.seenPercent(shown.textContent))
+    .observe(shown, {childList: true, characterData: true, subtree: true});
+});"""
+
+
 def clock_s(text):
     """h:mm:ss as the page shows a time, in seconds."""
     h, m, s = (int(part) for part in text.split(":"))
@@ -99,6 +109,10 @@ def test_log_in_start_the_smoke_suite_watch_it_and_read_the_report(appliance):
         page = context.new_page()
         errors = []
         page.on("pageerror", lambda exc: errors.append(str(exc)))
+        # every percent the live view shows, across reloads: it must never go back
+        percents = []
+        page.expose_function("seenPercent", lambda text: percents.append(int(text.split()[0])))
+        page.add_init_script(PERCENT_WATCH)
 
         page.goto(f"{base}/")
         assert "/login" in page.url
@@ -152,6 +166,12 @@ def test_log_in_start_the_smoke_suite_watch_it_and_read_the_report(appliance):
         assert page.locator("#live-charts canvas").count() == 3
         assert page.locator("#live-charts .u-label", has_text="elapsed").count() == 3
         page.wait_for_function("() => document.getElementById('live-iops').textContent !== '–'", timeout=60_000)
+        # a reload draws the charts again from the run's start, from the samples the runner keeps
+        drawn_before = page.evaluate("SsdbenchLive.samples.t.length")
+        page.reload()
+        page.wait_for_function(f"() => window.SsdbenchLive && SsdbenchLive.samples.t.length > {drawn_before}")
+        assert page.evaluate("SsdbenchLive.samples.t[0]") < 30
+        page.wait_for_function("() => document.getElementById('live-iops').textContent !== '–'", timeout=60_000)
         # a loop device has no sensor: its temperature waits for a first sample, and says so, where the IOPS did not
         waiting = page.locator("#live-charts p.waiting").all_inner_texts()
         assert "Temperature: waiting for the first sample" in waiting and not any("IOPS" in w for w in waiting)
@@ -170,6 +190,7 @@ def test_log_in_start_the_smoke_suite_watch_it_and_read_the_report(appliance):
         assert other.locator("button.primary").is_disabled()
         drives.close()
         page.wait_for_function("() => document.getElementById('percent').textContent === '100 %'", timeout=240_000)
+        assert percents == sorted(percents) and len(set(percents)) > 5, percents
 
         # The page turns into the report when the run ends; the charts are drawn from the run's data.
         page.wait_for_selector("body[data-page=report]", timeout=30_000)

@@ -69,6 +69,31 @@ WARNING_LINES = """() => [...document.querySelectorAll('#summary .flags > detail
                                        parseFloat(getComputedStyle(s).lineHeight))])"""
 
 
+# Every table whose columns are each one quantity (the headline's and a step's metrics have a quantity a row): for
+# each column, the units of each kind (times, rates, sizes) that its cells show, where there are more than one.
+MIXED_UNITS = """() => {
+  const kinds = [["ns", "µs", "ms", "s"], ["B/s", "KB/s", "MB/s", "GB/s"],
+                 ["B", "KB", "MB", "GB", "KiB", "MiB", "GiB"]];
+  const mixed = [];
+  for (const table of document.querySelectorAll("table:not(.headline):not(.metrics):not(.identity)")) {
+    const columns = {};
+    for (const row of table.querySelectorAll("tbody tr")) {
+      [...row.cells].forEach((cell, i) => {
+        const m = /^-?[\\d,.]+ (\\S+)/.exec(cell.textContent.trim());
+        if (m) (columns[i] = columns[i] || new Set()).add(m[1]);
+      });
+    }
+    for (const [i, units] of Object.entries(columns)) {
+      for (const kind of kinds) {
+        const found = [...units].filter((u) => kind.includes(u));
+        if (found.length > 1) mixed.push([table.className, Number(i), found]);
+      }
+    }
+  }
+  return mixed;
+}"""
+
+
 def height(page):
     return page.evaluate("document.documentElement.scrollHeight")
 
@@ -107,10 +132,15 @@ def test_a_run_opens_on_its_summary_and_folds_to_under_three_screens(site):
     drawn(page)
     box = page.locator("#summary").bounding_box()
     assert box["y"] + box["height"] <= SCREEN["height"]  # the whole summary in the first screen
-    assert page.locator("#summary table.headline tbody tr").count() == 8
+    # one headline set: the grid, the four corners in their strip alone (with the line that says how they differ
+    # from the grid), the other four tests' figures in the table
+    assert page.locator("#summary table.headline tbody tr").count() == 4
+    assert "four corners" not in page.locator("#summary table.headline").inner_text()
+    assert "not the grid's" in page.locator("#summary p.corners-note").inner_text()
     # smoke's consistency on a busy loop device may not reach steady state: then its row says so, with no value
     summary = page.locator("#summary").inner_text()
-    assert summary.count("is better") + summary.count("not reached") == 8
+    assert summary.count("is better") + summary.count("not reached") == 4 + 1
+    assert "SEQ1M-Q" not in page.locator("main").inner_text()  # one spelling: "SEQ1M Q8T1"
     # the warnings: one line a cause, none twice, at most 5 lines in the first screen
     lines = page.evaluate(WARNING_LINES)
     assert 0 < len(lines) <= 5 and len({text for text, _ in lines}) == len(lines), lines
@@ -199,7 +229,11 @@ def test_each_figure_has_its_chart_units_and_small_print_and_no_legend_shows_a_d
         assert text.startswith(plot.get_attribute("aria-label")) and ("values from" in text or "p50 " in text), text
     # every axis has a unit: in brackets, or the label is the unit
     for x, y in page.evaluate("SsdbenchReport.charts.map((u) => u.axes.map((a) => a.label))"):
-        assert x.endswith(")") and (y.endswith(")") or y in ("IOPS", "MB/s", "µs", "s", "°C")), (x, y)
+        assert x.endswith(")") and (y.endswith(")") or y in ("IOPS", "MB/s", "µs", "ms", "s", "°C")), (x, y)
+    # one unit a column in every table of the page, and no latency axis past 10,000 µs (it is in ms, or s)
+    assert page.evaluate(MIXED_UNITS) == []
+    tops = page.evaluate("SsdbenchReport.charts.filter((u) => /µs/.test(u.axes[1].label)).map((u) => u.scales.y.max)")
+    assert all(top < 20_000 for top in tops), tops
     # consistency: a scatter, log first, linear on a click, the steady-state window shaded
     chart = page.locator("figure[data-chart=consistency]")
     state = "() => SsdbenchReport.charts.find((u) => u.root.closest('figure').dataset.chart === 'consistency')"
@@ -234,8 +268,23 @@ def test_compare_ranks_every_run_on_one_scale_and_marks_the_other_workload(site)
     steady = "not reached" not in page.locator("#summary").inner_text()
     page.set_viewport_size(COMPARE_SCREEN)
     page.goto(f"{base}/compare?runs=3,2,4,1")
-    # the bars first: the first one within 600 px of the window's top, the charts the page's full width
-    assert page.locator("g.bar").first.bounding_box()["y"] < 600
+    # which is faster first: the runs side by side, each other run's difference in %, the faster of a row marked;
+    # then the bars, the first one within the first screen, the charts the page's full width
+    grid = page.locator("table.side-by-side")
+    assert grid.bounding_box()["y"] < 300
+    for row in grid.locator("tbody tr").all():
+        cells = row.locator("td[data-value]")
+        values = [float(v) for v in cells.evaluate_all("(ts) => ts.map((t) => t.dataset.value)")]
+        better = "higher" if "higher is better" in row.locator("th").inner_text() else "lower"
+        marked = row.locator("td.better")
+        assert marked.count() <= 1 and row.locator(".diff").count() == len(values) - 1
+        if marked.count():
+            assert float(marked.get_attribute("data-value")) == (max if better == "higher" else min)(values)
+        first = values[0]
+        for cell, value in zip(cells.all()[1:], values[1:]):
+            assert cell.locator(".diff").inner_text() == f"{100 * (value - first) / first:+.1f} %"
+    assert page.locator("p.verdict").inner_text().startswith("Faster, figure by figure: run 3 in ")
+    assert page.locator("g.bar").first.bounding_box()["y"] < COMPARE_SCREEN["height"]
     main = page.locator("main").bounding_box()
     assert page.locator("figure.bars svg").first.bounding_box()["width"] > 0.95 * (main["width"] - 40)
     charts = page.locator("figure.bars")
@@ -276,11 +325,12 @@ def test_compare_ranks_every_run_on_one_scale_and_marks_the_other_workload(site)
             name = bar.locator(":scope > text").first.text_content().removesuffix(" ▸")
             assert bar.locator("title").text_content().startswith(name.removesuffix("…"))
             # nothing drawn outside the chart
-            svg = chart.locator("svg").bounding_box()
+            svg = chart.locator("svg.wide").bounding_box()
             for box in (t.bounding_box() for t in bar.locator("text").all()):
                 assert svg["x"] <= box["x"] and box["x"] + box["width"] <= svg["x"] + svg["width"]
     # the engine runs are a repeat set: their bars carry its min-max range
     assert page.locator("figure[data-chart=seq-read-128k] g.bar:not(.apart) path.range").count() == 3
+    assert page.evaluate(MIXED_UNITS) == []
     page.screenshot(path=os.path.join(SCREENSHOTS, "compare.png"))
     page.set_viewport_size(SCREEN)
     page.goto(f"{base}/compare?run=2&run=1")  # the history page's form still works
@@ -309,6 +359,7 @@ def test_the_bench_lists_every_model_sorts_by_any_column_and_opens_two_side_by_s
         for i in range(2)
     ]
     assert again == values[::-1]
+    assert page.evaluate(MIXED_UNITS) == []
     # the bars: one figure picked, the models ranked, the best marked, the testbed in each bar's hover
     chart = page.locator("#ranked figure.bars")
     assert chart.locator("g.bar").count() == 2 and chart.locator("g.bar.best").count() == 1
