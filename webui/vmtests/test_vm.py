@@ -43,6 +43,8 @@ PIN = "271828"
 NVME = {"serial": "SSDB-NVME-0001", "model": "QEMU NVMe Ctrl", "transport": "nvme"}
 # The SATA model has 40 characters, all that ATA IDENTIFY holds; lsblk shows its first 16.
 SATA = {"serial": "SSDB-SATA-0001", "model": "SSDB-SATA-SSD 1TB MODEL NAME OF 40 CHARS", "transport": "sata"}
+# The SAS SSD behind QEMU's megasas (sas_disk): its model is INQUIRY's vendor and product.
+SAS = {"serial": "SSDB-SAS-0001", "vendor": "SSDB", "product": "SAS-SSD-400G", "transport": "sas"}
 STICK_OFFSET = 1024 * 1024  # partition 1, SSDBENCH (board/vm/build-image.sh)
 # How the diagnostics zip that each export leaves beside the bundles is named (appliance/logs.zip_prefix).
 DIAGNOSTICS = "ssdbench-diagnostics-"
@@ -81,16 +83,16 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def qemu(disks, console_log, extra=(), append="", netns=None, stick=None):
+def qemu(disks, console_log, extra=(), append="", netns=None, stick=None, uart=0):
     """A boot of the VM image on the stick and drives in disks (board/vm/qemu.sh), with the test's PIN; with
     `netns`, QEMU runs in that network namespace, the VM's network card on its TAP device; with `stick`, the
-    stick is that drive (SSDBENCH_STICK)."""
+    stick is that drive (SSDBENCH_STICK); with `uart`, the serial console on that port (VM)."""
     env = {"SSDBENCH_PIN": PIN, "SSDBENCH_APPEND": append, **({"SSDBENCH_STICK": stick} if stick else {})}
     command = [QEMU_SH, VM_DIR, disks, *extra]
     if netns:
         env["SSDBENCH_TAP"] = TAP
         command = ["ip", "netns", "exec", netns, *command]
-    return VM(command, disks, console_log, env)
+    return VM(command, disks, console_log, env, uart)
 
 
 @pytest.fixture(scope="module")
@@ -224,6 +226,23 @@ def namespace_4kn(folder):
         f"if=none,id=ns4k,file={img},format=raw,discard=unmap",
         "-device",
         "nvme-ns,drive=ns4k,bus=nvme0,nsid=2,logical_block_size=4096,physical_block_size=4096",
+    ]
+
+
+def sas_disk(folder):
+    """A SAS SSD behind a SAS HBA: QEMU's megasas (an LSI MegaRAID SAS 1078, Linux's megaraid_sas, which shows its
+    disks as JBOD: lsblk names no transport) with a scsi-hd disk, a SCSI disk that speaks no ATA. Small, as smoke
+    fills it whole."""
+    img = os.path.join(folder, "sas.img")
+    subprocess.run(["truncate", "-s", "256M", img], check=True)
+    return [
+        "-device",
+        "megasas,id=hba",
+        "-drive",
+        f"if=none,id=sas,file={img},format=raw,discard=unmap",
+        "-device",
+        f"scsi-hd,bus=hba.0,drive=sas,vendor={SAS['vendor']},product={SAS['product']},serial={SAS['serial']},"
+        "rotation_rate=1",
     ]
 
 
@@ -674,7 +693,7 @@ def test_power_cut_leaves_the_run_interrupted_with_its_steps(boot, disks):
 
     # Booted again, with a 4Kn namespace beside the interrupted run's, and the repeatability bench's stick.
     bench_img, bench_extra = bench_stick(disks, BENCH, BENCH_SHORT_SUITE)
-    vm = boot(*namespace_4kn(disks), *bench_extra)
+    vm = boot(*namespace_4kn(disks), *bench_extra, *sas_disk(disks))
     # The runner service marks the run when it starts, which may be just after the web UI.
     deadline = time.monotonic() + 120
     while (run := vm.run(run_id))["state"] == "running" and time.monotonic() < deadline:
@@ -723,6 +742,33 @@ def test_power_cut_leaves_the_run_interrupted_with_its_steps(boot, disks):
     assert trace["detail"]["trace"]["widened"]["block_bytes"] == 4096 and trace["detail"]["trace"]["widened"]["ios"]
     assert [s["key"] for s in run["steps"] if "adapted" in (s["detail"] or {})] == ["trace"]
     assert any(w.startswith("adapted to the drive's 4096 B logical blocks: in trace,") for w in run["warnings"])
+
+    # The SAS SSD behind the SAS HBA (issue 43, item 2): listed with its HBA and SCSI address, its identity from
+    # INQUIRY and VPD page 80h, and smoke runs on it through the block device; its bundle records them.
+    sas = by_serial(drives(vm), SAS["serial"])
+    assert (sas["transport"], sas["model"], sas["eligible"]) == ("sas", f"{SAS['vendor']} {SAS['product']}", True), sas
+    assert sas["identity_source"] == "SCSI INQUIRY and VPD page 80h (sg_inq)"
+    assert sas["host_controller"]["driver"] == "megaraid_sas" and sas["host_controller"]["mode"] == "RAID", sas
+    assert sas["hba"]["driver"] == "megaraid_sas" and re.fullmatch(r"\d+:\d+:\d+:\d+", sas["hba"]["scsi_address"])
+    assert sas["hba"]["lsblk_transport"] is None and sas["hba"]["translation"] is None, sas["hba"]
+    assert vm.shell(f"ssdbench drives | grep -c '^{sas['path']} '") == "1"
+    run_id = vm.start_run(sas)
+    state, seconds = vm.wait_run(run_id)
+    run = vm.run(run_id)
+    purge = next(s for s in run["steps"] if s["kind"] == "purge")["detail"]
+    print(f"smoke on a SAS SSD behind megasas: {state} in {seconds:.0f} s; purge attempts {purge['attempts']}")
+    assert state == "done", run["error"]
+    # QEMU's scsi-hd knows no SANITIZE: the attempt is recorded, and FORMAT UNIT (a no-op in QEMU) is used.
+    assert [(a["method"], a["outcome"]) for a in purge["attempts"]] == [
+        ("SCSI Sanitize, block erase", "failed"),
+        ("SCSI Format Unit", "used"),
+    ], purge
+    identity = "import json, zipfile, sys; d = json.loads(zipfile.ZipFile(sys.argv[1]).read('drive/identity.json'))"
+    identity = (
+        f"python3 -c \"{identity}; print(d['hba']['driver'], d['hba']['scsi_address'], d['host_controller']['pci'])\""
+    )
+    bundled = vm.shell(f"{identity} $(ssdbench bundle {run_id} -o /tmp)")
+    assert bundled == f"megaraid_sas {sas['hba']['scsi_address']} {sas['host_controller']['pci']}", bundled
 
     # The repeatability bench on the NVMe drive, plain fio interleaved: what it measures is printed, not judged
     # (TCG on a shared host); that it measured is checked.
@@ -906,7 +952,9 @@ def test_unattended_mode_runs_uploads_exports_and_powers_off(tmp_path, host_lab)
     an NTP server; its RTC reads 2001 as it starts; it uploads to the lab by name over HTTPS, trusting the lab's
     CA, which the tester put on the stick's SSDBENCH partition as lab-ca.pem (issue 34, item 1). Its stick is
     a fake: 1 GiB that claims 64 GiB (FakeStick), which the first boot finds out and does not grow, and the
-    status screen says why (item 3)."""
+    status screen says why (item 3). Its PC has no first serial port (issue 43, item 5): the console is the
+    second one, ttyS1, and the status screen's serial console stays at its default, ttyS0, where nothing
+    answers: it says so once and never loops, through the whole run."""
     disks = str(tmp_path)
     stick = os.path.join(disks, "stick.img")
     subprocess.run(["cp", "--sparse=always", os.path.join(VM_DIR, "stick.img"), disks], check=True)
@@ -919,11 +967,13 @@ def test_unattended_mode_runs_uploads_exports_and_powers_off(tmp_path, host_lab)
         os.unlink(log)
     before = lab_runs(host_lab, VM_APPLIANCE)
     append = f"ssdbench.auto=smoke ssdbench.upload=https://{LAB_NAME}/ ssdbench.token={host_lab.token}"
+    append += " console=ttyS1,115200"  # the kernel's console: the last one named
     with lab_network(str(tmp_path / "net"), urllib.parse.urlsplit(host_lab.url).port) as net:
         mtools("mcopy", "-i", f"{stick}@@{STICK_OFFSET}", net.ca, "::lab-ca.pem")
         fake = FakeStick(stick, 64 << 30, os.path.join(disks, "fake-stick.sock"))
         started = time.time()
-        vm = qemu(disks, log, ("-rtc", f"base={RTC_FLAT}"), append, net.ns, f"nbd:unix:{disks}/fake-stick.sock")
+        stick_nbd = f"nbd:unix:{disks}/fake-stick.sock"
+        vm = qemu(disks, log, ("-rtc", f"base={RTC_FLAT}"), append, net.ns, stick_nbd, uart=1)
         try:
             assert vm.proc.wait(timeout=RUN_TIMEOUT_S) == 0, "the VM did not power itself off"
             print(f"unattended smoke on NVMe, export and power-off: {time.time() - started:.0f} s from QEMU's start")
@@ -941,7 +991,8 @@ def test_unattended_mode_runs_uploads_exports_and_powers_off(tmp_path, host_lab)
     # it was not grown, and the console and the status screen say why.
     said = re.search(r"SSDB-DATA: not grown: what was written at (\d+) MiB of the 65536 MiB it claims did not", console)
     assert said and "(fake capacity)" in console, console[-3000:]
-    assert re.search(r"Stick:  sd[a-z] not grown: what was written at \d+ MiB of the 65536 MiB it claims", console)
+    # No serial port at ttyS0: the status screen there said so once, and was not started again and again.
+    assert console.count("ssdbench: no status screen on /dev/ttyS0: it cannot be opened (no serial port there)") == 1
     bundles = stick_bundles(stick, str(tmp_path / "results"), host_lab.token)
     assert len(bundles) == 1 and bundles[0].split("_")[1] == NVME["serial"], bundles
     # The power-off waited for the runner service, which had sent the run to the lab as it ended: by name, over
