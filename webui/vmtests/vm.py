@@ -26,19 +26,17 @@ def free_port():
 class VM:
     """One boot: QEMU with its serial console on a socket, and an HTTP client with a session."""
 
-    def __init__(self, command, folder, console_log, env=None, uart=0):
+    def __init__(self, command, folder, console_log, env=None):
         """command: a QEMU launcher and its arguments, which forwards the guest's port 80 to the host port
         that SSDBENCH_HOST_PORT names (board/vm/qemu.sh, board/boottest/qemu.sh); the serial console is added
-        on a socket in folder, as the PC's first serial port, or with `uart` as that one (ttyS1 for 1), the
-        ports before it left without one."""
+        on a socket in folder."""
         self.port = free_port()
         sock = os.path.join(folder, "serial.sock")
         self.qmp_path = os.path.join(folder, "qmp.sock")
         self.started = time.monotonic()
         # wait=on: QEMU waits for us to connect, so the console is read from its first byte.
         self.proc = subprocess.Popen(
-            [*command, *(["-device", f"isa-serial,index={uart},chardev=ser"] if uart else ["-serial", "chardev:ser"])]
-            + ["-chardev", f"socket,id=ser,path={sock},server=on,wait=on"]
+            [*command, "-serial", "chardev:ser", "-chardev", f"socket,id=ser,path={sock},server=on,wait=on"]
             + ["-qmp", f"unix:{self.qmp_path},server=on,wait=off"],
             env={**os.environ, **(env or {}), "SSDBENCH_HOST_PORT": str(self.port)},
         )
