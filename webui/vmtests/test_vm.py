@@ -676,15 +676,16 @@ def test_power_cut_leaves_the_run_interrupted_with_its_steps(boot, disks):
         assert took < 30, (name, took)
     # Three ports with a lease, three default routes: the one in use stays eth0's, the port that was there first,
     # when the adapters renew their leases; and each renewal asks NTP again.
-    routes = vm.shell("ip route show default")
-    assert len(routes.splitlines()) == 3 and vm.shell("ip route get 10.9.9.9 | grep -o 'dev [a-z0-9]*'") == "dev eth0"
+    # (BusyBox's ip lists every route whatever the selector: the default ones are picked out)
+    assert vm.shell("ip route show | grep -c '^default via '") == "3", vm.shell("ip route show")
+    assert vm.shell("ip route get 10.9.9.9 | grep -o 'dev [a-z0-9]*'") == "dev eth0"
     syncs = "grep -c '^clock: ' /var/log/ssdbench-clock.log"
     before = int(vm.shell(syncs))
     for name in (iface, second):
         vm.shell(f"kill -USR1 $(cat /run/udhcpc.{name}.pid)")  # renew now
         renewed = f"dmesg | grep -cF 'ssdbench: DHCP on {name}: renew'"
         wait_until(lambda renewed=renewed: vm.shell(renewed) != "0", f"{name}'s renewal")
-    assert vm.shell("ip route get 10.9.9.9 | grep -o 'dev [a-z0-9]*'") == "dev eth0", vm.shell("ip route show default")
+    assert vm.shell("ip route get 10.9.9.9 | grep -o 'dev [a-z0-9]*'") == "dev eth0", vm.shell("ip route show")
     wait_until(lambda: int(vm.shell(syncs)) >= before + 2, "an NTP sync at each renewal", timeout=180)
     # The card where no DHCP answers has a link-local address, which the status screen shows; each port's link
     # is on it, and a cable pulled out (QMP's set_link) shows.
