@@ -2,6 +2,7 @@
 
 import os
 import subprocess
+import sys
 
 from conftest import add_run, needs_root, ssdbench, wait_until
 
@@ -83,3 +84,52 @@ def test_status_shows_no_terminal_escape_from_a_drive_string(tmp_path):
     text = "\n".join(lines)
     assert not [ch for ch in text if ch != "\n" and (ord(ch) < 0x20 or 0x7F <= ord(ch) <= 0x9F or ch == "\u202e")]
     assert "EVIL?[2J?]0;owned? SSD" in text
+
+
+def many_drives(count):
+    return [
+        {"name": f"sd{chr(97 + i)}", "transport": "sas", "model": "SAS SSD", "serial": f"S{i}"}
+        | {"capacity_bytes": 10**12, "eligible": True, "reason": "empty SAS drive"}
+        for i in range(count)
+    ]
+
+
+def test_status_fits_the_screen_with_the_address_and_pin_on_top(tmp_path):
+    """Issue 43, item 5: a server with 24 drives on an 80x25 console, and on a taller screen."""
+    data_dir = str(tmp_path / "data")
+    drives = console.drive_lines(many_drives(24))
+    for height in (25, 40):
+        lines = console.render(data_dir, 80, drives, store.connect(data_dir), height)
+        # the status, its footer and the line the cursor rests on
+        assert len(lines) + len(console.FOOTER) + 1 <= height, (height, lines)
+        pin = next(i for i, line in enumerate(lines) if line.startswith("PIN:    "))
+        assert lines[:2] == [f"ssdbench {console.__version__}", ""], lines
+        assert pin > 2 and all(line.startswith("Web UI: ") for line in lines[2:pin]), lines
+        shown = sum(1 for line in lines if line.startswith("  sd"))
+        assert shown and f"  ... and {24 - shown} more drives: see the web UI" in lines, lines
+        assert lines[-1] == "Run:    none yet"
+    # All the drives when they fit, and no count.
+    lines = console.render(data_dir, 80, console.drive_lines(many_drives(3)), store.connect(data_dir), 25)
+    assert sum(1 for line in lines if line.startswith("  sd")) == 3 and not any("more drive" in x for x in lines)
+    assert console.fit(console.drive_lines(many_drives(2)), 3) == [
+        *console.drive_lines(many_drives(2))[0],
+        ("  ... and 1 more drive: see the web UI"),
+    ]
+
+
+@needs_root()
+def test_a_pc_with_no_wired_port_says_so_at_once(tmp_path):
+    """Issue 43, item 5: in a network namespace of its own with its own sysfs, as a PC whose only port is Wi-Fi or
+    none: loopback alone."""
+    script = (
+        "import sys; from ssdbench.appliance import console; from ssdbench.results import store; "
+        f"print(chr(10).join(console.render({str(tmp_path)!r}, 80, [], store.connect({str(tmp_path)!r}))))"
+    )
+    in_its_own = ["unshare", "-n", "-m", "sh", "-c", 'mount -t sysfs sysfs /sys && exec "$@"', "sh"]
+    proc = subprocess.run(
+        [*in_its_own, sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Web UI: no wired network port found: plug in a USB network adapter" in proc.stdout, proc.stdout

@@ -6,7 +6,7 @@ import subprocess
 import time
 
 import pytest
-from conftest import data, needs_root, ssdbench
+from conftest import DATA, data, needs_root, ssdbench
 
 from ssdbench.drives import discovery, tool_output
 
@@ -132,3 +132,28 @@ def test_unknown_drive_is_a_clear_error():
 def test_system_disk_is_never_eligible():
     system = [d for d in discovery.discover() if d["name"] == "vda"]
     assert system and not system[0]["eligible"]
+
+
+def test_a_disk_behind_a_sas_hba_is_a_sata_drive_when_it_speaks_ata_else_a_sas_drive():
+    with open(os.path.join(DATA, "vpd-pg89-sata.bin"), "rb") as f:
+        pg89 = f.read()
+    # mpt3sas and smartpqi: lsblk says sas for every disk, SATA drives too; their SAT answers INQUIRY with "ATA".
+    assert discovery.hba_transport("sas", "mpt3sas", data("vendor-sata.txt"), pg89) == "sata"
+    assert discovery.hba_transport("sas", "smartpqi", data("vendor-sata.txt"), None) == "sata"
+    assert discovery.hba_transport("sas", "mpt3sas", "SEAGATE ", None) == "sas"
+    # megaraid_sas's JBOD: no transport; the disk's own answers say what it is (QEMU's megasas and scsi-hd).
+    (jbod,) = tool_output.lsblk(data("lsblk-megasas.json"))[:1]
+    assert discovery.hba_transport(jbod["tran"], "megaraid_sas", data("vendor-sas.txt"), None) == "sas"
+    assert discovery.hba_transport(None, "megaraid_sas", "ATA", pg89) == "sata"
+    # A SCSI disk on no SAS HBA (virtio-scsi), and disks lsblk knows the transport of, are not the HBA's.
+    assert discovery.hba_transport(None, "virtio-pci", data("vendor-sas.txt"), None) is None
+    assert discovery.hba_transport("sata", "ahci", "ATA", pg89) is None
+
+
+def test_a_scsi_disk_on_no_sas_hba_is_refused_in_words_and_a_sas_drive_is_tested():
+    sata = node("sda")
+    scsi = {**base(sata), "transport": "scsi"}
+    v = discovery.verdict(scsi, sata, False, False, set(), NO_BOOT)
+    assert not v["eligible"] and v["reason"].startswith("a SCSI disk on no SAS HBA")
+    sas = {**base(sata), "transport": "sas"}
+    assert discovery.verdict(sas, sata, False, False, set(), NO_BOOT)["reason"] == "empty SAS drive"

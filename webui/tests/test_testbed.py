@@ -111,6 +111,11 @@ def test_the_host_controller_of_qemus_nvme_and_ahci_drives(tmp_path, monkeypatch
         assert testbed.controller({"transport": transport, "host_controller": host})[1] == "the drive's own"
     raid = {**sata, "class": "0x010400", "mode": "RAID"}
     assert testbed.controller({"transport": "sata", "host_controller": raid})[1] == "ahci (RAID)"
+    # A SAS HBA is a SAS drive's own controller; a SATA drive behind one is reached through its SCSI/ATA translation.
+    hba = {**raid, "driver": "megaraid_sas"}
+    behind = {"host_controller": hba, "hba": {"driver": "megaraid_sas", "scsi_address": "0:2:0:0"}}
+    assert testbed.controller({**behind, "transport": "sas"})[1] == "the drive's own"
+    assert testbed.controller({**behind, "transport": "sata"})[1] == "megaraid_sas (RAID)"
 
 
 @needs_root()

@@ -142,3 +142,26 @@ def test_blkid_export_names_the_file_system_and_label():
     found = tool_output.blkid(data("blkid-vfat.txt"))
     assert found["TYPE"] == "vfat" and found["LABEL"] == "RESULTS" and found["DEVNAME"].startswith("/dev/loop")
     assert tool_output.blkid("") == {}
+
+
+def test_sas_identity_from_inquiry_and_the_unit_serial_number_page():
+    """QEMU's scsi-hd behind its megasas HBA (tests/data/README.md)."""
+    ids = tool_output.sg_inq(data("sg_inq-sas.txt"))
+    assert ids == {"vendor": "SSDB", "product": "SAS-SSD-400G", "revision": "2.5+", "serial": "SSDB-SAS-0001"}
+    with pytest.raises(SsdbenchError, match="sg_inq printed no INQUIRY data"):
+        tool_output.sg_inq("sg_inq failed: Invalid argument\n")
+    with open(os.path.join(DATA, "vpd-pg80-sas.bin"), "rb") as f:
+        page = f.read()
+    assert tool_output.vpd_unit_serial(page) == "SSDB-SAS-0001"
+    assert tool_output.vpd_unit_serial(page[:1] + b"\x89" + page[2:]) is None  # another page
+    # smartctl reads the same SCSI identity, and no temperature: QEMU's disk has no Temperature log page.
+    smart = tool_output.smartctl(data("smartctl-sas.json"))
+    assert (smart["protocol"], smart["serial"], smart["temperature_c"]) == ("SCSI", "SSDB-SAS-0001", None)
+
+
+def test_ata_commands_to_a_disk_that_takes_none_give_no_identity():
+    """What a SATA drive behind an HBA that passes no ATA command looks like: smartctl -d sat and hdparm -I
+    (through SG_IO) on QEMU's SCSI disk answer, and say nothing of a drive."""
+    assert tool_output.smartctl(data("smartctl-sas-sat.json"))["model"] is None
+    ident = tool_output.hdparm_identify(data("hdparm-I-sas.txt"))
+    assert ident["model"] is None and ident["security_supported"] is None

@@ -43,6 +43,8 @@ PIN = "271828"
 NVME = {"serial": "SSDB-NVME-0001", "model": "QEMU NVMe Ctrl", "transport": "nvme"}
 # The SATA model has 40 characters, all that ATA IDENTIFY holds; lsblk shows its first 16.
 SATA = {"serial": "SSDB-SATA-0001", "model": "SSDB-SATA-SSD 1TB MODEL NAME OF 40 CHARS", "transport": "sata"}
+# The SAS SSD behind QEMU's megasas (sas_disk): its model is INQUIRY's vendor and product.
+SAS = {"serial": "SSDB-SAS-0001", "vendor": "SSDB", "product": "SAS-SSD-400G", "transport": "sas"}
 STICK_OFFSET = 1024 * 1024  # partition 1, SSDBENCH (board/vm/build-image.sh)
 # How the diagnostics zip that each export leaves beside the bundles is named (appliance/logs.zip_prefix).
 DIAGNOSTICS = "ssdbench-diagnostics-"
@@ -226,6 +228,23 @@ def namespace_4kn(folder):
         f"if=none,id=ns4k,file={img},format=raw,discard=unmap",
         "-device",
         "nvme-ns,drive=ns4k,bus=nvme0,nsid=2,logical_block_size=4096,physical_block_size=4096",
+    ]
+
+
+def sas_disk(folder):
+    """A SAS SSD behind a SAS HBA: QEMU's megasas (an LSI MegaRAID SAS 1078, Linux's megaraid_sas, which shows its
+    disks as JBOD: lsblk names no transport) with a scsi-hd disk, a SCSI disk that speaks no ATA. Small, as smoke
+    fills it whole."""
+    img = os.path.join(folder, "sas.img")
+    subprocess.run(["truncate", "-s", "256M", img], check=True)
+    return [
+        "-device",
+        "megasas,id=hba",
+        "-drive",
+        f"if=none,id=sas,file={img},format=raw,discard=unmap",
+        "-device",
+        f"scsi-hd,bus=hba.0,drive=sas,vendor={SAS['vendor']},product={SAS['product']},serial={SAS['serial']},"
+        "rotation_rate=1",
     ]
 
 
@@ -646,6 +665,15 @@ def interface_with(vm, prefix):
     return found[-1]
 
 
+def lease_seconds(vm, iface):
+    """The seconds from the last time the dhcp script brought `iface`'s link up and asked, to the lease that
+    followed, by the kernel's times of their lines (overlay/usr/libexec/ssdbench/dhcp, udhcpc.script)."""
+    said = vm.shell(f"dmesg | grep -F 'ssdbench: DHCP on {iface}: ' | grep -E 'asking|bound' | tail -n 2")
+    times = re.findall(rf"\[ *([0-9.]+)\] ssdbench: DHCP on {iface}: (link up, asking|bound)", said)
+    assert [what for _, what in times] == ["link up, asking", "bound"], said
+    return float(times[1][0]) - float(times[0][0])
+
+
 def serves_ui(port):
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/session", timeout=10) as response:
@@ -721,6 +749,26 @@ def test_power_cut_leaves_the_run_interrupted_with_its_steps(boot, disks):
     vm.wait_console("Web UI: http://10.0.4.15/", after=mark)
     assert serves_ui(late_port)
     print(f"plugged back: the web UI answered {replugged_s:.1f} s later; a second adapter: {second_s:.1f} s")
+    # Issue 43, item 6. Each adapter's lease came within seconds of its link going up: a DISCOVER every 3 s,
+    # where udhcpc's own pause after a try that got no answer is 20 s (the bound leaves room for a busy host).
+    second = interface_with(vm, "10.0.4.")
+    for name in (iface, second):
+        took = lease_seconds(vm, name)
+        print(f"{name}: a lease {took:.1f} s after its link went up")
+        assert took < 30, (name, took)
+    # Three ports with a lease, three default routes: the one in use stays eth0's, the port that was there first,
+    # when the adapters renew their leases; and each renewal asks NTP again.
+    # (BusyBox's ip lists every route whatever the selector: the default ones are picked out)
+    assert vm.shell("ip route show | grep -c '^default via '") == "3", vm.shell("ip route show")
+    assert vm.shell("ip route get 10.9.9.9 | grep -o 'dev [a-z0-9]*'") == "dev eth0"
+    syncs = "grep -c '^clock: ' /var/log/ssdbench-clock.log"
+    before = int(vm.shell(syncs))
+    for name in (iface, second):
+        vm.shell(f"kill -USR1 $(cat /run/udhcpc.{name}.pid)")  # renew now
+        renewed = f"dmesg | grep -cF 'ssdbench: DHCP on {name}: renew'"
+        wait_until(lambda renewed=renewed: vm.shell(renewed) != "0", f"{name}'s renewal")
+    assert vm.shell("ip route get 10.9.9.9 | grep -o 'dev [a-z0-9]*'") == "dev eth0", vm.shell("ip route show")
+    wait_until(lambda: int(vm.shell(syncs)) >= before + 2, "an NTP sync at each renewal", timeout=180)
     # The card where no DHCP answers has a link-local address, which the status screen shows; each port's link
     # is on it, and a cable pulled out (QMP's set_link) shows.
     vm.wait_console("link-local: a direct cable)")
@@ -756,7 +804,7 @@ def test_power_cut_leaves_the_run_interrupted_with_its_steps(boot, disks):
 
     # Booted again, with a 4Kn namespace beside the interrupted run's, and the repeatability bench's stick.
     bench_img, bench_extra = bench_stick(disks, BENCH, BENCH_SHORT_SUITE)
-    vm = boot(*namespace_4kn(disks), *bench_extra)
+    vm = boot(*namespace_4kn(disks), *bench_extra, *sas_disk(disks))
     # The runner service marks the run when it starts, which may be just after the web UI.
     deadline = time.monotonic() + 120
     while (run := vm.run(run_id))["state"] == "running" and time.monotonic() < deadline:
@@ -805,6 +853,33 @@ def test_power_cut_leaves_the_run_interrupted_with_its_steps(boot, disks):
     assert trace["detail"]["trace"]["widened"]["block_bytes"] == 4096 and trace["detail"]["trace"]["widened"]["ios"]
     assert [s["key"] for s in run["steps"] if "adapted" in (s["detail"] or {})] == ["trace"]
     assert any(w.startswith("adapted to the drive's 4096 B logical blocks: in trace,") for w in run["warnings"])
+
+    # The SAS SSD behind the SAS HBA (issue 43, item 2): listed with its HBA and SCSI address, its identity from
+    # INQUIRY and VPD page 80h, and smoke runs on it through the block device; its bundle records them.
+    sas = by_serial(drives(vm), SAS["serial"])
+    assert (sas["transport"], sas["model"], sas["eligible"]) == ("sas", f"{SAS['vendor']} {SAS['product']}", True), sas
+    assert sas["identity_source"] == "SCSI INQUIRY and VPD page 80h (sg_inq)"
+    assert sas["host_controller"]["driver"] == "megaraid_sas" and sas["host_controller"]["mode"] == "RAID", sas
+    assert sas["hba"]["driver"] == "megaraid_sas" and re.fullmatch(r"\d+:\d+:\d+:\d+", sas["hba"]["scsi_address"])
+    assert sas["hba"]["lsblk_transport"] is None and sas["hba"]["translation"] is None, sas["hba"]
+    assert vm.shell(f"ssdbench drives | grep -c '^{sas['path']} '") == "1"
+    run_id = vm.start_run(sas)
+    state, seconds = vm.wait_run(run_id)
+    run = vm.run(run_id)
+    purge = next(s for s in run["steps"] if s["kind"] == "purge")["detail"]
+    print(f"smoke on a SAS SSD behind megasas: {state} in {seconds:.0f} s; purge attempts {purge['attempts']}")
+    assert state == "done", run["error"]
+    # QEMU's scsi-hd knows no SANITIZE: the attempt is recorded, and FORMAT UNIT (a no-op in QEMU) is used.
+    assert [(a["method"], a["outcome"]) for a in purge["attempts"]] == [
+        ("SCSI Sanitize, block erase", "failed"),
+        ("SCSI Format Unit", "used"),
+    ], purge
+    identity = "import json, zipfile, sys; d = json.loads(zipfile.ZipFile(sys.argv[1]).read('drive/identity.json'))"
+    identity = (
+        f"python3 -c \"{identity}; print(d['hba']['driver'], d['hba']['scsi_address'], d['host_controller']['pci'])\""
+    )
+    bundled = vm.shell(f"{identity} $(ssdbench bundle {run_id} -o /tmp)")
+    assert bundled == f"megaraid_sas {sas['hba']['scsi_address']} {sas['host_controller']['pci']}", bundled
 
     # The repeatability bench on the NVMe drive, plain fio interleaved: what it measures is printed, not judged
     # (TCG on a shared host); that it measured is checked.

@@ -1,14 +1,17 @@
 """The appliance's status screen (`ssdbench status`), on its screen and serial console: the version, the
 web UI's address and PIN, where results are kept, the drives with their verdicts, and the current run.
 
-Plain text for an 80x25 console, redrawn only when something changed, so that a serial line carries
-little. The drive list is read again only while no run is active: identifying drives queries them
-(smartctl, hdparm, nvme-cli), and a run must not be disturbed.
+Plain text for an 80-column console, redrawn only when something changed, so that a serial line carries
+little. The address and the PIN come first, and the drive list is cut to the screen's height (25 lines on a
+serial line, which tells none), with a count of the drives left out, so that nothing scrolls them off. The
+drive list is read again only while no run is active: identifying drives queries them (smartctl, hdparm,
+nvme-cli), and a run must not be disturbed.
 """
 
 import fcntl
 import os
 import select
+import shutil
 import socket
 import struct
 import sys
@@ -24,6 +27,9 @@ from ..system import settings, sysfs
 from . import access
 
 WIDTH = 80
+# The lines of a screen that does not tell its size (a serial line), and those under the status (show).
+HEIGHT = 25
+FOOTER = ["", "Press Enter for a shell."]
 SIOCGIFADDR = 0x8915
 DRIVES_EVERY_S = 30
 CLEAR = "\033[H\033[2J"
@@ -75,17 +81,29 @@ def storage(data_dir):
 
 
 def drive_lines(found):
+    """The drives' lines, two a drive, as one list a drive, so that a screen cut short shows whole drives."""
     if not found:
-        return ["  no SATA, NVMe or USB drive found"]
-    lines = []
-    for d in found:
-        lines.append(
+        return [["  no NVMe, SATA, SAS or USB drive found"]]
+    return [
+        [
             f"  {d['name']:<8} {d['transport']:<5} {(d.get('model') or '-')[:26]:<26} "
-            f"{(d.get('serial') or '-')[:20]:<20} {size(d['capacity_bytes']):>9}"
-        )
-        verdict = "ELIGIBLE" if d["eligible"] else "not eligible"
-        lines.append(f"           {verdict}: {d['reason']}")
-    return lines
+            f"{(d.get('serial') or '-')[:20]:<20} {size(d['capacity_bytes']):>9}",
+            f"           {'ELIGIBLE' if d['eligible'] else 'not eligible'}: {d['reason']}",
+        ]
+        for d in found
+    ]
+
+
+def fit(drives, room):
+    """As many whole drives of `drives` (drive_lines) as fit in `room` lines, and a line that counts the rest."""
+    shown = []
+    for at, lines in enumerate(drives):
+        # the last drive needs no line for the rest
+        if len(shown) + len(lines) + (at < len(drives) - 1) > room:
+            hidden = len(drives) - at
+            return shown + [f"  ... and {hidden} more drive{'s' if hidden > 1 else ''}: see the web UI"]
+        shown += lines
+    return shown
 
 
 def run_lines(db):
@@ -116,7 +134,9 @@ def run_lines(db):
     return lines
 
 
-def render(data_dir, port, drives_text, db):
+def render(data_dir, port, drives, db, height=HEIGHT):
+    """The status in at most `height` lines with the FOOTER: the address and the PIN first, the drives
+    (drive_lines) cut to the room left."""
     suffix = "" if port == 80 else f":{port}"
     addrs = addresses()
     lines = [f"ssdbench {__version__}", ""]
@@ -127,11 +147,15 @@ def render(data_dir, port, drives_text, db):
             about.append("link-local: a direct cable")
         lines.append(f"Web UI: http://{ip}{suffix}/   ({', '.join(a for a in about if a)})")
     if not addrs:
-        lines.append("Web UI: no network address yet (DHCP on every wired port)")
+        lines.append(
+            "Web UI: no network address yet (DHCP on every wired port)"
+            if links
+            else "Web UI: no wired network port found: plug in a USB network adapter"
+        )
+    lines.append(f"PIN:    {access.pin(data_dir)}")
     lines += [f"Port:   {name}: {link}, no address yet" for name, link in links.items()]
     busy = store.busy_run(db) is not None
     lines += [
-        f"PIN:    {access.pin(data_dir)}",
         f"Data:   {storage(data_dir)}",
         *textwrap.wrap(sysfs.read(STICK_NOTE, ""), WIDTH, initial_indent="Stick:  ", subsequent_indent="        "),
         *(
@@ -142,8 +166,10 @@ def render(data_dir, port, drives_text, db):
         "",
         "Drives (as found before the run):" if busy else "Drives:",
     ]
-    lines += drives_text
-    lines += [""] + run_lines(db)
+    run = [""] + run_lines(db)
+    # the screen's last line stays empty: the cursor sits there, and a line written on it would scroll the top off
+    room = height - len(lines) - len(run) - len(FOOTER) - 1
+    lines += fit(drives, room) + run
     return [printable(line)[:WIDTH] for line in lines]
 
 
@@ -163,12 +189,12 @@ class Screen:
             try:
                 self.drives_text = drive_lines(discovery.discover())
             except SsdbenchError as exc:
-                self.drives_text = [f"  cannot list the drives: {exc}"]
+                self.drives_text = [[f"  cannot list the drives: {exc}"]]
             self.drives_at = time.monotonic()
         return self.drives_text
 
-    def text(self):
-        return "\n".join(render(self.data_dir, self.port, self.drives(), self.db))
+    def text(self, height=HEIGHT):
+        return "\n".join(render(self.data_dir, self.port, self.drives(), self.db, height))
 
 
 def show(data_dir, port=80, watch=None):
@@ -180,9 +206,10 @@ def show(data_dir, port=80, watch=None):
     shown = None
     keys = [sys.stdin]
     while True:
-        text = screen.text()
+        # a serial line tells no size (0 lines): HEIGHT then; a screen tells its own, which a new mode changes
+        text = screen.text(shutil.get_terminal_size((WIDTH, HEIGHT)).lines)
         if text != shown:
-            sys.stdout.write(CLEAR + text + "\n\nPress Enter for a shell.\n")
+            sys.stdout.write(CLEAR + text + "\n" + "\n".join(FOOTER) + "\n")
             sys.stdout.flush()
             shown = text
         if select.select(keys, [], [], watch)[0]:

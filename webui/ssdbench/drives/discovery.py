@@ -1,6 +1,6 @@
-"""Find the SATA and NVMe drives, describe them, and say which may be tested and why.
+"""Find the NVMe, SATA and SAS drives, describe them, and say which may be tested and why.
 
-Identity comes from lsblk and sysfs, enriched by nvme-cli, smartctl and hdparm
+Identity comes from lsblk and sysfs, enriched by nvme-cli, smartctl, hdparm and sg3_utils
 where they are installed and we are root. This module knows nothing of suites.
 """
 
@@ -31,6 +31,12 @@ PCI_ADDRESS = re.compile(r"[0-9a-f]{4,5}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]")
 # The mode a drive's PCI function says it runs in, by its class code (class, subclass, programming interface).
 PCI_MODES = {"0x010802": "NVMe", "0x010601": "AHCI"}
 PCI_RAID = "0x0104"
+# The drivers of SAS host bus adapters, and of RAID controllers in JBOD or HBA mode. lsblk says `sas` for every disk
+# behind mpt3sas or smartpqi, SATA drives included, and nothing for megaraid_sas's JBOD: a SATA drive behind one is
+# reached through the adapter's SCSI/ATA translation (SAT), a SAS drive speaks SCSI itself.
+SAS_HBA_DRIVERS = ("mpt3sas", "mptsas", "megaraid_sas", "smartpqi", "hpsa", "aacraid")
+# What SAT makes a SATA drive's INQUIRY say it is (SAT-4, 12.4.1).
+SAT_VENDOR = "ATA"
 
 
 def _lsblk(paths=()):
@@ -229,6 +235,34 @@ def host_controller(name):
     }
 
 
+def hba_transport(tran, driver, vendor, vpd_pg89):
+    """What a disk that lsblk shows with transport `tran` (None: none) is, when it sits behind a SAS HBA run by
+    `driver`: "sata" for a SATA drive behind the HBA's SCSI/ATA translation (its INQUIRY vendor is "ATA", or it
+    has VPD page 89h, ATA Information), "sas" for a drive that speaks SCSI; None when it is not behind a SAS HBA."""
+    if tran not in ("sas", None) or (tran is None and driver not in SAS_HBA_DRIVERS):
+        return None
+    ata = (vendor or "").strip() == SAT_VENDOR or tool_output.vpd_ata_information(vpd_pg89 or b"") is not None
+    return "sata" if ata else "sas"
+
+
+def _hba(name, node, host):
+    """(transport, the HBA it sits behind) of a disk behind a SAS HBA, else None: the HBA's driver and PCI
+    address, the disk's SCSI address (host:channel:target:LUN) and what lsblk says of it."""
+    device = f"{SYS}/class/block/{name}/device"
+    tran = node.get("tran") or None
+    driver = (host or {}).get("driver")
+    transport = hba_transport(tran, driver, sysfs.read(f"{device}/vendor"), sysfs.read_bytes(f"{device}/vpd_pg89"))
+    if transport is None:
+        return None
+    return transport, {
+        "driver": driver,
+        "pci": (host or {}).get("pci"),
+        "scsi_address": os.path.basename(os.path.realpath(device)),
+        "lsblk_transport": tran,
+        "translation": "SCSI/ATA translation (SAT) in the HBA" if transport == "sata" else None,
+    }
+
+
 def _partitions(name):
     return sorted(os.path.basename(os.path.dirname(p)) for p in glob.glob(f"{SYS}/class/block/{name}/*/partition"))
 
@@ -282,13 +316,15 @@ def _enrich_nvme(drive, notes):
 
 def _smartctl(drive, notes):
     """`smartctl -a`; on a USB drive whose bridge smartctl's database does not know, again with SAT
-    passthrough forced (-d sat), which many bridges carry. None when smartctl is not there or fails."""
+    passthrough forced (-d sat), which many bridges carry; behind a SAS HBA, with -d sat only: the HBA's SCSI/ATA
+    translation. None when smartctl is not there or fails."""
     if tools.which("smartctl") is None:
         notes.append("smartctl is not installed: no SMART identity or health")
         return None
-    forced = [["-d", "sat"]] if drive["transport"] == "usb" else []
+    sat = ["-d", "sat"]
+    tries = [sat] if drive.get("hba") else [[], sat] if drive["transport"] == "usb" else [[]]
     smart = None
-    for extra in [[], *forced]:
+    for extra in tries:
         try:
             smart = tool_output.smartctl(tools.run(["smartctl", "-j", "-a", *extra, drive["path"]], ok=None))
         except SsdbenchError as exc:
@@ -320,7 +356,12 @@ def _ata_identity(drive, notes, smart, ident):
             drive.update({key: ids[key] or drive[key] for key in ("model", "serial", "firmware")})
             drive["identity_source"] = f"ATA IDENTIFY ({source})"
             return
-    if drive["transport"] == "usb":
+    if drive.get("hba"):
+        notes.append(
+            f"the HBA ({drive['hba']['driver']}) passed no ATA command through its SCSI/ATA translation: no ATA "
+            "identity, SMART or security erase; the identity shown is what its SCSI INQUIRY says"
+        )
+    elif drive["transport"] == "usb":
         drive["identity_source"] = "the USB bridge only (SCSI INQUIRY)"
         notes.append(
             "identity from the bridge only: the USB bridge passes no ATA command (SAT), so the model and "
@@ -364,11 +405,32 @@ def _enrich_ata(drive, notes):
     drive["trim_supported"] = ident["trim_supported"] or drive.get("trim_supported")
 
 
+def _enrich_scsi(drive, notes):
+    """A SAS drive's model (vendor and product), serial and firmware from its standard INQUIRY and VPD page 80h
+    (Unit Serial Number), as sg_inq prints them."""
+    if tools.which("sg_inq") is None:
+        notes.append("sg3_utils is not installed: identity comes from lsblk only")
+        return
+    try:
+        ids = tool_output.sg_inq(tools.run(["sg_inq", drive["path"]], timeout=30))
+    except SsdbenchError as exc:
+        notes.append(str(exc))
+        return
+    model = " ".join(part for part in (ids["vendor"], ids["product"]) if part)
+    drive.update({"model": model or drive["model"], "serial": ids["serial"] or drive["serial"]})
+    drive["firmware"] = ids["revision"] or drive["firmware"]
+    drive["identity_source"] = "SCSI INQUIRY and VPD page 80h (sg_inq)"
+
+
 def describe(node, named=False, allow_usb=False, root_disks=(), boot=NO_BOOT):
     """One drive's identity and verdict, from its lsblk node."""
     name = node["name"]
     notes = []
     transport = _transport(node)
+    host = host_controller(name)
+    behind = _hba(name, node, host) if transport not in ("nvme", "sata", "usb", "loop") else None
+    if behind:
+        transport = behind[0]
     drive = {
         "name": name,
         "path": node["path"],
@@ -383,7 +445,8 @@ def describe(node, named=False, allow_usb=False, root_disks=(), boot=NO_BOOT):
         "physical_block_size": node["phy-sec"],
         "rotational": node["rota"],
         "link": _pcie_link(name) if transport == "nvme" else _sata_link(name) if transport == "sata" else None,
-        "host_controller": host_controller(name),
+        "host_controller": host,
+        "hba": behind[1] if behind else None,
         "pcie_path": pcie_path(name),
         "trim_supported": bool(node.get("disc-max")),
         "erase": {"format": False, "sanitize": False, "ata_security": None},
@@ -395,12 +458,15 @@ def describe(node, named=False, allow_usb=False, root_disks=(), boot=NO_BOOT):
         _enrich_nvme(drive, notes)
     elif transport in ("sata", "usb") and os.geteuid() == 0:
         _enrich_ata(drive, notes)
+    elif transport == "sas" and os.geteuid() == 0:
+        _enrich_scsi(drive, notes)
     hwmon = _hwmon_for(name)
     if hwmon:
         drive["temperature_source"] = f"hwmon:{hwmon}"
     elif transport == "nvme" and tools.which("nvme"):
         drive["temperature_source"] = f"nvme-smart-log:{drive.get('controller', node['path'])}"
-    elif transport in ("sata", "usb") and tools.which("smartctl"):
+    elif transport in ("sata", "usb", "sas") and tools.which("smartctl"):
+        # a SAS drive's: smartctl reads its Temperature log page (0Dh)
         drive["temperature_source"] = f"smartctl:{node['path']}"
     # A mounted drive is refused anyway, and probing it can fail while it is busy.
     drive["signatures"] = [] if drive["mounts"] else _signatures(node["path"], notes)
@@ -434,8 +500,13 @@ def verdict(drive, node, named, allow_usb, root_disks, boot):
         return no("loop device: accepted only when named explicitly")
     if transport == "usb" and not allow_usb:
         return no("USB-attached: not a target by default (pass --allow-usb to test it anyway)")
-    if transport not in ("nvme", "sata", "loop", "usb"):
-        return no(f"not a SATA or NVMe drive (transport {transport})")
+    if transport == "scsi":
+        return no(
+            "a SCSI disk on no SAS HBA (a virtual machine's disk, iSCSI or Fibre Channel): ssdbench tests NVMe, "
+            "SATA and SAS drives"
+        )
+    if transport not in ("nvme", "sata", "sas", "loop", "usb"):
+        return no(f"not an NVMe, SATA or SAS drive (transport {transport})")
     existing = [f"partition {p}" for p in drive["partitions"]] + [f"{s} signature" for s in drive["signatures"]]
     if existing:
         return {
@@ -462,8 +533,8 @@ def _root_disks(tree):
 
 
 def discover(named=(), allow_usb=False, only=None):
-    """Every SATA, NVMe and USB disk, plus the devices named explicitly (loop devices only then); with `only` (a
-    path), of these that one alone, the others not asked."""
+    """Every NVMe, SATA, SAS and USB disk, plus the devices named explicitly (loop devices only then); with `only`
+    (a path), of these that one alone, the others not asked."""
     tree = _lsblk()
     by_path = {n["path"]: n for n in tree}
     roots = _root_disks(tree)
@@ -519,9 +590,9 @@ def namespaces_in_use(drive):
 
 def serial_now(drive):
     """The serial of whatever is on the drive's device node now, read the same way every time, so that a run
-    can tell when its drive was swapped: an NVMe controller's serial and a SATA drive's IDENTIFY serial from
-    sysfs (no process, no command to the drive), a loop device's backing file, else lsblk's SERIAL (a USB
-    bridge's). None when the node is empty or says nothing."""
+    can tell when its drive was swapped: an NVMe controller's serial, a SATA drive's IDENTIFY serial and a SAS
+    drive's Unit Serial Number (VPD page 80h) from sysfs (no process, no command to the drive), a loop
+    device's backing file, else lsblk's SERIAL (a USB bridge's). None when the node is empty or says nothing."""
     name = os.path.basename(os.path.realpath(drive["path"]))
     block = f"{SYS}/class/block/{name}"
     if drive["transport"] == "loop":
@@ -531,6 +602,8 @@ def serial_now(drive):
     ids = tool_output.vpd_ata_information(sysfs.read_bytes(f"{block}/device/vpd_pg89") or b"")
     if ids and ids["serial"]:
         return ids["serial"]
+    if drive["transport"] == "sas":
+        return tool_output.vpd_unit_serial(sysfs.read_bytes(f"{block}/device/vpd_pg80") or b"")
     if not os.path.exists(block):
         return None
     try:

@@ -34,7 +34,7 @@ def snapshot(drive):
         if drive["transport"] == "nvme":
             text = tools.run(["nvme", "smart-log", drive.get("controller", drive["path"]), "-o", "json"], timeout=30)
             return from_log("nvme smart-log", tool_output.nvme_smart_log(text))
-        if drive["transport"] in ("sata", "usb"):
+        if drive["transport"] in ("sata", "usb", "sas"):
             text = tools.run(["smartctl", "-j", "-x", drive["path"]], timeout=60, ok=None)
             return from_log("smartctl -x", tool_output.smartctl(text))
     except (SsdbenchError, ValueError) as exc:

@@ -2,8 +2,10 @@
 
 The order is the methodology's: NVMe Format with user data erase, else Sanitize (block
 erase), else deallocate; SATA ATA Security Erase when supported and not frozen, else
-TRIM; anything else (a loop device, a USB bridge) is discarded or zero-filled. Every
-method tried is recorded with why it was not used, so the result says what happened.
+TRIM (behind a SAS HBA, both through its SCSI/ATA translation); SAS SCSI Sanitize (block
+erase), else Format Unit, else UNMAP, else zero-fill; anything else (a loop device, a USB
+bridge) is discarded or zero-filled. Every method tried is recorded with why it was not
+used, so the result says what happened.
 """
 
 import json
@@ -55,7 +57,18 @@ def _nvme_sanitize(drive, busy):
 
 
 def _ata_security_erase(drive, busy):
-    ident = tool_output.hdparm_identify(tools.run(["hdparm", "-I", drive["path"]], timeout=30))
+    try:
+        ident = tool_output.hdparm_identify(tools.run(["hdparm", "-I", drive["path"]], timeout=30))
+    except SsdbenchError as exc:
+        if not drive.get("hba"):
+            raise
+        ident = {"model": None, "error": str(exc)}
+    if drive.get("hba") and not ident["model"]:
+        said = f" ({ident['error']})" if "error" in ident else ""
+        return None, (
+            f"the HBA ({drive['hba']['driver']}) passes no ATA command through its SCSI/ATA translation, so ATA "
+            f"Security Erase cannot reach the drive: hdparm -I read no IDENTIFY{said}"
+        )
     if not ident["security_supported"]:
         return None, "the drive does not support the ATA security feature set"
     if ident["security_frozen"]:
@@ -69,6 +82,20 @@ def _ata_security_erase(drive, busy):
     tools.run(["hdparm", "--user-master", "u", "--security-set-pass", ATA_PASSWORD, drive["path"]], timeout=60)
     argv = ["hdparm", "--user-master", "u", "--security-erase", ATA_PASSWORD, drive["path"]]
     tools.run(argv, timeout=minutes * 60 * 2 + 600)
+    return argv, None
+
+
+def _scsi_sanitize(drive, busy):
+    # --quick: no 15 s countdown; sg_sanitize sets IMMED and polls the drive's progress until it is done.
+    argv = ["sg_sanitize", "--block", "--quick", drive["path"]]
+    tools.run(argv, timeout=PURGE_TIMEOUT_S)
+    return argv, None
+
+
+def _scsi_format(drive, busy):
+    # The logical block size and protection stay as they are; sg_format polls the drive's progress too.
+    argv = ["sg_format", "--format", "--quick", drive["path"]]
+    tools.run(argv, timeout=PURGE_TIMEOUT_S)
     return argv, None
 
 
@@ -93,12 +120,24 @@ METHODS = {
         ("NVMe deallocate (whole namespace)", _discard),
     ],
     "sata": [("ATA Security Erase", _ata_security_erase), ("ATA TRIM (whole device)", _discard)],
+    "sas": [
+        ("SCSI Sanitize, block erase", _scsi_sanitize),
+        ("SCSI Format Unit", _scsi_format),
+        ("SCSI UNMAP (whole device)", _discard),
+        ("zero-fill (the device cannot discard)", _zero_fill),
+    ],
 }
 OTHER = [("discard (whole device)", _discard), ("zero-fill (the device cannot discard)", _zero_fill)]
 # The methods that erase the drive as the articles' secure erase did, which every suite's purge asks for (the
 # methodology, section 1). The others only tell the drive that every block is free (deallocate, TRIM, discard) or
 # write over every block (zero-fill), and leave its flash as they found it: a run purged by one is flagged.
-ERASES = ("NVMe Format NVM, user data erase", "NVMe Sanitize, block erase", "ATA Security Erase")
+ERASES = (
+    "NVMe Format NVM, user data erase",
+    "NVMe Sanitize, block erase",
+    "ATA Security Erase",
+    "SCSI Sanitize, block erase",
+    "SCSI Format Unit",
+)
 # How a method's reason says the drive lacks it (the methods above, and runs recorded before this was named):
 # any other reason it was not used (frozen, a password set, another namespace in use, a failure) is the testbed's.
 LACKS = "does not support"

@@ -270,3 +270,32 @@ def vpd_ata_information(data):
         "firmware": _ata_string(identify, 23, 4),
         "model": _ata_string(identify, 27, 20),
     }
+
+
+_SG_INQ_FIELDS = {
+    "vendor": "Vendor identification",
+    "product": "Product identification",
+    "revision": "Product revision level",
+    "serial": "Unit serial number",
+}
+
+
+def sg_inq(text):
+    """Vendor, product, revision (standard INQUIRY) and serial (VPD page 80h, Unit Serial Number) from `sg_inq
+    DEV`; each None when sg_inq printed none."""
+    found = {}
+    for key, label in _SG_INQ_FIELDS.items():
+        m = re.search(rf"^\s*{label}:[ \t]*(.*?)\s*$", text, re.M)
+        found[key] = (m.group(1) if m else "") or None
+    if not any(found.values()):
+        raise SsdbenchError(f"sg_inq printed no INQUIRY data: {text.strip()[:200]!r}")
+    return found
+
+
+def vpd_unit_serial(data):
+    """The serial from SCSI VPD page 80h (Unit Serial Number: a 4-byte header, then the serial in ASCII, SPC-5
+    7.7.21), as sysfs holds it; None when the page is not that page or holds no serial."""
+    if len(data) < 4 or data[1] != 0x80:
+        return None
+    length = int.from_bytes(data[2:4], "big")
+    return data[4 : 4 + length].decode("ascii", "replace").strip(" \0") or None

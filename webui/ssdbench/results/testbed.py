@@ -250,7 +250,10 @@ def controller(drive):
     if not host:
         return "none (no PCI function: a loop device)", "none"
     shown = f"{host['driver'] or 'no driver'} {host['id']} ({host['mode']}) at {host['pci']}"
-    if (host["driver"], host["mode"]) == OWN.get(drive.get("transport")):
+    # a SAS drive's own controller is the SAS HBA it sits behind; a SATA drive behind one goes through its SAT
+    if (host["driver"], host["mode"]) == OWN.get(drive.get("transport")) or (
+        drive.get("transport") == "sas" and drive.get("hba")
+    ):
         return shown, REFERENCE["controller"]
     return shown, f"{host['driver'] or 'no driver'} ({host['mode']})"
 

@@ -117,6 +117,8 @@ def _cache_commands(drive):
         )
     if transport == "sata":
         return (["hdparm", "-W", path], tool_output.hdparm_write_cache, lambda on: ["hdparm", f"-W{int(on)}", path])
+    if transport == "sas":
+        return "a SAS drive's write cache (WCE in its Caching mode page) is left as the drive has it"
     return f"a {transport} device has no drive cache of its own that ssdbench can reach"
 
 

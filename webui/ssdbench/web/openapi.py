@@ -70,7 +70,7 @@ DRIVE = closed(
     {
         "path": {"type": "string", "examples": ["/dev/nvme0n1"]},
         "name": {"type": "string", "description": "the kernel's name of the device"},
-        "transport": {"type": "string", "examples": ["nvme", "sata", "usb", "loop"]},
+        "transport": {"type": "string", "examples": ["nvme", "sata", "sas", "usb", "loop"]},
         "model": NULLABLE_STRING,
         "serial": NULLABLE_STRING,
         "firmware": NULLABLE_STRING,
@@ -93,6 +93,11 @@ DRIVE = closed(
             "NUMA node, IOMMU domain type); null: none (a loop device)",
             nullable=True,
         ),
+        "hba": record(
+            "the SAS HBA it sits behind (driver, PCI address, SCSI address host:channel:target:LUN, lsblk's transport, "
+            "the SCSI/ATA translation a SATA drive is reached through); null: none",
+            nullable=True,
+        ),
         "pcie_path": {
             "type": "array",
             "items": {"type": "object"},
@@ -104,7 +109,8 @@ DRIVE = closed(
         "erase": record("the erase methods it supports (NVMe Format and Sanitize, ATA security), as found"),
         "temperature_source": {
             **NULLABLE_STRING,
-            "description": "where its temperature is read: hwmon, the NVMe SMART log or smartctl",
+            "description": "where its temperature is read: hwmon, the NVMe SMART log or smartctl (a SAS drive's "
+            "Temperature log page)",
         },
         "controller": {"type": "string", "description": "an NVMe namespace's controller device"},
         "apst_supported": {"type": "boolean", "description": "NVMe: autonomous power state transitions"},
