@@ -123,7 +123,7 @@ def test_the_diagnostics_zip_holds_the_logs_and_the_pc_redacted(appliance, tmp_p
     assert os.path.basename(path).startswith("ssdbench-diagnostics-") and not os.path.exists(path + ".part")
     with zipfile.ZipFile(path) as zf:
         names = zf.namelist()
-        assert {"logs/ssdbench-runner.log", "var-log/ssdbench-runner.log", "lspci-nnk.txt", "lsblk.txt"} <= set(names)
+        assert {"logs/ssdbench-runner.log", "var-log/ssdbench-runner.log", "lspci-mk.txt", "lsblk.txt"} <= set(names)
         assert {"dmesg.txt", "cmdline.txt", "drives.json", "testbed.json"} <= set(names)
         for name in names:
             text = zf.read(name).decode(errors="replace")
@@ -149,7 +149,7 @@ def test_the_web_ui_sends_the_diagnostics_zip_redacted(appliance):
     assert "attachment; filename=ssdbench-diagnostics-" in response.headers["Content-Disposition"]
     with zipfile.ZipFile(io.BytesIO(response.data)) as zf:
         names = set(zf.namelist())
-        assert {"var-log/ssdbench-web.log", "lspci-nnk.txt", "lsblk.txt", "cmdline.txt", "testbed.json"} <= names
+        assert {"var-log/ssdbench-web.log", "lspci-mk.txt", "lsblk.txt", "cmdline.txt", "testbed.json"} <= names
         for name in names:
             text = zf.read(name).decode(errors="replace")
             assert PIN not in text and pin not in text and TOKEN not in text, name

@@ -34,9 +34,10 @@ STATE = ".keeper.json"
 KEEP_S = 5
 ROTATE_BYTES = 1 << 20
 ROTATIONS = 3
-# What `diagnostics` runs, each answer a file of the zip: what the PC is and what the kernel made of it.
+# What `diagnostics` runs, each answer a file of the zip: what the PC is and what the kernel made of it. The
+# image's lspci is BusyBox's: -m (each device's IDs, one line each) and -k (its driver) are all it takes.
 COMMANDS = {
-    "lspci-nnk.txt": ["lspci", "-nnk"],
+    "lspci-mk.txt": ["lspci", "-mk"],
     "lsblk.txt": ["lsblk", "-o", "NAME,SIZE,TYPE,TRAN,MODEL,SERIAL,FSTYPE,LABEL,MOUNTPOINT"],
     "dmesg.txt": ["dmesg"],
 }
