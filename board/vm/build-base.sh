@@ -59,6 +59,17 @@ ln -s kmod "$ROOT/usr/lib/vm/modprobe"
 find "$ROOT/usr/bin" "$ROOT/usr/sbin" -mindepth 1 ! -type d | sed "s|^$ROOT||" | sort |
 	comm -23 - "$ROOT/keep" | sed "s|^|$ROOT|" | xargs rm -f
 rm "$ROOT/keep"
+# Nor the programs that Debian builds into those packages and the image's
+# builds leave out: util-linux's options that package/ssdbench does not
+# select, e2fsprogs' debugfs, e2image, e4defrag and e2scrub.
+for program in agetty cal chfn chsh chmem fsck.cramfs mkfs.cramfs eject fallocate fdformat hardlink \
+	hwclock ipcmk ipcrm ipcs irqtop kill last lastb line logger login lsfd lslogins lsmem mesg \
+	mkfs.minix fsck.minix more mountpoint newgrp nologin nsenter pg pivot_root raw rename.ul rfkill \
+	runuser chrt ionice taskset uclampset setpriv setterm su sulogin switch_root tunelp ul unshare \
+	utmpdump uuidd vipw vigr waitpid wall wdctl write zramctl mkfs.bfs \
+	debugfs e2image e4defrag e2scrub e2scrub_all; do
+	rm -f "$ROOT/usr/bin/$program" "$ROOT/usr/sbin/$program"
+done
 
 tar -C "$ROOT" -cf "$OUT.part" .
 mv "$OUT.part" "$OUT"
