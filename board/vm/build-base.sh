@@ -29,7 +29,9 @@ INITRD=No mmdebstrap --variant=essential \
 # The kernel's own initramfs is never used (the whole root file system is
 # the initramfs), and neither is perl, which packaging pulls in. udev
 # keeps its rules, not its hardware database (nor does the appliance's).
-rm -rf "$ROOT"/boot/initrd.img-* "$ROOT"/usr/lib/udev/hwdb.bin "$ROOT"/usr/lib/udev/hwdb.d \
+# /var/log/README (systemd's) points into the docs that are left out: a
+# grep -r of /var/log, which follows links, would name it.
+rm -rf "$ROOT"/var/log/README "$ROOT"/boot/initrd.img-* "$ROOT"/usr/lib/udev/hwdb.bin "$ROOT"/usr/lib/udev/hwdb.d \
 	"$ROOT"/etc/udev/hwdb.bin "$ROOT"/usr/share/perl \
 	"$ROOT"/usr/lib/x86_64-linux-gnu/perl "$ROOT"/usr/lib/x86_64-linux-gnu/libperl.so* \
 	"$ROOT"/var/cache/apt "$ROOT"/var/lib/apt/lists "$ROOT"/var/cache/debconf/*-old
