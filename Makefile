@@ -24,7 +24,7 @@ help:
 	@echo "make bench   measure the harness against plain fio, result ingestion, the web, the lab's uploads and pages, the same figures on a free, a slow and a busy host, how far quick's figures repeat, then make bench-vm (about 95 minutes)"
 	@echo "make bench-vm  how far smoke's figures repeat on the VM's NVMe drive, x5 against plain fio, and whether reading the temperature once a second slows a QD32 read on its AHCI and NVMe drives (about 40 minutes)"
 	@echo "make lab     a local lab (results server) on its own PostgreSQL in build/lab, on port 8090"
-	@echo "make vm-image  build the VM test image from Debian packages: $(VM_DIR)/"
+	@echo "make vm-image  build the VM test image from Debian packages and the image's BusyBox: $(VM_DIR)/"
 	@echo "make demo    boot the appliance in QEMU, the web UI on http://localhost:8080"
 	@echo "make test-vm boot the VM and test it from the host (part of make test)"
 	@echo "make test-boot  assemble the release stick's layout from Debian stand-ins, boot it with BIOS and UEFI (part of make test)"
@@ -104,13 +104,18 @@ bench: assets fio
 lab:
 	cd webui && $(PYTHON) -m ssdbench.cli lab local $(CURDIR)/build/lab --host $(LAB_HOST) --port $(LAB_PORT)
 
-# The VM test image: Debian 12 packages, the same overlay/ and webui/ as the
-# Buildroot image (board/vm/). The base (packages) and the image (overlay,
-# package, release) are rebuilt separately, each only when its inputs change.
+# The VM test image: Debian 13 packages, the image's own BusyBox, the same
+# overlay/ and webui/ as the Buildroot image (board/vm/). The base (packages),
+# BusyBox and the image (overlay, package, release) are rebuilt separately,
+# each only when its inputs change.
 VM_DIR = build/vm
+# The VM's fio: Debian's (trixie's 3.39) while this is empty. Set it to a fio
+# program built on this host (the image's 3.41 with its patches) and
+# build-image.sh puts it in place of Debian's.
+VM_FIO ?=
 VM_BASE_INPUTS = board/vm/build-base.sh board/vm/packages board/vm/rootfs/etc/modules
 VM_IMAGE_INPUTS = board/vm/build-image.sh board/ssdbench/post-build.sh board/ssdbench/ssdbench.conf $(VENDOR)/uPlot.LICENSE \
-	$(VM_DIR)/version $(shell find overlay board/vm/rootfs webui/ssdbench -type f -not -path '*/__pycache__/*')
+	$(VM_DIR)/version $(VM_DIR)/busybox $(VM_FIO) $(shell find overlay board/vm/rootfs webui/ssdbench -type f -not -path '*/__pycache__/*')
 
 vm-image: $(VM_DIR)/stick.img
 
@@ -118,9 +123,14 @@ $(VM_DIR)/base.tar: $(VM_BASE_INPUTS)
 	@mkdir -p $(@D)
 	board/vm/build-base.sh $@
 
-# vmlinuz and initrd.img are made with stick.img, which is written last.
+# The appliance's BusyBox, from Debian's source with board/ssdbench/busybox.config.
+$(VM_DIR)/busybox: board/vm/build-busybox.sh board/ssdbench/busybox.config
+	@mkdir -p $(@D)
+	board/vm/build-busybox.sh $@
+
+# vmlinuz, initrd.img and versions.txt are made with stick.img, which is written last.
 $(VM_DIR)/stick.img: $(VM_DIR)/base.tar $(VM_IMAGE_INPUTS)
-	board/vm/build-image.sh $(VM_DIR)/base.tar $(VM_DIR) $(VERSION)
+	board/vm/build-image.sh $(VM_DIR)/base.tar $(VM_DIR)/busybox $(VM_DIR) $(VERSION) $(VM_FIO)
 	@ls -l $(VM_DIR)/vmlinuz $(VM_DIR)/initrd.img $(VM_DIR)/stick.img
 
 # The release name is in the image: a new one rebuilds it.

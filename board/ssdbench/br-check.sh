@@ -14,7 +14,10 @@
 #    RTL8111/8125 (RTL_8169), RTL8153/8156 (RTL_815X), RTL8126/8127 (named
 #    in external.mk) and Intel i915 (DMC, GuC, HuC: without them i915
 #    prints errors on the console of every recent Intel PC).
-# 5. utils/check-package passes on every file of the external tree.
+# 5. Buildroot builds BusyBox from our whole configuration,
+#    board/ssdbench/busybox.config, written for the BusyBox version it
+#    builds (make vm-image checks that make oldconfig keeps it as it is).
+# 6. utils/check-package passes on every file of the external tree.
 
 set -eu
 
@@ -151,7 +154,20 @@ for file in "rtl_nic/rtl8126a-*.fw" "rtl_nic/rtl8127a-*.fw"; do
 done
 echo "br-check: ok: linux-firmware installs the RTL8126 and RTL8127 firmware"
 
-# 5. check-package on every file of the external tree, run from the tree
+# 5. BusyBox's configuration is ours, for Buildroot's BusyBox version.
+make -s -C "$BR" O="$OUT" printvars VARS="BUSYBOX_VERSION BUSYBOX_CONFIG_FILE" > "$OUT/busybox" 2> "$OUT/make.log" || {
+	cat "$OUT/make.log" >&2
+	fail "make printvars"
+}
+BB_VERSION=$(sed -n 's/^BUSYBOX_VERSION=//p' "$OUT/busybox")
+BB_CONFIG=$(sed -n 's/^BUSYBOX_CONFIG_FILE=//p' "$OUT/busybox")
+[ "$BB_CONFIG" = "$EXTERNAL/board/ssdbench/busybox.config" ] ||
+	fail "Buildroot builds BusyBox from $BB_CONFIG, not board/ssdbench/busybox.config"
+grep -q "^# ssdbench: .*Busybox version: $BB_VERSION\$" "$BB_CONFIG" ||
+	fail "board/ssdbench/busybox.config is not written for BusyBox $BB_VERSION, the version Buildroot builds"
+echo "br-check: ok: BusyBox $BB_VERSION with board/ssdbench/busybox.config"
+
+# 6. check-package on every file of the external tree, run from the tree
 # as Buildroot documents it for a br2-external (-b). As in Buildroot's own
 # tree, .checkpackageignore lists the init scripts that start no daemon,
 # so have no DAEMON variable.
@@ -162,4 +178,4 @@ FILES=$(find .checkpackageignore Config.in external.mk external.desc board confi
 "$BR/utils/check-package" -b --ignore-list .checkpackageignore $FILES || fail "check-package"
 echo "br-check: ok: check-package on $(echo "$FILES" | wc -l) files"
 
-echo "br-check: OK (defconfig, image size, show-info, firmware, check-package)"
+echo "br-check: OK (defconfig, image size, show-info, firmware, BusyBox configuration, check-package)"

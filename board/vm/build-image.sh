@@ -14,12 +14,16 @@
 # Made without mounting anything: mkfs.vfat, mtools and mkfs.ext4 work on
 # partition files, which are then copied into the disk image.
 #
-# Usage: build-image.sh BASE.tar OUT VERSION
+# Usage: build-image.sh BASE.tar BUSYBOX OUT VERSION [FIO]
+#   BUSYBOX  the appliance's BusyBox (build-busybox.sh)
+#   FIO      a fio program to put in place of Debian's (make vm-image VM_FIO=...)
 set -eu
 
 BASE=$1
-OUT=$2
-VERSION=$3
+BUSYBOX=$2
+OUT=$3
+VERSION=$4
+FIO=${5:-}
 TOP=$(cd "$(dirname "$0")/../.." && pwd)
 ROOT=$OUT/root
 FAT_MIB=256
@@ -31,9 +35,23 @@ tar -xf "$BASE" -C "$ROOT"
 # The VM's stand-ins for what Buildroot's packages bring (/init, rcS,
 # fstab, ...), then the appliance's overlay, as Buildroot applies it.
 cp -a "$TOP/board/vm/rootfs/." "$TOP/overlay/." "$ROOT/"
-# BusyBox provides what Debian's essential set lacks: init, udhcpc, ip,
-# poweroff. Debian's own tools stay where they exist.
-chroot "$ROOT" /bin/busybox --install -s
+# BusyBox, the image's own, is init, the shell and every shell tool. As
+# Buildroot installs it (install-noclobber), a program of a selected
+# package keeps its place: util-linux's lsblk, not BusyBox's.
+install -m 0755 "$BUSYBOX" "$ROOT/usr/bin/busybox"
+chroot "$ROOT" /usr/bin/busybox --install -s
+if [ -n "$FIO" ]; then
+	install -m 0755 "$FIO" "$ROOT/usr/bin/fio"
+fi
+# The versions the VM tests run, printed as they start (webui/vmtests).
+{
+	chroot "$ROOT" /usr/bin/busybox | head -1
+	chroot "$ROOT" python3 --version
+	chroot "$ROOT" python3 -c 'import importlib.metadata as m; print("Flask", m.version("flask"))'
+	chroot "$ROOT" fio --version
+	chroot "$ROOT" /usr/lib/vm/modprobe --version | head -1 | sed 's/^/(VM only) /'
+	echo "Linux $(basename "$ROOT"/lib/modules/*) (Debian's, VM only)"
+} > "$OUT/versions.txt"
 
 # The package as pip would install it, compiled ahead: Python starts
 # slowly enough under emulation.

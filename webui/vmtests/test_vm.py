@@ -254,6 +254,12 @@ def busy_times(run):
     return f"busy {trace['all.busy_s']:.3f} s rebuilt from fio's logs, {trace.get('kernel.busy_s')} s by io_ticks"
 
 
+@pytest.fixture(scope="module", autouse=True)
+def userland():
+    """What the VM runs, printed first: the versions that make vm-image recorded (board/vm/build-image.sh)."""
+    print("\nThe VM's userland:\n" + pathlib.Path(VM_DIR, "versions.txt").read_text())
+
+
 def test_boot_runs_upload_export_and_verify(boot, disks, tmp_path, host_lab):
     # The other appliance's run goes on beside the VM's boot and runs: fio on a loop device mostly waits.
     host = concurrent.futures.ThreadPoolExecutor(1)
@@ -314,9 +320,12 @@ def test_boot_runs_upload_export_and_verify(boot, disks, tmp_path, host_lab):
     # uPlot's licence goes with it.
     vendor = "/usr/lib/python3/dist-packages/ssdbench/static/vendor"
     assert vm.shell(f"grep -c 'Permission is hereby granted' {vendor}/uPlot.LICENSE") == "1"
-    blocks, block = vm.shell("stat -f -c '%b %S' /var/lib/ssdbench").split()
-    print(f"SSDB-DATA on a {STICK_SIZE} stick: {int(blocks) * int(block) / 1e9:.2f} GB")
-    assert int(blocks) * int(block) > 0.95 * GROWN_MIB * 2**20
+    size = int(vm.shell("df -P -k /var/lib/ssdbench | tail -n 1").split()[1]) * 1024
+    print(f"SSDB-DATA on a {STICK_SIZE} stick: {size / 1e9:.2f} GB")
+    assert size > 0.95 * GROWN_MIB * 2**20
+    # The image's userland: BusyBox is the shell and its tools, no Debian shell or coreutils beside it.
+    shells = vm.shell("readlink -f /bin/sh; readlink -f /usr/bin/stat; ls /usr/bin | grep -cxE 'dash|bash|coreutils'")
+    assert shells.split() == ["/usr/bin/busybox", "/usr/bin/busybox", "0"], shells
     # Another namespace of the drive's controller in use: a purge of nvme0n1 must not reach it.
     # And the settings file, which holds the PIN, is root's alone.
     vm.shell("mount -t vfat /dev/nvme0n2 /mnt")
