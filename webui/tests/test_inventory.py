@@ -33,6 +33,8 @@ PROGRAMS = {
     "fio": "fio",
     "nvme": "nvme",
     "hdparm": "hdparm",
+    # BR2_PACKAGE_SG3_UTILS_PROGS: every sg_* program; these are the ones the appliance runs (drives behind an HBA).
+    "sg3_utils": "sg_inq sg_vpd sg_sanitize sg_format sg_unmap sg_readcap sg_turs sg_requests sg_logs",
     "smartmontools": "smartctl smartd",
     "python3": "python3",
     "eudev": "udevadm udevd",
