@@ -10,7 +10,7 @@ VERSION := $(VERSION)
 # and checks it against its hash (a wheel build does the same).
 VENDOR = webui/ssdbench/static/vendor
 
-.PHONY: help setup assets lint test test-vm test-boot bench bench-vm lab vm-image demo screenshots
+.PHONY: help setup assets lint test test-vm test-boot test-boot-sb bench bench-vm lab vm-image demo screenshots
 LAB_HOST ?= 127.0.0.1
 LAB_PORT ?= 8090
 
@@ -27,6 +27,7 @@ help:
 	@echo "make demo    boot the appliance in QEMU, the web UI on http://localhost:8080"
 	@echo "make test-vm boot the VM and test it from the host (part of make test)"
 	@echo "make test-boot  assemble the release stick's layout from Debian stand-ins, boot it with BIOS and UEFI (part of make test)"
+	@echo "make test-boot-sb  boot that stick with Secure Boot on: key enrolled, MokManager, refused signatures"
 	@echo "make image   build the USB stick image with Buildroot: output/images/ssdbench-$(VERSION).img"
 	@echo "make br-check  check the Buildroot tree (needs BUILDROOT_DIR=/path/to/buildroot)"
 
@@ -140,11 +141,18 @@ BOOT_DIR = build/boot
 
 $(BOOT_DIR)/stick.img: $(VM_DIR)/stick.img board/boottest/build-stick.sh \
 		board/boottest/support/scripts/genimage.sh board/ssdbench/post-image.sh \
-		board/ssdbench/genimage.cfg board/ssdbench/grub.cfg configs/ssdbench_x86_64_defconfig
+		board/ssdbench/genimage.cfg board/ssdbench/grub.cfg configs/ssdbench_x86_64_defconfig \
+		board/ssdbench/signing-key.sh board/ssdbench/sbat.csv
 	board/boottest/build-stick.sh $(VM_DIR) $(BOOT_DIR) $(VERSION)
 
 test-boot: $(BOOT_DIR)/stick.img
 	cd webui && $(PYTEST) -q -s vmtests/test_boot.py
+
+# The same stick booted with Secure Boot on (OVMF with Microsoft's keys): shim, MokManager, GRUB and the kernel
+# signed by the build's key. Not part of make test (TCG emulates Secure Boot's firmware slowly); the MokManager
+# screen goes to docs/screenshots/.
+test-boot-sb: $(BOOT_DIR)/stick.img
+	cd webui && SSDBENCH_SCREENSHOTS=$(CURDIR)/docs/screenshots $(PYTEST) -q -s vmtests/test_boot_sb.py
 
 .PHONY: FORCE
 FORCE:
