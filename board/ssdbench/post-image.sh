@@ -19,7 +19,8 @@
 # certificate is in MokList: it opens MokManager (mmx64.efi) when it is
 # not, and the tester enrolls ENROLL_THIS_KEY_IN_MOKMANAGER.cer from the
 # stick. The key: signing-key.sh (SSDBENCH_SIGNING_KEY and
-# SSDBENCH_SIGNING_CERT, or a throwaway key in $BUILD_DIR/ssdbench-signing).
+# SSDBENCH_SIGNING_CERT, or a throwaway key in SSDBENCH_SIGNING_DIR, which
+# make image sets to build/signing, else $BUILD_DIR/ssdbench-signing).
 # make test-boot runs it too, on stand-ins for these files.
 
 set -eu
@@ -50,7 +51,7 @@ if ! grep -q -a 'sbat,1,SBAT Version' "$GRUB_EFI"; then
 	echo "post-image.sh: $GRUB_EFI has no SBAT section (grub-mkimage --sbat)" >&2
 	exit 1
 fi
-SIGNING=$("$BOARD_DIR/signing-key.sh" "$BUILD_DIR/ssdbench-signing")
+SIGNING=$("$BOARD_DIR/signing-key.sh" "${SSDBENCH_SIGNING_DIR:-$BUILD_DIR/ssdbench-signing}")
 KEY=$(echo "$SIGNING" | sed -n 1p)
 CERT=$(echo "$SIGNING" | sed -n 2p)
 rm -rf "$IMAGES/efi-signed"
