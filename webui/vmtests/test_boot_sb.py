@@ -119,6 +119,8 @@ def test_with_the_key_in_moklist_the_stick_boots_with_secure_boot_on_and_locked_
     vm = boot(tmp_path, "enrolled", stick, variables(tmp_path, stick_cert(stick, tmp_path)))
     try:
         print(f"\nSecure Boot, key enrolled: the web UI answered {vm.wait_for_ui():.1f} s after QEMU's start")
+        # The kernel found Secure Boot on (its EFI boot code logs it), and locked itself down.
+        assert vm.shell("dmesg | grep -c 'Secure boot enabled'") == "1"
         # What a run's testbed records (ssdbench/run/environment.py).
         record = "from ssdbench.run import environment as e; k = e.host()['kernel']"
         record += "; print(k['secure_boot'], k['lockdown'])"
