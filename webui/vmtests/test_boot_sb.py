@@ -133,6 +133,8 @@ def test_with_the_key_in_moklist_the_stick_boots_with_secure_boot_on_and_locked_
 def refused_then_mokmanager(vm):
     """Shim refuses GRUB and opens MokManager instead: GRUB never starts."""
     after = vm.wait_console(REFUSED, timeout=600)
+    # Its message box waits for a key (the firmware reads the serial port too).
+    vm.type("\r")
     vm.wait_console("Press any key to perform MOK management", timeout=300, after=after)
     assert "GRUB" not in vm.console_text()
 
