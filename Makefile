@@ -145,8 +145,13 @@ $(BOOT_DIR)/stick.img: $(VM_DIR)/stick.img board/boottest/build-stick.sh \
 		board/ssdbench/signing-key.sh board/ssdbench/sbat.csv
 	board/boottest/build-stick.sh $(VM_DIR) $(BOOT_DIR) $(VERSION)
 
+# With them, the two cheap cases of the Secure Boot test (test-boot-sb): the stick's EFI files, and MokManager
+# opening at a first boot with Secure Boot on (14 s: the firmware and shim only).
+BOOT_SB_CHEAP = vmtests/test_boot_sb.py::test_the_stick_lays_out_shim_mokmanager_grub_and_the_certificate_and_no_key \
+	vmtests/test_boot_sb.py::test_with_an_empty_moklist_mokmanager_opens_and_nothing_boots
+
 test-boot: $(BOOT_DIR)/stick.img
-	cd webui && $(PYTEST) -q -s vmtests/test_boot.py
+	cd webui && $(PYTEST) -q -s vmtests/test_boot.py $(BOOT_SB_CHEAP)
 
 # The same stick booted with Secure Boot on (OVMF with Microsoft's keys): shim, MokManager, GRUB and the kernel
 # signed by the build's key. Not part of make test (TCG emulates Secure Boot's firmware slowly); the MokManager
