@@ -121,6 +121,13 @@ def test_with_the_key_in_moklist_the_stick_boots_with_secure_boot_on_and_locked_
         print(f"\nSecure Boot, key enrolled: the web UI answered {vm.wait_for_ui():.1f} s after QEMU's start")
         # The kernel found Secure Boot on (its EFI boot code logs it), and locked itself down.
         assert vm.shell("dmesg | grep -c 'Secure boot enabled'") == "1"
+        # Nothing the appliance did at boot, nor SMART, ATA identify and a scheduler write (what a run does to its
+        # drive; the stick here), met the lockdown: it logs each refusal ("Lockdown: ... is restricted").
+        disk = vm.shell("cat /run/ssdbench/boot-disk")
+        scheduler = f"/sys/block/{disk}/queue/scheduler"
+        drive_io = f"smartctl -a /dev/{disk}; hdparm -I /dev/{disk}"
+        drive_io += f"; s=$(sed 's/.*\\[\\(.*\\)\\].*/\\1/' {scheduler}); echo $s > {scheduler}"
+        assert vm.shell(f"{{ {drive_io}; }} >/dev/null 2>&1; dmesg | grep -c 'Lockdown:'") == "0"
         # What a run's testbed records (ssdbench/run/environment.py).
         record = "from ssdbench.run import environment as e; k = e.host()['kernel']"
         record += "; print(k['secure_boot'], k['lockdown'])"
