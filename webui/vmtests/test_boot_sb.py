@@ -167,9 +167,9 @@ def test_grub_or_the_kernel_signed_by_another_key_is_refused(signed, tmp_path):
     try:
         if signed == "bzImage":
             after = vm.wait_console("Welcome to GRUB", timeout=600)
-            vm.wait_console("bad shim signature", timeout=300, after=after)
-            # The kernel never started: its EFI stub says so first on the console.
-            assert "EFI stub" not in vm.console_text()
+            after = vm.wait_console("bad shim signature", timeout=300, after=after)
+            # GRUB holds no kernel to start: the entry's initrd line finds none.
+            vm.wait_console("you need to load the kernel first", timeout=60, after=after)
         else:
             refused_then_mokmanager(vm)
     finally:
