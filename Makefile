@@ -10,7 +10,7 @@ VERSION := $(VERSION)
 # and checks it against its hash (a wheel build does the same).
 VENDOR = webui/ssdbench/static/vendor
 
-.PHONY: help setup assets fio lint test test-vm test-boot bench bench-vm lab vm-image demo screenshots
+.PHONY: help setup assets fio lint test test-vm test-boot test-boot-sb bench bench-vm lab vm-image demo screenshots
 LAB_HOST ?= 127.0.0.1
 LAB_PORT ?= 8090
 
@@ -28,6 +28,7 @@ help:
 	@echo "make demo    boot the appliance in QEMU, the web UI on http://localhost:8080"
 	@echo "make test-vm boot the VM and test it from the host (part of make test)"
 	@echo "make test-boot  assemble the release stick's layout from Debian stand-ins, boot it with BIOS and UEFI (part of make test)"
+	@echo "make test-boot-sb  boot that stick with Secure Boot on: key enrolled, MokManager, refused signatures"
 	@echo "make image   build the USB stick image with Buildroot: output/images/ssdbench-$(VERSION).img"
 	@echo "make br-check  check the Buildroot tree (needs BUILDROOT_DIR=/path/to/buildroot)"
 
@@ -165,11 +166,23 @@ BOOT_DIR = build/boot
 
 $(BOOT_DIR)/stick.img: $(VM_DIR)/stick.img board/boottest/build-stick.sh \
 		board/boottest/support/scripts/genimage.sh board/ssdbench/post-image.sh \
-		board/ssdbench/genimage.cfg board/ssdbench/grub.cfg configs/ssdbench_x86_64_defconfig
+		board/ssdbench/genimage.cfg board/ssdbench/grub.cfg configs/ssdbench_x86_64_defconfig \
+		board/ssdbench/signing-key.sh board/ssdbench/sbat.csv
 	board/boottest/build-stick.sh $(VM_DIR) $(BOOT_DIR) $(VERSION)
 
+# With them, the two cheap cases of the Secure Boot test (test-boot-sb): the stick's EFI files, and MokManager
+# opening at a first boot with Secure Boot on (14 s: the firmware and shim only).
+BOOT_SB_CHEAP = vmtests/test_boot_sb.py::test_the_stick_lays_out_shim_mokmanager_grub_and_the_certificate_and_no_key \
+	vmtests/test_boot_sb.py::test_with_an_empty_moklist_mokmanager_opens_and_nothing_boots
+
 test-boot: $(BOOT_DIR)/stick.img
-	cd webui && $(PYTEST) -q -s vmtests/test_boot.py
+	cd webui && $(PYTEST) -q -s vmtests/test_boot.py $(BOOT_SB_CHEAP)
+
+# The same stick booted with Secure Boot on (OVMF with Microsoft's keys): shim, MokManager, GRUB and the kernel
+# signed by the build's key. Not part of make test (TCG emulates Secure Boot's firmware slowly); the MokManager
+# screen goes to docs/screenshots/.
+test-boot-sb: $(BOOT_DIR)/stick.img
+	cd webui && SSDBENCH_SCREENSHOTS=$(CURDIR)/docs/screenshots $(PYTEST) -q -s vmtests/test_boot_sb.py
 
 .PHONY: FORCE
 FORCE:

@@ -23,4 +23,21 @@ ifeq ($(BR2_PACKAGE_LINUX_FIRMWARE_RTL_8169),y)
 LINUX_FIRMWARE_FILES += rtl_nic/rtl8126a-*.fw rtl_nic/rtl8127a-*.fw
 endif
 
+# Shim starts only a GRUB that carries SBAT, its revocation data
+# (board/ssdbench/sbat.csv); Buildroot's grub2 has no option for it, so the
+# UEFI image is made again with it, as grub2.mk made it, plus --sbat.
+# post-image.sh refuses a GRUB without it.
+ifeq ($(BR2_TARGET_GRUB2_X86_64_EFI),y)
+define SSDBENCH_GRUB2_SBAT
+	$(HOST_DIR)/bin/grub-mkimage \
+		-d $(GRUB2_DIR)/build-x86_64-efi/grub-core/ \
+		-O x86_64-efi \
+		-o $(GRUB2_IMAGE_x86_64-efi) \
+		-p "$(GRUB2_PREFIX_x86_64-efi)" \
+		--sbat $(BR2_EXTERNAL_SSDBENCH_PATH)/board/ssdbench/sbat.csv \
+		$(GRUB2_BUILTIN_MODULES_x86_64-efi)
+endef
+GRUB2_POST_INSTALL_IMAGES_HOOKS += SSDBENCH_GRUB2_SBAT
+endif
+
 include $(sort $(wildcard $(BR2_EXTERNAL_SSDBENCH_PATH)/package/*/*.mk))

@@ -4,7 +4,9 @@
 # stand-ins for what Buildroot builds. Writes into OUT/images, Buildroot's
 # images folder ($BINARIES_DIR):
 #   bzImage      Debian's kernel (linux-image-amd64), the VM image's
-#                vmlinuz
+#                vmlinuz, without Debian's signature (Debian's shim would
+#                trust it): post-image.sh signs it as it signs the kernel
+#                that Buildroot builds
 #   rootfs.cpio.zst, rootfs.cpio
 #                the VM image's initrd.img, a zstd-compressed cpio of the
 #                whole root file system with the kernel's modules, and the
@@ -13,7 +15,12 @@
 #                GRUB for BIOS and for UEFI (grub-pc-bin, grub-efi-amd64-bin),
 #                made by grub-mkimage as Buildroot's grub2 package makes
 #                them: the same formats, prefixes and modules (the
-#                defconfig's lists)
+#                defconfig's lists), and GRUB for UEFI with the SBAT
+#                section that external.mk gives it (board/ssdbench/sbat.csv)
+#   shim/shimx64.efi.signed, shim/mmx64.efi.signed
+#                shim and MokManager, signed by Microsoft: Debian's
+#                shim-signed and shim-helpers-amd64-signed, as
+#                package/shim-signed installs them
 # and into OUT/build ($BUILD_DIR) GRUB's MBR code, where post-image.sh
 # looks for it in a grub2 build. Then it runs post-image.sh, unchanged,
 # from this folder as Buildroot's top folder, so that the
@@ -44,6 +51,9 @@ option() {
 rm -rf "$IMAGES" "$BUILD"
 mkdir -p "$IMAGES/efi-part/EFI/BOOT"
 cp "$VM_DIR/vmlinuz" "$IMAGES/bzImage"
+sbattach --remove "$IMAGES/bzImage"
+mkdir -p "$IMAGES/shim"
+cp /usr/lib/shim/shimx64.efi.signed /usr/lib/shim/mmx64.efi.signed "$IMAGES/shim/"
 cp "$VM_DIR/initrd.img" "$IMAGES/rootfs.cpio.zst"
 zstd -q -d "$IMAGES/rootfs.cpio.zst" -o "$IMAGES/rootfs.cpio"
 
@@ -54,7 +64,7 @@ grub-mkimage -d /usr/lib/grub/i386-pc -O i386-pc -o "$IMAGES/grub.img" \
 	-p "($(option BR2_TARGET_GRUB2_BOOT_PARTITION hd0,msdos1))/boot/grub" $PC_MODULES
 # shellcheck disable=SC2086
 grub-mkimage -d /usr/lib/grub/x86_64-efi -O x86_64-efi -o "$IMAGES/efi-part/EFI/BOOT/bootx64.efi" \
-	-p /EFI/BOOT $EFI_MODULES
+	--sbat "$TOP/board/ssdbench/sbat.csv" -p /EFI/BOOT $EFI_MODULES
 
 GRUB_VERSION=$(grub-mkimage --version | awk '{ print $NF }')
 mkdir -p "$BUILD/grub2-$GRUB_VERSION/build-i386-pc/grub-core"

@@ -4,12 +4,14 @@
 # stick on USB (xHCI), one network card. Used by make test-boot; with
 # "-serial mon:stdio" added, it shows the boot on this terminal.
 #
-# Usage: qemu.sh bios|uefi STICK [QEMU OPTION...]
+# Usage: qemu.sh bios|uefi|uefi-sb STICK [QEMU OPTION...]
 #   STICK  the image; the VM writes to it (SSDB-DATA), so boot a copy
 # Environment: SSDBENCH_HOST_PORT, the host port forwarded to the web UI
 # (default 8080); SSDBENCH_STICK_BOOTINDEX, the stick's place in the
 # firmware's boot order (default 0: first), for a test that puts a disk of
-# its own before it.
+# its own before it; SSDBENCH_OVMF_VARS, for uefi-sb, OVMF's variables
+# (Microsoft's keys enrolled, Secure Boot on: OVMF_VARS_4M.ms.fd, or a copy
+# that virt-fw-vars gave a MokList).
 
 set -eu
 
@@ -26,8 +28,14 @@ case $FIRMWARE in
 		# from the firmware's defaults, as on a PC never booted before.
 		set -- -drive if=pflash,format=raw,unit=0,readonly=on,file=/usr/share/OVMF/OVMF_CODE_4M.fd \
 			-drive if=pflash,format=raw,unit=1,snapshot=on,file=/usr/share/OVMF/OVMF_VARS_4M.fd "$@";;
+	uefi-sb)
+		# OVMF with Secure Boot needs SMM, which QEMU's q35 machine has,
+		# to keep its variables from the OS.
+		set -- -machine q35,smm=on -global driver=cfi.pflash01,property=secure,value=on \
+			-drive if=pflash,format=raw,unit=0,readonly=on,file=/usr/share/OVMF/OVMF_CODE_4M.secboot.fd \
+			-drive if=pflash,format=raw,unit=1,snapshot=on,file="${SSDBENCH_OVMF_VARS:-/usr/share/OVMF/OVMF_VARS_4M.ms.fd}" "$@";;
 	*)
-		echo "Usage: $0 bios|uefi STICK [QEMU OPTION...]" >&2
+		echo "Usage: $0 bios|uefi|uefi-sb STICK [QEMU OPTION...]" >&2
 		exit 1;;
 esac
 

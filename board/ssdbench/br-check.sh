@@ -17,7 +17,11 @@
 # 5. Buildroot builds BusyBox from our whole configuration,
 #    board/ssdbench/busybox.config, written for the BusyBox version it
 #    builds (make vm-image checks that make oldconfig keeps it as it is).
-# 6. utils/check-package passes on every file of the external tree.
+# 6. The UEFI boot path for Secure Boot: GRUB for x86_64-efi made again
+#    with SBAT (external.mk's hook), shim and MokManager from Debian's
+#    shim-signed (package/shim-signed), and post-image.sh signing GRUB and
+#    the kernel with sbsign into the layout genimage.cfg puts on SSDBENCH.
+# 7. utils/check-package passes on every file of the external tree.
 
 set -eu
 
@@ -26,7 +30,7 @@ DEFCONFIG=ssdbench_x86_64_defconfig
 # The packages show-info must list.
 REQUIRED="ssdbench uplot python3 python-flask python-waitress sqlite fio libaio
 nvme json-c hdparm smartmontools util-linux dosfstools exfatprogs e2fsprogs
-eudev busybox linux grub2 ca-certificates"
+eudev busybox linux grub2 shim-signed ca-certificates"
 # What the resolved configuration must set, and what it must leave out:
 # nothing on the appliance reads time zones (it runs on UTC), the hardware
 # database (USB and PCI names) or iconv's converters (which Buildroot
@@ -40,7 +44,7 @@ eudev busybox linux grub2 ca-certificates"
 WANTED="BR2_LINUX_KERNEL_ZSTD BR2_TARGET_ROOTFS_CPIO BR2_TARGET_ROOTFS_CPIO_ZSTD
 BR2_PACKAGE_PYTHON3_ZLIB BR2_PACKAGE_PYTHON3_UNICODEDATA
 BR2_PACKAGE_LINUX_FIRMWARE_RTL_8169 BR2_PACKAGE_LINUX_FIRMWARE_RTL_815X
-BR2_PACKAGE_LINUX_FIRMWARE_I915"
+BR2_PACKAGE_LINUX_FIRMWARE_I915 BR2_TARGET_GRUB2_X86_64_EFI BR2_PACKAGE_SHIM_SIGNED"
 UNWANTED="BR2_TARGET_ROOTFS_INITRAMFS BR2_TARGET_TZ_INFO BR2_PACKAGE_TZDATA
 BR2_PACKAGE_EUDEV_ENABLE_HWDB BR2_TOOLCHAIN_GLIBC_GCONV_LIBS_COPY"
 
@@ -166,8 +170,29 @@ BB_CONFIG=$(sed -n 's/^BUSYBOX_CONFIG_FILE=//p' "$OUT/busybox")
 grep -q "^# ssdbench: .*Busybox version: $BB_VERSION\$" "$BB_CONFIG" ||
 	fail "board/ssdbench/busybox.config is not written for BusyBox $BB_VERSION, the version Buildroot builds"
 echo "br-check: ok: BusyBox $BB_VERSION with board/ssdbench/busybox.config"
+# 6. The Secure Boot path: GRUB's SBAT hook is registered, post-image.sh
+# signs GRUB and the kernel, and genimage.cfg puts shim, MokManager, the
+# signed GRUB and kernel and the certificate on SSDBENCH.
+make -s -C "$BR" O="$OUT" printvars VARS=GRUB2_POST_INSTALL_IMAGES_HOOKS > "$OUT/hooks" 2> "$OUT/make.log" || {
+	cat "$OUT/make.log" >&2
+	fail "make printvars"
+}
+grep -q SSDBENCH_GRUB2_SBAT "$OUT/hooks" || fail "GRUB for UEFI is not made with SBAT (external.mk)"
+# shellcheck disable=SC2016 # post-image.sh's own words, its variables unexpanded
+for step in 'sbsign .*grubx64.efi" "$GRUB_EFI"' 'sbsign .*efi-signed/bzImage" "$IMAGES/bzImage"' \
+	'shim/shimx64.efi.signed" "$IMAGES/efi-signed/bootx64.efi"' 'shim/mmx64.efi.signed" "$IMAGES/efi-signed/mmx64.efi"'; do
+	grep -q "$step" "$EXTERNAL/board/ssdbench/post-image.sh" || fail "post-image.sh lacks: $step"
+done
+for file in 'EFI/BOOT/bootx64.efi' 'EFI/BOOT/mmx64.efi' 'EFI/BOOT/grubx64.efi' ENROLL_THIS_KEY_IN_MOKMANAGER.cer bzImage; do
+	grep -q "^[[:space:]]*file \"*$file\"* {" "$EXTERNAL/board/ssdbench/genimage.cfg" ||
+		fail "genimage.cfg does not put $file on SSDBENCH"
+done
+if grep -q 'image = "bzImage"\|image = "efi-part/' "$EXTERNAL/board/ssdbench/genimage.cfg"; then
+	fail "genimage.cfg puts an unsigned GRUB or kernel on SSDBENCH"
+fi
+echo "br-check: ok: shim, MokManager, GRUB with SBAT and the kernel signed by sbsign, the certificate on SSDBENCH"
 
-# 6. check-package on every file of the external tree, run from the tree
+# 7. check-package on every file of the external tree, run from the tree
 # as Buildroot documents it for a br2-external (-b). As in Buildroot's own
 # tree, .checkpackageignore lists the init scripts that start no daemon,
 # so have no DAEMON variable.
@@ -178,4 +203,4 @@ FILES=$(find .checkpackageignore Config.in external.mk external.desc board confi
 "$BR/utils/check-package" -b --ignore-list .checkpackageignore $FILES || fail "check-package"
 echo "br-check: ok: check-package on $(echo "$FILES" | wc -l) files"
 
-echo "br-check: OK (defconfig, image size, show-info, firmware, BusyBox configuration, check-package)"
+echo "br-check: OK (defconfig, image size, show-info, firmware, BusyBox configuration, Secure Boot path, check-package)"

@@ -5,10 +5,22 @@
 #   rootfs.cpio                    the same, uncompressed (only its size is used)
 #   bzImage                        the kernel
 #   grub.img                       GRUB's BIOS core image (i386-pc)
-#   efi-part/EFI/BOOT/bootx64.efi  GRUB for UEFI (x86_64-efi)
+#   efi-part/EFI/BOOT/bootx64.efi  GRUB for UEFI (x86_64-efi), with an SBAT
+#                                  section (external.mk remakes it so)
+#   shim/shimx64.efi.signed        shim, signed by Microsoft, and MokManager
+#   shim/mmx64.efi.signed          (package/shim-signed: Debian's binaries)
 # and writes there ssdbench-<release>.img, with its .bmap, and
 # ssdbench-<release>.img.xz, the image to publish. The layout is in
 # genimage.cfg beside this script. Last, it prints the size of each part.
+#
+# UEFI with Secure Boot on: the firmware starts shim (EFI/BOOT/bootx64.efi),
+# which starts GRUB (grubx64.efi beside it), which starts the kernel. Shim
+# trusts GRUB and the kernel by the key that signs them here, once its
+# certificate is in MokList: it opens MokManager (mmx64.efi) when it is
+# not, and the tester enrolls ENROLL_THIS_KEY_IN_MOKMANAGER.cer from the
+# stick. The key: signing-key.sh (SSDBENCH_SIGNING_KEY and
+# SSDBENCH_SIGNING_CERT, or a throwaway key in SSDBENCH_SIGNING_DIR, which
+# make image sets to build/signing, else $BUILD_DIR/ssdbench-signing).
 # make test-boot runs it too, on stand-ins for these files.
 
 set -eu
@@ -32,6 +44,25 @@ fi
 cp "$BOOT_IMG" "$IMAGES/boot.img"
 cp "$BOARD_DIR/grub.cfg" "$IMAGES/grub.cfg"
 cp "$BOARD_DIR/ssdbench.conf" "$IMAGES/ssdbench.conf"
+
+# Shim refuses a GRUB without SBAT (its revocation data); GRUB has it only
+# when grub-mkimage was given --sbat.
+GRUB_EFI=$IMAGES/efi-part/EFI/BOOT/bootx64.efi
+if ! grep -q -a 'sbat,1,SBAT Version' "$GRUB_EFI"; then
+	echo "post-image.sh: $GRUB_EFI has no SBAT section (grub-mkimage --sbat)" >&2
+	exit 1
+fi
+SIGNING=$("$BOARD_DIR/signing-key.sh" "${SSDBENCH_SIGNING_DIR:-$BUILD_DIR/ssdbench-signing}")
+KEY=$(echo "$SIGNING" | sed -n 1p)
+CERT=$(echo "$SIGNING" | sed -n 2p)
+rm -rf "$IMAGES/efi-signed"
+mkdir -p "$IMAGES/efi-signed"
+cp "$IMAGES/shim/shimx64.efi.signed" "$IMAGES/efi-signed/bootx64.efi"
+cp "$IMAGES/shim/mmx64.efi.signed" "$IMAGES/efi-signed/mmx64.efi"
+sbsign --key "$KEY" --cert "$CERT" --output "$IMAGES/efi-signed/grubx64.efi" "$GRUB_EFI"
+sbsign --key "$KEY" --cert "$CERT" --output "$IMAGES/efi-signed/bzImage" "$IMAGES/bzImage"
+# MokManager reads a certificate in DER.
+openssl x509 -in "$CERT" -outform DER -out "$IMAGES/efi-signed/ENROLL_THIS_KEY_IN_MOKMANAGER.cer"
 
 sed "s|@SSDBENCH_RELEASE@|$RELEASE|g" "$BOARD_DIR/genimage.cfg" \
 	> "$IMAGES/genimage.cfg"
@@ -61,9 +92,11 @@ bmap() {
 echo "post-image.sh: $IMG, its parts:"
 part rootfs.cpio "the root file system, uncompressed: what it takes in RAM"
 part rootfs.cpio.zst "the root file system, compressed once: the initrd, on SSDBENCH"
-part bzImage "the kernel, compressed once, on SSDBENCH"
+part efi-signed/bzImage "the kernel, compressed once, signed, on SSDBENCH"
 part grub.img "GRUB for BIOS, in the sectors before partition 1"
-part efi-part/EFI/BOOT/bootx64.efi "GRUB for UEFI, on SSDBENCH"
+part efi-signed/grubx64.efi "GRUB for UEFI, signed, on SSDBENCH"
+part efi-signed/bootx64.efi "shim, signed by Microsoft, on SSDBENCH"
+part efi-signed/mmx64.efi "MokManager, signed by Microsoft, on SSDBENCH"
 part "ssdbench-$RELEASE.img" "the partitions SSDBENCH and SSDB-DATA, as genimage.cfg sizes them"
 printf '  %-34s %s  %s\n' "  of which data" "$(mib "$(($(bmap MappedBlocksCount) * $(bmap BlockSize)))")" \
 	"what bmaptool writes"

@@ -152,6 +152,22 @@ def test_the_cpu_clock_turbo_and_iommu_are_recorded_as_this_host_has_them():
     }
 
 
+def test_secure_boot_and_lockdown_are_recorded_as_this_host_has_them():
+    """The VM's boots read them with Secure Boot on and off (vmtests/test_boot.py, test_boot_sb.py)."""
+    kernel = environment.host()["kernel"]
+    if not os.path.isdir("/sys/firmware/efi"):
+        assert kernel["secure_boot"].startswith("off: booted by BIOS")
+    elif os.path.exists(environment.SECURE_BOOT_VAR):
+        value = open(environment.SECURE_BOOT_VAR, "rb").read()[4]
+        assert kernel["secure_boot"] == ("on" if value == 1 else "off")
+    else:
+        assert kernel["secure_boot"].startswith("unavailable")
+    if os.path.exists(environment.LOCKDOWN):
+        assert f"[{kernel['lockdown']}]" in open(environment.LOCKDOWN).read()
+    else:
+        assert kernel["lockdown"].startswith("unavailable")
+
+
 @needs_root()
 def test_the_kernels_write_cache_is_set_for_the_run_and_put_back(loopdev):
     dev, _ = loopdev("16M")

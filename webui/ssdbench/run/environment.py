@@ -130,6 +130,33 @@ def iommu(drive, cmdline):
     return {"kernel_line": " ".join(words) or "none", "passthrough": "iommu=pt" in words, "drive_domain": domain}
 
 
+# UEFI's SecureBoot variable (efivarfs: 4 bytes of attributes, then 1 or 0), and the kernel's lockdown (securityfs),
+# both mounted at boot (overlay/etc/inittab).
+SECURE_BOOT_VAR = "/sys/firmware/efi/efivars/SecureBoot-8be4df61-93ca-11d2-aa0d-00e098032b8c"
+LOCKDOWN = "/sys/kernel/security/lockdown"
+
+
+def secure_boot():
+    """Whether the firmware booted the stick with Secure Boot on: a testbed that cannot turn it off runs signed
+    code only, and the kernel locks itself down (lockdown())."""
+    if not os.path.isdir("/sys/firmware/efi"):
+        return "off: booted by BIOS (or a UEFI's legacy mode)"
+    value = sysfs.read_bytes(SECURE_BOOT_VAR)
+    if value is None or len(value) != 5:
+        return "unavailable: UEFI's SecureBoot variable cannot be read (efivarfs not mounted)"
+    return "on" if value[4] == 1 else "off"
+
+
+def lockdown():
+    """The kernel's lockdown mode, the bracketed word of "none [integrity] confidentiality": a Secure Boot kernel
+    takes integrity, which refuses what would change the running kernel (docs/hardware.md says what)."""
+    text = sysfs.read(LOCKDOWN)
+    if text is None:
+        return "unavailable: no lockdown in this kernel, or securityfs not mounted"
+    chosen = [word.strip("[]") for word in text.split() if word.startswith("[")]
+    return chosen[0] if chosen else f"unavailable: {text!r}"
+
+
 def host():
     """What the PC and its software are, whatever the run: kernel, CPU, power state, tool versions, clock. The
     diagnostics zip carries it as the testbed record."""
@@ -140,6 +167,8 @@ def host():
             "version": uname.version,
             "machine": uname.machine,
             "cmdline": redact.command_line(sysfs.read("/proc/cmdline", "unavailable")),
+            "secure_boot": secure_boot(),
+            "lockdown": lockdown(),
         },
         "cpu": {
             "model": cpu_model(),
