@@ -711,8 +711,10 @@ def test_power_cut_leaves_the_run_interrupted_with_its_steps(boot, disks):
     refused = [text.format(first + n) for n, text in enumerate(refused)]
     for text in refused:
         assert f"settings: ERROR: {text}" in vm.console_text(), text
-    screen = vm.console_text()[vm.wait_console("Settings: ") :]
-    assert f"Settings: ssdbench.conf line {first}: upload=lab.example.org" in screen[: screen.find("Press Enter")]
+    # the status screen's lines, from its first about the settings to its footer, once both are on the console
+    shown = vm.wait_console("Settings: ")
+    screen = vm.console_text()[shown : vm.wait_console("Press Enter", after=shown)]
+    assert f"Settings: ssdbench.conf line {first}: upload=lab.example.org" in screen
     status, body = vm.api("GET", "/api/drives")
     assert status == 200 and [p for p in body["problems"] if p.startswith("Settings: ")] == [
         f"Settings: {text}" for text in refused
