@@ -738,7 +738,7 @@ def test_the_run_list_compare_and_bench_come_from_the_index_alone(lab_db, finish
         browser = Browser(url)
         browser.login("ann", password)
         status, _, page = browser.get("/compare?run=1&run=2")
-        assert status == 503 and "run 1, 2 is being indexed" in page
+        assert status == 503 and "Run 1, 2 is being indexed" in page
     proc = lab("migrate", "--store", str(store_dir), db=lab_db)
     assert proc.returncode == 0 and "2 runs got their cards" in proc.stdout, proc.stderr
     with lab_server(lab_db, store_dir) as (_, url):
@@ -824,7 +824,7 @@ def test_an_upgrade_fills_the_cards_in_batches_while_the_lab_serves(postgres, fi
             took = time.monotonic() - started
             assert served_while_filling > 0
             status, _, body = browser.get(f"/compare?run=1&run={lost}")
-            assert status == 503 and f"run {lost} is being indexed" in body
+            assert status == 503 and f"Run {lost} is being indexed" in body
             assert browser.get(f"/compare?run=1&run={UPGRADE_RUNS + 1}")[0] == 200
             assert browser.get("/bench")[0] == 200
     finally:
