@@ -81,4 +81,4 @@ def test_the_web_refuses_a_run_that_does_not_fit_with_409(loopdev, small_partiti
     assert client.get("/api/runs").get_json()["runs"] == []
     # The Start form says the same, on the drives page.
     page = client.post("/start", data={**body, "csrf_token": headers["X-CSRF-Token"]})
-    assert page.status_code == 409 and b"not enough room for the results" in page.data
+    assert page.status_code == 409 and b"Not enough room for the results" in page.data

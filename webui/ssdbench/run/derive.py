@@ -367,6 +367,10 @@ def replay_span(completions):
     return completions[0].t_ms - completions[0].value / 1e6, completions[-1].t_ms
 
 
+def _epoch_logged(options):
+    return "1" in (options.get("log_unix_epoch"), options.get("log_alternate_epoch"))
+
+
 def replay_gaps(spans):
     """The trace's replay wall time and the gaps between its segments, from each segment's replay_span on the
     wall clock of its per-IO log (`log_unix_epoch`), segments in order: the time from one segment's last IO's
@@ -660,7 +664,8 @@ def _trace(step, out_dir, doc, complete, baseline):
     # fio's own record of each replay job's queue depth
     jobs = [(job["jobname"], int(job["job options"]["iodepth"])) for job in doc["jobs"]]
     # the gaps between segments, where fio stamped their logs on one clock (runs before stamped each job's own)
-    spans = [] if all(job["job options"].get("log_unix_epoch") == "1" for job in doc["jobs"]) else None
+    # fio 3.41 names log_unix_epoch by what it is now an alias of, log_alternate_epoch (its clock the wall's)
+    spans = [] if all(_epoch_logged(job["job options"]) for job in doc["jobs"]) else None
     metrics = io_totals(doc) + busy_time(replayed_intervals(out_dir, name, qd, spans) for name, qd in jobs)
     return metrics + replay_gaps(spans or []), []
 
