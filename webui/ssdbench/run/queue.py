@@ -70,13 +70,14 @@ def serve(data_dir, poll_s=POLL_S, after_run=None, when_idle=None):
     so that they never disturb a run; interrupted() says a run was queued since, or a signal came)."""
     runner.check_host()
     db = store.connect(data_dir)
-    lock = try_lock(data_dir)
-    if lock is not None:
-        mark_interrupted(db)
-        put_back(data_dir)
-        lock.release()
-    log(f"waiting for queued runs in {store.db_path(data_dir)}")
+    # The signals are taken first: a stop while a killed run's changes are put back lets that end, and be logged.
     with runner.StopSignals() as signals:
+        lock = try_lock(data_dir)
+        if lock is not None:
+            mark_interrupted(db)
+            put_back(data_dir)
+            lock.release()
+        log(f"waiting for queued runs in {store.db_path(data_dir)}")
         while not signals.received:
             if store.next_queued_run(db) is not None:
                 run_id = take_next(db, data_dir, signals)
