@@ -106,6 +106,7 @@ def test_the_stick_lays_out_shim_mokmanager_grub_and_the_certificate_and_no_key(
         "::/efi/boot/mmx64.efi",
         "::/" + CERT_NAME.lower(),
         "::/rootfs.cpio.zst",
+        "::/ssdbench.conf",  # the settings' template (docs/user-guide.md, "The settings file")
     ]
     cert = stick_cert(STICK, tmp_path)
     subject = subprocess.run(
