@@ -495,7 +495,8 @@ def lab_serve(args):
         {
             "SSDBENCH_LAB_DB": lab_schema.url(args.db),
             "SSDBENCH_LAB_STORE": args.store,
-            "SSDBENCH_LAB_READ_BYTES": int(args.read_mib * (1 << 20)),
+            # unset: web.READ_BYTES, the one default
+            "SSDBENCH_LAB_READ_BYTES": int(args.read_mib * (1 << 20)) if args.read_mib else None,
         }
     )
     print(
@@ -1043,10 +1044,9 @@ def add_lab(sub):
         p.add_argument(
             "--read-mib",
             type=float,
-            default=64,
             metavar="MIB",
-            help="the run documents a server process reads at once, in MiB of JSON (about 9 times as much of "
-            "memory): a compare of runs holding more is refused (413), one while others read waits, then 503",
+            help="the run documents a server process reads at once, in MiB of JSON, 64 unless set (about 9 times as "
+            "much of memory): a compare of runs holding more is refused (413), one while others read waits, then 503",
         )
         p.add_argument("--port", type=int, default=8090)
         p.add_argument(

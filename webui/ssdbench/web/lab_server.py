@@ -163,7 +163,7 @@ class Worker(ThreadWorker):
 
     def enqueue_req(self, conn):
         """A whole request to a thread: an upload to one of the uploads', anything else to gunicorn's pool."""
-        if not UPLOAD.match(getattr(conn, "head", b"")):
+        if not UPLOAD.match(conn.head):  # every connection has passed through _await
             return super().enqueue_req(conn)
         fs = self.upload_pool.submit(self.handle, conn)
         fs.add_done_callback(lambda done: self.method_queue.defer(self.finish_request, conn, done))
