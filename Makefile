@@ -79,7 +79,7 @@ LATE_TESTS = tests/test_api_contract.py tests/test_packaging.py
 # make fio (about 30 s of CPU) starts the host's lane, whose tests run it, and is done long before the VM's
 # lane reaches its late tests.
 test-host-lane: fio
-	@.ci/timed pytest sh -c 'cd webui && $(FIO_PATH) $(PYTEST) -q $(addprefix --ignore=,$(LATE_TESTS))'
+	@.ci/timed pytest sh -c 'cd webui && $(FIO_PATH) $(PYTEST) -q --durations=40 $(addprefix --ignore=,$(LATE_TESTS))'
 
 test-vm-lane:
 	@.ci/timed test-vm $(MAKE) --no-print-directory test-vm
@@ -148,10 +148,10 @@ $(VM_DIR)/demo/stick.img: $(VM_DIR)/stick.img
 	cp --sparse=always $< $@
 
 test-vm: $(VM_DIR)/stick.img
-	cd webui && $(PYTEST) -q -s vmtests/test_vm.py
+	cd webui && $(PYTEST) -q -s --durations=0 vmtests/test_vm.py
 
-# The power-cut test of make test-vm, with smoke x5 as its repeatability bench instead of the short mode
-# that make test-vm runs: how far smoke's figures repeat on the VM's NVMe, its table in build/vm-cov-smoke.txt.
+# The power-cut test of make test-vm, with smoke x5 as a repeatability bench in its last boot (make test runs
+# the bench's short mode on the host): how far smoke's figures repeat on the VM's NVMe, in build/vm-cov-smoke.txt.
 # Then a boot of its own for the temperature bench (bench/bench_temperature_poll.py in the VM): QD32 random read
 # on the AHCI and NVMe drives with and without a temperature read once a second, in build/vm-temperature-poll.txt.
 bench-vm: $(VM_DIR)/stick.img

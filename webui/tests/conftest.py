@@ -379,6 +379,9 @@ def small_partition(tmp_path, loopdev):
 
 
 PIN = "424242"
+# The metrics by which rules 1 and 9 judge the host (each job's CPU and host share, each step's CPU wait): a busy
+# machine sets them on one run of a set and not on the next.
+JUDGED = ("host_share_percent", "host.cpu_wait_percent", "usr_cpu", "sys_cpu")
 XSS = "<img src=x onerror=alert(1)>"
 # What store.create_run reads of a plan step; the engine's PlanStep has more.
 Step = namedtuple("Step", "index id kind title estimate_s job_file")

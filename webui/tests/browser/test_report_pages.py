@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 import zipfile
 
 import pytest
-from conftest import PIN, needs_root, ssdbench, web_server
+from conftest import JUDGED, PIN, needs_root, ssdbench, web_server
 
 sync_api = pytest.importorskip("playwright.sync_api")
 
@@ -41,6 +41,12 @@ def held(smoke_run, finished_repeat, tmp_path_factory):
     ssdbench("import", path, data_dir=data_dir, check=True)
     with sqlite3.connect(data_dir / "ssdbench.db") as db:  # a name only: every figure stays the engine's
         db.execute("UPDATE runs SET drive_json = json_set(drive_json, '$.model', 'Engine loop') WHERE id > 1")
+        # The engine runs as a free host would have made them (test_testbed.calm): without what rules 1 and 9 judge
+        # the host by, which a busy machine sets on one run of the set and not on the next, so that compare ranks the
+        # three together whatever the neighbours did meanwhile.
+        db.execute("UPDATE runs SET environment_json = json_remove(environment_json, '$.host_cost') WHERE id > 1")
+        judged = " OR ".join(f"name LIKE '%{name}'" for name in JUDGED)
+        db.execute(f"DELETE FROM metrics WHERE step_id IN (SELECT id FROM steps WHERE run_id > 1) AND ({judged})")
     return data_dir
 
 
