@@ -313,6 +313,15 @@ def test_compare_says_which_drive_is_faster_figure_by_figure(client, data_dir, t
     assert row.count('class="faster"') == 1 and row.index("faster") > row.index("100,000")
     assert "Faster, figure by figure: run 1 in 0, run 2 in 1 of" in page
     assert page.index('id="side-by-side"') < page.index('id="ranked"')
+    # A run of another workload is shown, never marked faster nor counted: its difference is not the drive's.
+    add_run(data_dir, iops=200_000.0, model="Third SSD", suite_hash="b" * 64)
+    page = client.get("/compare?runs=1,2,3").get_data(as_text=True)
+    grid = page[page.index('<table class="side-by-side"') : page.index("</table>", page.index("side-by-side"))]
+    row = re.search(r'<tr data-figure="rand-read-4k-qd3">.*?</tr>', grid)[0]
+    assert '<td class="num apart" data-value="200000.0"' in row and row.count('class="faster"') == 1
+    assert row.index("faster") > row.index("100,000") and "not ranked: other workload" in grid
+    assert "Faster, figure by figure: run 1 in 0, run 2 in 1 of" in page and "run 3 in" not in page
+    assert "Not ranked (another workload or testbed than run 1&#39;s): run 3." in page
 
 
 def test_compare_warns_when_suite_hashes_differ(client, data_dir, token):

@@ -6,7 +6,7 @@ import re
 from html import escape
 
 from ..human import figure, quantity, shown, size
-from . import headline, store, testbed
+from . import headline, ranking, store, testbed
 
 
 def _e(value):
@@ -395,18 +395,30 @@ def bar_charts(charts, fineprint):
     return "\n".join(bar_chart(c, fineprint) for c in charts)
 
 
+def _not_ranked(why):
+    """A run's note in the side-by-side grid's head where it is not ranked, naming how it differs."""
+    if not why:
+        return ""
+    differs = _differs({"why": why})
+    return f'<br><span class="not-ranked" title="{_e("; ".join(why))}">not ranked: other {_e(differs)}</span>'
+
+
 def side_by_side(runs):
     """Which drive is faster: the runs' review figures (cards' "review") side by side, a row a figure, the current
     run first; each other run's difference from it in %, and the better value of each row marked, by the way the
-    figure is better (higher or lower). A figure only some runs have leaves the others' cells empty."""
+    figure is better (higher or lower). A figure only some runs have leaves the others' cells empty. A run whose
+    workload or testbed differs from the current run's (ranking.set_apart) is shown but never marked faster nor
+    counted: the difference would be the workload's or the PC's, not the drive's."""
     by_run = [{f["id"]: f for f in r["review"]} for r in runs]
     ids = sorted({i for figures in by_run for i in figures}, key=headline.review_order)
     if not ids:
         return ""
+    apart = [ranking.set_apart(runs[0], r) for r in runs]
     head = "".join(
-        f'<th class="num" scope="col">Run {r["id"]}{" (current)" if n == 0 else ""}<br>'
-        f'<span class="unit">{_e(r["drive"].get("model") or r["drive"].get("path") or "")}</span></th>'
-        for n, r in enumerate(runs)
+        f'<th class="num{" apart" if why else ""}" scope="col">Run {r["id"]}{" (current)" if n == 0 else ""}<br>'
+        f'<span class="unit">{_e(r["drive"].get("model") or r["drive"].get("path") or "")}</span>'
+        f"{_not_ranked(why)}</th>"
+        for n, (r, why) in enumerate(zip(runs, apart))
     )
     out = [
         '<table class="side-by-side" aria-label="the runs side by side"><thead><tr><th scope="col">Figure</th>'
@@ -417,7 +429,7 @@ def side_by_side(runs):
         cells = [figures.get(fid) for figures in by_run]
         first = next(c for c in cells if c)
         values = [c["value"] if c else None for c in cells]
-        known = [v for v in values if v is not None]
+        known = [v for v, why in zip(values, apart) if v is not None and not why]
         best = (max if first["better"] == "higher" else min)(known) if len(known) > 1 else None
         unit = shown(None, first["unit"])[1]
         row = [
@@ -433,20 +445,28 @@ def side_by_side(runs):
                 pct = 100 * (v - values[0]) / values[0]
                 diff = f' <span class="diff">{pct:+.1f} %</span>'
             mark = ""
-            if v == best and known.count(best) == 1:
+            if v == best and known.count(best) == 1 and not apart[n]:
                 faster[n] += 1
                 mark = ' <span class="faster">faster</span>'
+            kind = " better" if mark else " apart" if apart[n] else ""
             row.append(
-                f'<td class="num{" better" if mark else ""}" data-value="{v}" title="{_e(c["value"])} {_e(c["unit"])}">'
+                f'<td class="num{kind}" data-value="{v}" title="{_e(c["value"])} {_e(c["unit"])}">'
                 f"{_e(quantity(v, c['unit']))}{diff}{mark}</td>"
             )
         out.append("".join(row) + "</tr>")
     out.append("</tbody></table>")
-    tally = ", ".join(f"run {r['id']} in {faster[n]}" for n, r in enumerate(runs))
+    tally = ", ".join(f"run {r['id']} in {faster[n]}" for n, r in enumerate(runs) if not apart[n])
+    others = [str(r["id"]) for r, why in zip(runs, apart) if why]
+    unranked = (
+        f" Not ranked (another workload or testbed than run {runs[0]['id']}'s): run{'s' if len(others) > 1 else ''} "
+        f"{', '.join(others)}."
+        if others
+        else ""
+    )
     out.insert(
         0,
         f'<p class="verdict">Faster, figure by figure: {_e(tally)} of {len(ids)}. Each difference is against '
-        f"run {runs[0]['id']}'s value.</p>",
+        f"run {runs[0]['id']}'s value.{_e(unranked)}</p>",
     )
     return "".join(out)
 
