@@ -10,6 +10,8 @@ from contextlib import contextmanager
 import pytest
 from conftest import attach, db_files, login, make_app, needs_root, ssdbench
 
+from ssdbench.results import store, usbexport
+
 pytestmark = needs_root()
 
 
@@ -130,6 +132,27 @@ def test_the_appliance_s_own_stick_is_not_said_to_be_ready_to_pull(finished_run,
         f"{dev} is on the ssdbench stick, which holds the results: leave it in until the system has powered off" in out
     )
     assert "pulled out" not in out
+
+
+def test_an_export_mounts_the_stick_again_that_the_holder_before_it_unmounted(finished_run, finished_bundle, stick):
+    """The log keeper's mirror may hold the stick mounted when an export finds it, and unmount it before the export
+    takes the lock (the unattended VM lost its bundles so): the export reads where the stick is mounted under the
+    lock, and mounts it again, never writing under the old mount point."""
+    data_dir, _ = finished_run
+    dev, img = stick("exfat")
+    [found] = usbexport.sticks(named=[dev])
+    with usbexport.mounted(found) as point:  # the holder before: the log keeper's mirror
+        [held] = usbexport.sticks(named=[dev])
+    assert held["mountpoint"] == point and not mounted(dev) and not os.path.exists(point)
+    db = store.connect(data_dir)
+    try:
+        done = list(usbexport.export(db, data_dir, [1], held))
+    finally:
+        db.close()
+    assert [item["state"] for item in done] == ["written and verified"] and not mounted(dev)
+    assert not os.path.exists(point)
+    subprocess.run(["losetup", "-d", dev], check=True)
+    assert os.path.basename(finished_bundle) in results_on(img, "exfat")
 
 
 def test_a_device_without_fat_is_never_a_target(finished_run, loopdev):

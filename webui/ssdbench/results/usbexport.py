@@ -10,6 +10,7 @@ database either, so a failed export changes nothing there.
 
 import fcntl
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -146,10 +147,24 @@ def held(wait=True):
 
 @contextmanager
 def mounted(stick, wait=True):
-    """The stick's mount point: its own if it is already mounted (left mounted after), else a fresh one; with
-    STICK_LOCK held throughout (`wait`: for it, else Busy at once)."""
+    """The stick's mount point: its own if it is mounted once STICK_LOCK is held (left mounted after), else a fresh
+    one; with STICK_LOCK held throughout (`wait`: for it, else Busy at once). Where it is mounted is read again
+    under the lock: the holder before (the log keeper's mirror) may have unmounted it since `stick` was found, and
+    its old mount point is then a folder of the appliance's own memory, not the stick."""
     with held(wait):
-        yield from _mounted(stick)
+        yield from _mounted({**stick, "mountpoint": mount_point(stick["device"])})
+
+
+def mount_point(device):
+    """Where `device` is mounted now (the first of /proc/self/mounts), or None."""
+    real = os.path.realpath(device)
+    with open("/proc/self/mounts") as f:
+        for line in f:
+            source, point = line.split()[:2]
+            if source.startswith("/") and os.path.realpath(source) == real:
+                # the kernel writes a space, tab, newline or backslash in a path as an octal escape
+                return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), point)
+    return None
 
 
 def _mounted(stick):
