@@ -843,8 +843,7 @@ def test_power_cut_leaves_the_run_interrupted_with_its_steps(boot, disks):
             assert vm.file_status(run_id, f"{os.path.basename(steps[key]['out_dir'])}/fio.json") == 200, key
 
     # The SAS SSD behind the SAS HBA (issue 43, item 2): listed with its HBA and SCSI address, its identity from
-    # INQUIRY and VPD page 80h, and smoke runs on it through the block device; its bundle records them. It is a
-    # 4Kn drive as well: the trace's 512 B IOs run widened to whole 4096 B blocks, and the run says so.
+    # INQUIRY and VPD page 80h, its 4096 B logical blocks. (Unattended mode runs smoke on it.)
     sas = by_serial(drives(vm), SAS["serial"])
     assert (sas["transport"], sas["model"], sas["eligible"]) == ("sas", f"{SAS['vendor']} {SAS['product']}", True), sas
     assert (sas["logical_block_size"], sas["physical_block_size"]) == (4096, 4096), sas
@@ -853,28 +852,6 @@ def test_power_cut_leaves_the_run_interrupted_with_its_steps(boot, disks):
     assert sas["hba"]["driver"] == "megaraid_sas" and re.fullmatch(r"\d+:\d+:\d+:\d+", sas["hba"]["scsi_address"])
     assert sas["hba"]["lsblk_transport"] is None and sas["hba"]["translation"] is None, sas["hba"]
     assert vm.shell(f"ssdbench drives | grep -c '^{sas['path']} '") == "1"
-    run_id = vm.start_run(sas)
-    state, seconds = vm.wait_run(run_id)
-    run = vm.run(run_id)
-    purge = next(s for s in run["steps"] if s["kind"] == "purge")["detail"]
-    print(f"smoke on a 4Kn SAS SSD behind megasas: {state} in {seconds:.0f} s; purge attempts {purge['attempts']}")
-    assert state == "done", run["error"]
-    trace = next(s for s in run["steps"] if s["kind"] == "trace")
-    print(f"4Kn: {'; '.join(trace['detail']['adapted'])}")
-    assert trace["detail"]["trace"]["widened"]["block_bytes"] == 4096 and trace["detail"]["trace"]["widened"]["ios"]
-    assert [s["key"] for s in run["steps"] if "adapted" in (s["detail"] or {})] == ["trace"]
-    assert any(w.startswith("adapted to the drive's 4096 B logical blocks: in trace,") for w in run["warnings"])
-    # QEMU's scsi-hd knows no SANITIZE: the attempt is recorded, and FORMAT UNIT (a no-op in QEMU) is used.
-    assert [(a["method"], a["outcome"]) for a in purge["attempts"]] == [
-        ("SCSI Sanitize, block erase", "failed"),
-        ("SCSI Format Unit", "used"),
-    ], purge
-    identity = "import json, zipfile, sys; d = json.loads(zipfile.ZipFile(sys.argv[1]).read('drive/identity.json'))"
-    identity = (
-        f"python3 -c \"{identity}; print(d['hba']['driver'], d['hba']['scsi_address'], d['host_controller']['pci'])\""
-    )
-    bundled = vm.shell(f"{identity} $(ssdbench bundle {run_id} -o /tmp)")
-    assert bundled == f"megaraid_sas {sas['hba']['scsi_address']} {sas['host_controller']['pci']}", bundled
 
     # From make bench-vm, the repeatability bench on the NVMe drive, plain fio interleaved: what it measures is
     # printed, not judged (TCG on a shared host); that it measured is checked. (Its short mode runs on the host, in
@@ -1055,19 +1032,21 @@ def lab_network(folder, lab_port):
 
 
 def test_unattended_mode_runs_uploads_exports_and_powers_off(tmp_path, host_lab):
-    """ssdbench.auto=smoke: the empty NVMe drive is tested, the SATA drive is skipped because it holds a
-    partition table (nobody is there to agree to wipe it), the run is uploaded to the lab and exported, and the
-    VM powers off. Its one network is the test's own (lab_network): DHCP gives it an address, a DNS server and
-    an NTP server; its RTC reads 2001 as it starts; it uploads to the lab by name over HTTPS, trusting the lab's
-    CA, which the tester put on the stick's SSDBENCH partition as lab-ca.pem (issue 34, item 1). Its stick is
-    a fake: 1 GiB that claims 64 GiB (FakeStick), which the first boot finds out and does not grow, and the
-    status screen says why (item 3)."""
+    """ssdbench.auto=smoke: the empty drive, a 4Kn SAS SSD behind a SAS HBA (sas_disk), is tested; the SATA and
+    NVMe drives are skipped because they hold a partition table (nobody is there to agree to wipe them); the run is
+    uploaded to the lab and exported, and the VM powers off. The bundle records the HBA, the purge's attempts and
+    the trace's IOs widened to the drive's 4096 B blocks (issue 43, item 2). Its one network is the test's own
+    (lab_network): DHCP gives it an address, a DNS server and an NTP server; its RTC reads 2001 as it starts; it
+    uploads to the lab by name over HTTPS, trusting the lab's CA, which the tester put on the stick's SSDBENCH
+    partition as lab-ca.pem (issue 34, item 1). Its stick is a fake: 1 GiB that claims 64 GiB (FakeStick), which
+    the first boot finds out and does not grow, and the status screen says why (item 3)."""
     disks = str(tmp_path)
     stick = os.path.join(disks, "stick.img")
     subprocess.run(["cp", "--sparse=always", os.path.join(VM_DIR, "stick.img"), disks], check=True)
     subprocess.run(["truncate", "-s", "1G", stick], check=True)
-    subprocess.run(["truncate", "-s", "2G", os.path.join(disks, "sata.img")], check=True)
-    subprocess.run(["sfdisk", "-q", os.path.join(disks, "sata.img")], input="label: dos\n,,L\n", text=True, check=True)
+    for held in ("sata.img", "nvme.img"):
+        subprocess.run(["truncate", "-s", "2G", os.path.join(disks, held)], check=True)
+        subprocess.run(["sfdisk", "-q", os.path.join(disks, held)], input="label: dos\n,,L\n", text=True, check=True)
     os.makedirs(ARTIFACTS, exist_ok=True)
     log = os.path.join(ARTIFACTS, "vm-console-unattended.log")
     if os.path.exists(log):
@@ -1078,15 +1057,18 @@ def test_unattended_mode_runs_uploads_exports_and_powers_off(tmp_path, host_lab)
         mtools("mcopy", "-i", f"{stick}@@{STICK_OFFSET}", net.ca, "::lab-ca.pem")
         fake = FakeStick(stick, 64 << 30, os.path.join(disks, "fake-stick.sock"))
         started = time.time()
-        vm = qemu(disks, log, ("-rtc", f"base={RTC_FLAT}"), append, net.ns, f"nbd:unix:{disks}/fake-stick.sock")
+        extra = ("-rtc", f"base={RTC_FLAT}", *sas_disk(disks))
+        vm = qemu(disks, log, extra, append, net.ns, f"nbd:unix:{disks}/fake-stick.sock")
         try:
             assert vm.proc.wait(timeout=RUN_TIMEOUT_S) == 0, "the VM did not power itself off"
-            print(f"unattended smoke on NVMe, export and power-off: {time.time() - started:.0f} s from QEMU's start")
+            print(
+                f"unattended smoke on a SAS SSD, export and power-off: {time.time() - started:.0f} s from QEMU's start"
+            )
         finally:
             vm.close()
             fake.close()
     console = vm.console_text()
-    assert "skipped: holds data (partition" in console and "ssdbench.auto: done, powering off" in console
+    assert console.count("skipped: holds data (partition") == 2 and "ssdbench.auto: done, powering off" in console
     # The RTC read 2001; the clock went up to the build date at once (S20dhcp's floor, or the sync that a lease
     # started before it), then NTP set it; and the lab's CA came from the stick.
     assert f"setting system clock to {RTC_FLAT[:4]}-" in console, "the RTC did not read 2001"
@@ -1098,14 +1080,31 @@ def test_unattended_mode_runs_uploads_exports_and_powers_off(tmp_path, host_lab)
     assert said and "(fake capacity)" in console, console[-3000:]
     assert re.search(r"Stick:  sd[a-z] not grown: what was written at \d+ MiB of the 65536 MiB it claims", console)
     bundles = stick_bundles(stick, str(tmp_path / "results"), host_lab.token)
-    assert len(bundles) == 1 and bundles[0].split("_")[1] == NVME["serial"], bundles
+    assert len(bundles) == 1 and bundles[0].split("_")[1] == SAS["serial"], bundles
     # The power-off waited for the runner service, which had sent the run to the lab as it ended: by name, over
     # HTTPS, with the clock set from NTP before the run began, so that its times are this host's.
     sent = [r for r in lab_runs(host_lab, VM_APPLIANCE) if r not in before]
-    assert [(r["source_id"], r["serial"], r["state"]) for r in sent] == [(1, NVME["serial"], "done")], sent
+    assert [(r["source_id"], r["serial"], r["state"]) for r in sent] == [(1, SAS["serial"], "done")], sent
     assert started < sent[0]["created_at"] < sent[0]["finished_at"] < time.time(), (started, sent[0])
     with zipfile.ZipFile(next(pathlib.Path(tmp_path, "results").rglob(bundles[0]))) as zf:
         recorded = json.loads(zf.read("environment.json"))["clock"]
+        identity, run = json.loads(zf.read("drive/identity.json")), json.loads(zf.read("result.json"))
+    # The SAS SSD: its HBA and SCSI address, and its purge: QEMU's scsi-hd knows no SANITIZE, so the attempt is
+    # recorded and FORMAT UNIT (a no-op in QEMU) is used.
+    assert (identity["transport"], identity["hba"]["driver"]) == ("sas", "megaraid_sas"), identity
+    assert re.fullmatch(r"\d+:\d+:\d+:\d+", identity["hba"]["scsi_address"]) and identity["host_controller"]["pci"]
+    purge = next(s for s in run["steps"] if s["kind"] == "purge")["detail"]
+    print(f"purge attempts on the SAS SSD: {purge['attempts']}")
+    assert [(a["method"], a["outcome"]) for a in purge["attempts"]] == [
+        ("SCSI Sanitize, block erase", "failed"),
+        ("SCSI Format Unit", "used"),
+    ], purge
+    # A 4Kn drive: the trace's 512 B IOs ran widened to whole 4096 B blocks, and the run says so.
+    trace = next(s for s in run["steps"] if s["kind"] == "trace")
+    print(f"4Kn: {'; '.join(trace['detail']['adapted'])}")
+    assert trace["detail"]["trace"]["widened"]["block_bytes"] == 4096 and trace["detail"]["trace"]["widened"]["ios"]
+    assert [s["key"] for s in run["steps"] if "adapted" in (s["detail"] or {})] == ["trace"]
+    assert any(w.startswith("adapted to the drive's 4096 B logical blocks: in trace,") for w in run["warnings"])
     print(f"the VM's clock: {recorded}")
     assert (recorded["source"], recorded["server"]) == ("ntp", f"{LAB_NET}.1"), recorded
     check_token_kept_out(host_lab, console)
