@@ -711,8 +711,7 @@ def test_power_cut_leaves_the_run_interrupted_with_its_steps(boot, disks):
     assert status == 200 and [p for p in body["problems"] if p.startswith("Settings: ")] == [
         f"Settings: {text}" for text in refused
     ], body["problems"]
-    with vm.http.open(f"http://127.0.0.1:{vm.port}/", timeout=120) as response:
-        assert "Settings: ssdbench.conf line" in response.read().decode()
+    assert "Settings: ssdbench.conf line" in vm.page("/")
     assert "not a token!" not in vm.console_text()
     # The stick's second boot: its SSDB-DATA is already as large as it may be, and is left alone; its own IDs
     # stay (GRUB, here qemu.sh, passes the FAT's new one).

@@ -111,6 +111,14 @@ class VM:
         except urllib.error.HTTPError as exc:
             return exc.code, json.loads(exc.read() or b"null")
 
+    def page(self, path):
+        """A page's HTML; where the web UI fails, the end of its log, which holds the traceback, says why."""
+        try:
+            with self.http.open(f"http://127.0.0.1:{self.port}{path}", timeout=120) as response:
+                return response.read().decode()
+        except urllib.error.HTTPError as exc:
+            raise AssertionError(f"{path}: {exc}\n{self.shell('tail -n 40 /var/log/ssdbench-web.log')}") from exc
+
     def file_status(self, run_id, name):
         """The HTTP status of one of a run's raw files, as the run page links it."""
         try:
