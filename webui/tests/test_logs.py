@@ -182,8 +182,10 @@ def test_the_boot_s_messages_reach_the_console_and_the_kept_logs_and_a_daemon_ho
     assert "Looking for the ssdbench stick: found" in kept(data_dir, "boot.log")
 
 
-def fat_stick(point):
-    """A stick as usbexport lists one, already mounted on `point` (so mounted() leaves it as it is)."""
+def fat_stick(point, monkeypatch):
+    """A stick as usbexport lists one, already mounted on `point`, and still there when mounted() looks again under
+    its lock (so mounted() leaves it as it is)."""
+    monkeypatch.setattr(logs.usbexport, "mount_point", {"/dev/sdz1": str(point)}.get)
     return lambda: {"device": "/dev/sdz1", "mountpoint": str(point), "label": "SSDBENCH", "boot": True}
 
 
@@ -200,7 +202,8 @@ def test_the_keeper_mirrors_the_kept_logs_to_the_sticks_fat_and_its_zip_as_it_st
     for path in [*others, mine]:
         path.write_bytes(b"a zip")
     (sources / "ssdbench-runner.log").write_text(f"first, token {TOKEN}\n")
-    keeper = logs.Keeper(str(data_dir), sources=logs.LOG_SOURCES, kmsg="/nonexistent", stick=fat_stick(fat))
+    stick = fat_stick(fat, monkeypatch)
+    keeper = logs.Keeper(str(data_dir), sources=logs.LOG_SOURCES, kmsg="/nonexistent", stick=stick)
     keeper.round()
     assert (mirror / "ssdbench-runner.log").read_text() == kept(data_dir, "ssdbench-runner.log")
     assert "first, token <redacted>" in (mirror / "ssdbench-runner.log").read_text()
