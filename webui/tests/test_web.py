@@ -441,6 +441,20 @@ def test_a_pin_that_is_not_six_digits_or_more_is_refused(tmp_path, pin):
 
 
 @needs_root()
+def test_a_fresh_listing_reads_the_temperatures_whatever_the_clock(loopdev, data_dir, monkeypatch):
+    """The monotonic clock starts near the boot: within TEMPERATURE_S of it, a fresh listing was shown with no
+    temperature read, and the drives page answered 500 (the VM's, 29 s after its boot). A TEMPERATURE_S longer
+    than this host's uptime stands for that moment."""
+    dev, _ = loopdev("64M")
+    monkeypatch.setattr(data, "TEMPERATURE_S", time.monotonic() + 3600)
+    client = make_app(data_dir, SSDBENCH_EXTRA_DRIVES=[dev]).test_client()
+    login(client)
+    page = client.get("/?refresh=1")
+    assert page.status_code == 200 and dev in page.get_data(as_text=True)
+    assert "no sensor" in page.get_data(as_text=True)
+
+
+@needs_root()
 def test_drives_list_a_named_loop_device_with_its_estimates(loopdev, data_dir):
     dev, _ = loopdev()
     client = make_app(data_dir, SSDBENCH_EXTRA_DRIVES=[dev]).test_client()

@@ -62,7 +62,9 @@ def listed_drives(config, only=None):
 # kernel announces a change of its devices (a uevent: a drive added, removed, resized or partitioned), the mounts
 # change, or the tester asks (Refresh); its temperatures at most TEMPERATURE_S old. A Start discovers afresh.
 TEMPERATURE_S = 30
-_listing = {"key": None, "drives": None, "temperatures_at": 0.0}
+# temperatures_at None: a listing whose temperatures were never read. Not 0.0: the monotonic clock starts near
+# the boot, so within TEMPERATURE_S of it a fresh listing would be shown with no temperature read at all.
+_listing = {"key": None, "drives": None, "temperatures_at": None}
 _listing_lock = threading.Lock()
 
 
@@ -95,9 +97,10 @@ def drive_list(config, refresh=False):
             problems += unlisted
             # what the boot refused of the settings (ssdbench.conf, the kernel command line), where a tester looks
             problems += [f"Settings: {problem}" for problem in settings.problems()]
-            _listing.update(key=key, drives=(list(found.values()), problems), temperatures_at=0.0)
+            _listing.update(key=key, drives=(list(found.values()), problems), temperatures_at=None)
         drives, problems = _listing["drives"]
-        if time.monotonic() - _listing["temperatures_at"] > TEMPERATURE_S:
+        read_at = _listing["temperatures_at"]
+        if read_at is None or time.monotonic() - read_at > TEMPERATURE_S:
             for d in drives:
                 d["temperature_c"] = health.read_temperature(d["temperature_source"])
             _listing["temperatures_at"] = time.monotonic()
