@@ -23,7 +23,7 @@ from ..drives import discovery
 from ..errors import SsdbenchError
 from ..human import clock, printable, size
 from ..results import store
-from ..system import settings, sysfs
+from ..system import mounts, settings, sysfs
 from . import access
 
 WIDTH = 80
@@ -70,9 +70,7 @@ def ports(names=None, net="/sys/class/net"):
 def storage(data_dir):
     """Where the results are kept: the file system mounted on the data directory, if one is."""
     real = os.path.realpath(data_dir)
-    with open("/proc/mounts") as f:
-        mounts = [line.split()[:3] for line in f]
-    for device, point, fstype in reversed(mounts):
+    for device, point, fstype in reversed(mounts.table()):
         if point == real:
             if fstype == "tmpfs":
                 return f"{data_dir} in RAM: results are LOST at power-off"

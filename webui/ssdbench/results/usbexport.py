@@ -10,7 +10,6 @@ database either, so a failed export changes nothing there.
 
 import fcntl
 import os
-import re
 import shutil
 import stat
 import subprocess
@@ -19,7 +18,7 @@ from contextlib import contextmanager
 from ..drives import discovery, tool_output
 from ..errors import SsdbenchError
 from ..human import size
-from ..system import durable, tools
+from ..system import durable, mounts, tools
 from . import bundle, store
 
 RESULTS_DIR = "ssdbench-results"
@@ -156,15 +155,12 @@ def mounted(stick, wait=True):
 
 
 def mount_point(device):
-    """Where `device` is mounted now (the first of /proc/self/mounts), or None."""
+    """Where `device` is mounted now (the first of its mounts), or None."""
     real = os.path.realpath(device)
-    with open("/proc/self/mounts") as f:
-        for line in f:
-            source, point = line.split()[:2]
-            if source.startswith("/") and os.path.realpath(source) == real:
-                # the kernel writes a space, tab, newline or backslash in a path as an octal escape
-                return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m[1], 8)), point)
-    return None
+    return next(
+        (point for source, point, _ in mounts.table() if source.startswith("/") and os.path.realpath(source) == real),
+        None,
+    )
 
 
 def _mounted(stick):

@@ -13,6 +13,7 @@ import os
 import subprocess
 
 from ..errors import SsdbenchError
+from ..system import mounts
 
 NULL_BLK = "/dev/nullb0"
 # A span the stand-in's file in RAM can hold on any PC: 64 MiB, sparse until written.
@@ -21,10 +22,9 @@ SHM = "/dev/shm"
 
 
 def tmpfs(path):
-    """Whether `path` is a tmpfs mount point (/proc/mounts)."""
+    """Whether `path` is a tmpfs mount point."""
     try:
-        with open("/proc/mounts") as f:
-            return any(line.split()[1:3] == [path, "tmpfs"] for line in f if len(line.split()) > 2)
+        return any((point, fstype) == (path, "tmpfs") for _, point, fstype in mounts.table())
     except OSError:
         return False
 
