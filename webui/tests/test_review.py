@@ -142,7 +142,7 @@ def test_the_bench_has_a_row_per_drive_model_with_its_latest_done_runs_figures(f
         drawn = report_html.bar_chart(chart, bench.fineprint(table))
         wide, _, narrow = drawn.partition('<svg class="narrow"')  # the same bars, laid out for a phone
         assert wide.count("★ best") == min(1, len(values)) and wide.count("testbed: ") == len(values)
-        assert narrow.count("★ best") == min(1, len(values)) and narrow.count('<g class="row"') == len(values)
+        assert narrow.count("★ best") == min(1, len(values)) and narrow.count('<g class="row') == len(values)
     assert bench.chart(table, "no-such-figure") is None
 
 

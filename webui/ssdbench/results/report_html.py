@@ -278,7 +278,8 @@ def bar_chart(c, fineprint):
         + "</figcaption>",
         f'<svg class="wide" xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height + 16}" '
         f'viewBox="0 0 {WIDTH} {height + 16}" font-family="sans-serif" font-size="12" role="img" '
-        f'aria-label="{_e(what)}">{_hatch_pattern(hatch)}<rect width="100%" height="100%" fill="#ffffff"/>',
+        f'aria-label="{_e(what)}">{_hatch_pattern(hatch)}'
+        '<rect class="ground" width="100%" height="100%" fill="#ffffff"/>',
     ]
     for i, b in enumerate(c["bars"]):
         y = TOP + i * ROW_H
@@ -328,7 +329,8 @@ def bar_chart(c, fineprint):
             )
         out.append("</g>")
     out.append(
-        f'<text x="{WIDTH - 4}" y="{height + 10}" text-anchor="end" font-size="10" fill="#555">{_e(fineprint)}</text>'
+        f'<text x="{WIDTH - 4}" y="{height + 10}" text-anchor="end" font-size="10" fill="#555" class="fineprint">'
+        f"{_e(fineprint)}</text>"
         "</svg>"
     )
     out.append(narrow_bars(c, factor, hatch, fineprint))
@@ -349,7 +351,7 @@ def _hatch_pattern(hatch):
 
 def _bar_color(b, hatch):
     # neutral colours: the current run darker, never a red that reads as "bad"
-    return "#1f4e79" if b["current"] else f"url(#{hatch})" if b["apart"] else "#6f9cc7"
+    return "#1f4e79" if b["current"] else f"url(#{hatch})" if b["apart"] else "#5f8fbf"
 
 
 def _bar_marks(b):
@@ -372,7 +374,7 @@ def narrow_bars(c, factor, hatch, fineprint):
         f'<svg class="narrow" xmlns="http://www.w3.org/2000/svg" width="{NARROW_W}" height="{height}" '
         f'viewBox="0 0 {NARROW_W} {height}" font-family="sans-serif" font-size="12" role="img" '
         f'aria-label="{_e(c["label"])}">{_hatch_pattern(hatch + "-narrow")}'
-        '<rect width="100%" height="100%" fill="#ffffff"/>'
+        '<rect class="ground" width="100%" height="100%" fill="#ffffff"/>'
     ]
     for i, b in enumerate(c["bars"]):
         y = i * NARROW_ROW
@@ -382,12 +384,14 @@ def narrow_bars(c, factor, hatch, fineprint):
         value = figure(b["value"] * factor) + _bar_marks(b)
         width = bar_w * b["value"] / scale
         out.append(
-            f'<g class="row" data-run="{b["run"]}"><text x="0" y="{y + 13}" '
+            f'<g class="row{" current" if b["current"] else ""}" data-run="{b["run"]}"><text x="0" y="{y + 13}" '
             f'font-weight="{"bold" if b["current"] else "normal"}">{_e(label)}</text>'
             f'<rect x="0" y="{y + 18}" width="{width:.1f}" height="14" fill="{color}"/>'
             f'<text x="{width + 4:.1f}" y="{y + 30}">{_e(value)}</text></g>'
         )
-    out.append(f'<text x="0" y="{height - 6}" font-size="11" fill="#555">{_e(fineprint)}</text></svg>')
+    out.append(
+        f'<text x="0" y="{height - 6}" font-size="11" fill="#555" class="fineprint">{_e(fineprint)}</text></svg>'
+    )
     return "".join(out)
 
 

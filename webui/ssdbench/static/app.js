@@ -23,8 +23,9 @@
 
   const CLOCK_STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 28800, 86400];
 
-  // A live chart on the seconds since the run started; a note stands in it until its first sample comes.
-  function liveChart(parent, label, unit, color, range) {
+  // A live chart on the seconds since the run started, in the theme's `series`th colour; a note stands in it until
+  // its first sample comes.
+  function liveChart(parent, label, unit, series, range) {
     const box = document.createElement("figure");
     box.className = "chart live";
     const waiting = document.createElement("p");
@@ -32,16 +33,17 @@
     waiting.textContent = `${label}: waiting for the first sample`;
     box.append(waiting);
     parent.append(box);
+    const t = SsdbenchReport.theme();
     const opts = {
       width: Math.max(300, Math.min(1100, parent.clientWidth || 900)), height: 160,
       scales: {x: {time: false}, y: range ? {range} : {}},
       series: [{label: "elapsed", value: (u, v) => (v === null ? "–" : SsdbenchReport.clock(v))},
-               {label, stroke: color, width: 1.5, spanGaps: true,
+               {label, stroke: t.colors[series], width: 1.5, spanGaps: true,
                 value: (u, v) => (v === null ? "–" : SsdbenchReport.num(v))}],
       // whole seconds only between the ticks, or two ticks half a second apart would read the same
-      axes: [{label: "elapsed (h:mm:ss)", incrs: CLOCK_STEPS,
+      axes: [{...t.axis, label: "elapsed (h:mm:ss)", incrs: CLOCK_STEPS,
               values: (u, splits) => splits.map((v) => SsdbenchReport.clock(v))},
-             {label: unit, size: 70, values: (u, splits) => splits.map((v) => SsdbenchReport.num(v))}],
+             {...t.axis, label: unit, size: 70, values: (u, splits) => splits.map((v) => SsdbenchReport.num(v))}],
     };
     const u = new uPlot(opts, [[], []], box);
     return {
@@ -61,8 +63,8 @@
   function live(runId) {
     const $ = (id) => document.getElementById(id);
     const parent = $("live-charts");
-    const charts = [liveChart(parent, "IOPS", "IOPS", "#1f77b4"), liveChart(parent, "MB/s", "MB/s", "#d62728"),
-                    liveChart(parent, "Temperature", "°C", "#2ca02c", fitted)];
+    const charts = [liveChart(parent, "IOPS", "IOPS", 0), liveChart(parent, "MB/s", "MB/s", 1),
+                    liveChart(parent, "Temperature", "°C", 2, fitted)];
     // The charts' history: the runner's samples since the run started (a reload draws them all again), then
     // each new one as the page follows the run.
     const samples = {t: [], iops: [], mb_s: []};

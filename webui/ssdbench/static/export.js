@@ -60,6 +60,7 @@
   // at gaps) or as dots, the bands' shades a plugin drew (passed in), the legend's names and the small print.
   function uplotSvg(u, title, fineprint, options) {
     const {bands} = options || {};
+    const t = SsdbenchReport.theme(); // the chart's own colours: its series were drawn for this ground
     const r = uPlot.pxRatio;
     const box = {left: u.bbox.left / r, top: u.bbox.top / r, width: u.bbox.width / r, height: u.bbox.height / r};
     const legend = u.series.slice(1).filter((s) => s.show !== false);
@@ -67,13 +68,13 @@
     const foot = 18 + 16 * legend.length + 14;
     const svg = node("svg", {xmlns: NS, width: u.width, height: u.height + head + foot,
                              viewBox: `0 0 ${u.width} ${u.height + head + foot}`, "font-family": "sans-serif",
-                             "font-size": 11});
-    svg.append(node("rect", {width: "100%", height: "100%", fill: "#fff"}));
+                             "font-size": 11, fill: t.ink});
+    svg.append(node("rect", {width: "100%", height: "100%", fill: t.ground}));
     svg.append(node("text", {x: 4, y: 16, "font-size": 13, "font-weight": "bold"}, title));
     const g = node("g", {transform: `translate(0 ${head})`});
     svg.append(g);
     g.append(node("rect", {x: round(box.left), y: round(box.top), width: round(box.width), height: round(box.height),
-                           fill: "none", stroke: "#999"}));
+                           fill: "none", stroke: t.faint}));
     u.axes.forEach((axis, i) => {
       if (axis.show === false || !axis._splits) return;
       const key = i === 0 ? "x" : axis.scale || "y";
@@ -82,11 +83,11 @@
         if (label === null || label === undefined || label === "") return;
         if (i === 0) {
           const x = round(box.left + u.valToPos(v, key));
-          g.append(node("line", {x1: x, x2: x, y1: box.top + box.height, y2: box.top + box.height + 4, stroke: "#666"}));
+          g.append(node("line", {x1: x, x2: x, y1: box.top + box.height, y2: box.top + box.height + 4, stroke: t.faint}));
           g.append(node("text", {x, y: box.top + box.height + 16, "text-anchor": "middle"}, String(label)));
         } else {
           const y = round(box.top + u.valToPos(v, key));
-          g.append(node("line", {x1: box.left, x2: box.left + box.width, y1: y, y2: y, stroke: "#eee"}));
+          g.append(node("line", {x1: box.left, x2: box.left + box.width, y1: y, y2: y, stroke: t.grid}));
           g.append(node("text", {x: box.left - 6, y: y + 4, "text-anchor": "end"}, String(label)));
         }
       });
@@ -106,7 +107,7 @@
       if (right <= left) continue;
       g.append(node("rect", {x: round(left), y: round(box.top), width: round(right - left), height: round(box.height),
                              fill: "rgba(31, 119, 180, 0.10)"}));
-      g.append(node("text", {x: round(left) + 3, y: box.top + 11, "font-size": 9, fill: "#555"}, b.label));
+      g.append(node("text", {x: round(left) + 3, y: box.top + 11, "font-size": 9}, b.label));
     }
     const xs = u.data[0];
     u.series.forEach((s, i) => {
@@ -135,14 +136,15 @@
       g.append(node("rect", {x: box.left, y: y - 9, width: 12, height: 10, fill: color}));
       g.append(node("text", {x: box.left + 18, y}, s.label || ""));
     });
-    svg.append(node("text", {x: u.width - 4, y: u.height + head + foot - 4, "text-anchor": "end", "font-size": 9,
-                             fill: "#666"}, fineprint));
+    svg.append(node("text", {x: u.width - 4, y: u.height + head + foot - 4, "text-anchor": "end", "font-size": 9},
+                             fineprint));
     return new XMLSerializer().serializeToString(svg);
   }
 
   // The canvas uPlot drew (axes, grid, series and the bands), under its title, over its legend and small print.
   function uplotPng(u, title, fineprint) {
     const r = uPlot.pxRatio;
+    const t = SsdbenchReport.theme();
     const src = u.ctx.canvas;
     const legend = u.series.slice(1).filter((s) => s.show !== false);
     const head = 24 * r;
@@ -151,10 +153,10 @@
     out.width = src.width;
     out.height = src.height + head + foot;
     const ctx = out.getContext("2d");
-    ctx.fillStyle = "#fff";
+    ctx.fillStyle = t.ground;
     ctx.fillRect(0, 0, out.width, out.height);
     ctx.drawImage(src, 0, head);
-    ctx.fillStyle = "#000";
+    ctx.fillStyle = t.ink;
     ctx.font = `bold ${13 * r}px sans-serif`;
     ctx.fillText(title, 4 * r, 16 * r);
     ctx.font = `${11 * r}px sans-serif`;
@@ -162,10 +164,10 @@
       const y = head + src.height + (16 + 16 * k) * r;
       ctx.fillStyle = typeof s.stroke === "function" ? s.stroke(u, k + 1) : s.stroke || "#000";
       ctx.fillRect(u.bbox.left, y - 9 * r, 12 * r, 10 * r);
-      ctx.fillStyle = "#000";
+      ctx.fillStyle = t.ink;
       ctx.fillText(s.label || "", u.bbox.left + 18 * r, y);
     });
-    ctx.fillStyle = "#666";
+    ctx.fillStyle = t.ink;
     ctx.font = `${9 * r}px sans-serif`;
     ctx.textAlign = "end";
     ctx.fillText(fineprint, out.width - 4 * r, out.height - 4 * r);

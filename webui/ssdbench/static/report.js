@@ -17,8 +17,22 @@
 
   const PERCENTILES = ["50", "90", "99", "99.9", "99.99"];
   const STEADY_FROM_S = 1400; // runs before the judged window was recorded: methodology 5's t >= 1400 s
-  const COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
-                  "#7f7f7f", "#bcbd22"];
+  // The charts' colours in each theme: uPlot draws on a canvas, which the style sheet does not reach. The series
+  // are Category10's hues, each at 3:1 or more against its theme's ground (WCAG's contrast for graphics), the
+  // axes' text at 4.5:1 or more; the theme is the system's when the chart is drawn.
+  const THEMES = {
+    light: {ground: "#fafafa", ink: "#1b1b1b", faint: "rgba(0, 0, 0, 0.35)", grid: "rgba(0, 0, 0, 0.07)",
+            colors: ["#1f77b4", "#d62728", "#2ca02c", "#c25e00", "#9467bd", "#8c564b", "#b8459a", "#11808b",
+                     "#6e6e6e", "#7a7b00"]},
+    dark: {ground: "#14181c", ink: "#e2e4e6", faint: "rgba(255, 255, 255, 0.4)", grid: "rgba(255, 255, 255, 0.12)",
+           colors: ["#6cb6ff", "#ff7b72", "#56d364", "#ffa657", "#d2a8ff", "#d9a38b", "#f778ba", "#39d0e0",
+                    "#b0b7bf", "#d4d44c"]},
+  };
+
+  function theme() {
+    const t = global.matchMedia("(prefers-color-scheme: dark)").matches ? THEMES.dark : THEMES.light;
+    return {...t, axis: {stroke: t.ink, grid: {stroke: t.grid}, ticks: {stroke: t.grid}}};
+  }
   const charts = [];
 
   // --- DOM and number formatting ---------------------------------------------------------------
@@ -405,6 +419,7 @@
       const value = (self, v, ...rest) => `${x.value(self, v, ...rest)} ${bandAt(bands, v)}`.trim();
       return {...given, scales: {...given.scales, x: {...given.scales.x, range}}, series: [{...x, value}, ...lines]};
     };
+    const look = theme();
     const draw = (u) => {
       const {ctx, bbox} = u;
       ctx.save();
@@ -418,9 +433,10 @@
         const right = u.valToPos(b.to, "x", true);
         ctx.fillStyle = i % 2 ? "rgba(127, 127, 127, 0.12)" : "rgba(31, 119, 180, 0.10)";
         ctx.fillRect(left, bbox.top, right - left, bbox.height);
-        ctx.fillStyle = "rgba(0, 0, 0, 0.35)";
+        ctx.fillStyle = look.faint;
         ctx.fillRect(left, bbox.top, uPlot.pxRatio, bbox.height);
         const text = 4 * uPlot.pxRatio + ctx.measureText(b.label).width;
+        ctx.fillStyle = look.ink;
         if (text <= right - left) ctx.fillText(b.label, left + 2 * uPlot.pxRatio, bbox.top + 2 * uPlot.pxRatio);
       });
       ctx.restore();
@@ -451,6 +467,7 @@
   // Markers at one place (p50 and p90 in one bin) share a line and a label; a label goes on the first row where
   // it clears the one before it, so that none overlaps another.
   function markersPlugin(markers) {
+    const look = theme();
     const draw = (u) => {
       const {ctx, bbox} = u;
       const r = uPlot.pxRatio;
@@ -465,7 +482,7 @@
       }
       const rows = []; // each row's right end so far
       for (const [x, labels] of [...at.entries()].sort((a, b) => a[0] - b[0])) {
-        ctx.strokeStyle = "rgba(0, 0, 0, 0.55)";
+        ctx.strokeStyle = look.faint;
         ctx.beginPath();
         ctx.moveTo(x, bbox.top);
         ctx.lineTo(x, bbox.top + bbox.height);
@@ -477,7 +494,7 @@
         let row = rows.findIndex((end) => end + 4 * r <= left);
         if (row < 0) row = rows.push(0) - 1;
         rows[row] = left + width;
-        ctx.fillStyle = "#333";
+        ctx.fillStyle = look.ink;
         ctx.fillText(text, left, bbox.top + (10 + 11 * row) * r);
       }
       ctx.restore();
@@ -597,6 +614,7 @@
     const isCategory = categories !== null;
     const width = Math.max(360, Math.min(1100, (parent.clientWidth || 900) - 8));
     const xLog = Boolean(spec.xAxis.log);
+    const t = theme();
     const plugins = [...(spec.bands ? [bandsPlugin(spec.bands)] : []),
                      ...(spec.markers && spec.markers.length ? [markersPlugin(spec.markers)] : [])];
     const opts = {
@@ -610,18 +628,18 @@
         {label: spec.xAxis.label, value: (u, v) => (v === null ? "" : isCategory ? categories[v] ?? "" :
                                                      spec.xAxis.kind === "bytes" ? bytes(v) : num(v))},
         ...spec.lines.map((l, i) => ({
-          label: l.label, stroke: COLORS[i % COLORS.length], width: 1.5, spanGaps: !isCategory && !spec.histogram,
-          points: isCategory || spec.dots ? {show: true, size: spec.dots ? 4 : 7, fill: COLORS[i % COLORS.length]}
+          label: l.label, stroke: t.colors[i % t.colors.length], width: 1.5, spanGaps: !isCategory && !spec.histogram,
+          points: isCategory || spec.dots ? {show: true, size: spec.dots ? 4 : 7, fill: t.colors[i % t.colors.length]}
                                           : {},
           paths: spec.dots ? () => null : spec.histogram ? uPlot.paths.stepped({align: 1}) : undefined,
           value: (u, v) => (v === null || v === undefined ? "" : num(v)),
         })),
       ],
       axes: [
-        {label: spec.xAxis.label, values: xValues(spec.xAxis, categories),
+        {...t.axis, label: spec.xAxis.label, values: xValues(spec.xAxis, categories),
          splits: isCategory ? () => categories.map((_, i) => i) : undefined, rotate: isCategory ? -20 : 0,
          size: isCategory ? 90 : 40},
-        {label: spec.yAxis.label, size: 70, values: tickValues},
+        {...t.axis, label: spec.yAxis.label, size: 70, values: tickValues},
       ],
     };
     const u = new uPlot(opts, data, holder);
@@ -859,5 +877,5 @@
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
   else init();
 
-  global.SsdbenchReport = {draw, compare, charts, clock, num};
+  global.SsdbenchReport = {draw, compare, charts, clock, num, theme};
 })(window);

@@ -3,6 +3,7 @@ at a phone's 390x844 scrolls only downwards, and a dark system theme gets a dark
 by the real engine (run 1), a run the runner still holds (run 2, the live view) and another done run (run 3)."""
 
 import os
+import re
 import shutil
 
 import pytest
@@ -30,6 +31,38 @@ SMALL_TEXT = """() => [...document.querySelectorAll("svg text")].filter((t) => t
 # axe-core's contrast rule, on the page as it is drawn: each element of too little contrast, with what axe says.
 CONTRAST = """async () => (await axe.run(document, {runOnly: {type: "rule", values: ["color-contrast"]}})).violations
   .flatMap((v) => v.nodes.map((n) => `${n.target.join(" ")}: ${n.any.map((a) => a.message).join("; ")}`))"""
+
+# Every chart's colours as the page draws them, each with the ground it is on and the contrast WCAG asks of it:
+# a uPlot chart's axis text (4.5:1) and series (3:1, a graphic) on the page's ground behind it, as its canvas is
+# out of axe's reach; a ranked bar chart's texts and plain bars on its SVG's ground, as the style sheet leaves them.
+CHART_COLOURS = r"""() => {
+  const out = [];
+  const behind = (node) => {
+    for (; node; node = node.parentElement) {
+      const colour = getComputedStyle(node).backgroundColor;
+      if (!/^rgba\(.*, 0\)$/.test(colour)) return colour;
+    }
+    return "rgb(255, 255, 255)";
+  };
+  if (window.SsdbenchReport) {
+    for (const u of [...SsdbenchReport.charts, ...(window.SsdbenchLive ? SsdbenchLive.charts : [])]) {
+      const ground = behind(u.root);
+      u.axes.forEach((a, i) => out.push([`axis ${i}`, a.stroke(u, i), ground, 4.5]));
+      u.series.slice(1).forEach((s, i) => out.push([`line ${s.label}`, s.stroke(u, i + 1), ground, 3]));
+    }
+  }
+  for (const svg of document.querySelectorAll("figure.bars svg")) {
+    if (!svg.getClientRects().length) continue;
+    const ground = getComputedStyle(svg.querySelector("rect.ground")).fill;
+    svg.querySelectorAll(":scope > text, g.bar > text, g.row > text").forEach(
+      (t) => out.push([`text ${t.textContent.slice(0, 30)}`, getComputedStyle(t).fill, ground, 4.5]));
+    svg.querySelectorAll("g.bar > rect, g.row > rect").forEach((r) => {
+      const fill = getComputedStyle(r).fill;
+      if (!fill.startsWith("url(")) out.push(["bar", fill, ground, 3]);
+    });
+  }
+  return out;
+}"""
 
 pytestmark = [needs_root(), pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="apt-get install chromium")]
 
@@ -74,12 +107,36 @@ def pages(browser, base, scheme):
         seen[name] = page.evaluate(measure)
         assert page.evaluate(SMALL_TEXT) == [], name  # charts laid out for the phone's width, not scaled down
         page.add_script_tag(path=axe_script())
-        faint[name] = page.evaluate(CONTRAST)
+        faint[name] = page.evaluate(CONTRAST) + faint_charts(page.evaluate(CHART_COLOURS))
     context.close()
     assert errors == [] and asked == []
     # WCAG AA contrast (4.5:1 for text, 3:1 for large text) on every page, in either theme
     assert not any(faint.values()), {name: found for name, found in faint.items() if found}
     return seen
+
+
+def faint_charts(colours):
+    """The chart colours (CHART_COLOURS) under the contrast asked of them, each with the contrast it has."""
+    return [
+        f"{what}: {ink} on {ground}, {contrast(ink, ground):.2f}:1"
+        for what, ink, ground, least in colours
+        if contrast(ink, ground) < least
+    ]
+
+
+def contrast(one, other):
+    """WCAG's contrast ratio of two colours, each #rrggbb or CSS's rgb(r, g, b)."""
+
+    def luminance(colour):
+        if colour.startswith("#"):
+            channels = [int(colour[i : i + 2], 16) for i in (1, 3, 5)]
+        else:
+            channels = [int(float(c)) for c in re.findall(r"[\d.]+", colour)[:3]]
+        linear = [c / 255 / 12.92 if c / 255 <= 0.03928 else ((c / 255 + 0.055) / 1.055) ** 2.4 for c in channels]
+        return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+    high, low = sorted((luminance(one), luminance(other)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
 
 
 def assert_live_view_leads(page):
