@@ -87,3 +87,22 @@ def test_a_run_on_a_stock_fio_says_why_its_data_was_made_on_the_clock(smoke_run)
     said = f"the data was made on the clock: {plan.STOCK.why}"
     assert said in document.run_warnings(run)
     assert [c["cause"] for c in causes.of(run) if said in c["details"]] == ["the data was made on the clock"]
+
+
+def test_each_cause_has_its_rules_severity_and_the_worst_come_first(smoke_run):
+    run = copy.deepcopy(runs_of(smoke_run[1])[0])
+    # a link far slower than a loop device (rule 2: a cache answered) and a resumed run (a run's own note)
+    run["drive"]["link"] = {"kind": "pcie", "speed": "2.5 GT/s", "width": "x1"}
+    run["environment"]["resumed"] = [{"cut_step": 5, "from_step": 4}]
+    found = causes.of(run)
+    severities = [c["severity"] for c in found]
+    assert severities == sorted(severities, key=validity.SEVERITIES.index)
+    by_cause = {c["cause"]: c["severity"] for c in found}
+    assert by_cause["faster than the drive's link: a cache answered"] == validity.INVALID
+    assert by_cause["resumed"] == validity.INFORMATION
+    assert found[0]["severity"] == validity.INVALID and found[-1]["severity"] == validity.INFORMATION
+    html = report_html.flags(found, "done")
+    assert html.index('class="severity invalid">Invalid<') < html.index('class="severity information">Information<')
+    # a flag keeps its severity through a copy (as its cause does: test_heat)
+    fast = [r for reasons in validity.suspects(run) for r in reasons if validity.cause_of(r).startswith("faster")]
+    assert fast and {validity.severity_of(r) for r in copy.deepcopy(fast)} == {validity.INVALID}

@@ -1,6 +1,6 @@
-"""A run's warnings as a tester reads them at a glance: one line for each cause, with how many steps it holds and
-their titles, its details folded beneath; and whether the drive is emulated, said once. Read from the run alone
-(store.get_run's shape or a run document), as summary.py reads it.
+"""A run's warnings as a tester reads them at a glance: one line for each cause, with its severity, how many steps
+it holds and their titles, its details folded beneath; and whether the drive is emulated, said once. Read from the
+run alone (store.get_run's shape or a run document), as summary.py reads it.
 
 A step's reason knows its cause when its validity rule names one (validity.Flag); any other reason, a rule's
 that names none yet, is grouped by its consequence: the words after its last colon, which every reason ends on
@@ -26,23 +26,36 @@ def emulated(run):
 
 
 def of(run, suspects=None):
-    """The run's warnings by cause, in the order they first come: [{cause, steps: [{key, title}], details}], steps
-    empty for a warning of the whole run. `details`: each reason whole, a step's named by its title. The reasons
-    that make a run not comparable are left out: the summary says those with its badge. `suspects`:
+    """The run's warnings by cause, the most severe first, then in the order they first come: [{cause, severity,
+    steps: [{key, title}], details}], steps empty for a warning of the whole run; severity the worst of its
+    reasons' (validity.SEVERITIES). `details`: each reason whole, a step's named by its title. The reasons that
+    make a run not comparable are left out: the summary says those with its badge. `suspects`:
     validity.suspects(run) when the caller has it already."""
     suspects = validity.suspects(run) if suspects is None else suspects
     apart = set(document.incomparable(run))
     groups = {}
+
+    def group(words, severity):
+        found = groups.setdefault(words, {"cause": words, "severity": severity, "steps": [], "details": []})
+        found["severity"] = min(found["severity"], severity, key=validity.SEVERITIES.index)
+        return found
+
     for text in document.run_warnings(run, [[] for _ in run["steps"]]):
         if text not in apart:
             words = text.split(": ", 1)[0]
-            groups.setdefault(words, {"cause": words, "steps": [], "details": []})["details"].append(text)
+            group(words, run_severity(words))["details"].append(text)
     for step, reasons in zip(run["steps"], suspects):
         for reason in reasons:
-            words = validity.cause_of(reason)
-            group = groups.setdefault(words, {"cause": words, "steps": [], "details": []})
+            found = group(validity.cause_of(reason), validity.severity_of(reason))
             title = step.get("title") or step["key"]
-            if step["key"] not in (s["key"] for s in group["steps"]):
-                group["steps"].append({"key": step["key"], "title": title})
-            group["details"].append(f"{title}: {reason}")
-    return list(groups.values())
+            if step["key"] not in (s["key"] for s in found["steps"]):
+                found["steps"].append({"key": step["key"], "title": title})
+            found["details"].append(f"{title}: {reason}")
+    return sorted(groups.values(), key=lambda g: validity.SEVERITIES.index(g["severity"]))
+
+
+def run_severity(words):
+    """A run's own warning's severity, by its first words: that it was resumed or ended early touches no figure of
+    the steps it has (each step that ran again says so); anything else of the run (its testbed, its data, its
+    adapted block sizes) affects comparison."""
+    return validity.INFORMATION if words == "resumed" or words.startswith("the run is ") else validity.AFFECTS

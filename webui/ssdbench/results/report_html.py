@@ -235,12 +235,17 @@ def flags(causes, state):
         count = f"{len(steps)} step{'s' if len(steps) > 1 else ''}: " if steps else ""
         titles = f' <span class="steps">({_e(", ".join(st["title"] for st in steps))})</span>' if steps else ""
         details = "".join(f"<li>{_e(d)}</li>" for d in c["details"])
+        severity = c["severity"]
         out.append(
-            f'<details class="cause" id="cause-{n}"><summary>⚠ {_e(count)}<strong>{_e(c["cause"])}</strong>{titles}'
+            f'<details class="cause" id="cause-{n}"><summary>⚠ <span class="severity {_e(severity.split()[0])}">'
+            f"{_e(severity.capitalize())}</span> {_e(count)}<strong>{_e(c['cause'])}</strong>{titles}"
             f"</summary><ul>{details}</ul></details>"
         )
     out.append(
-        '<p class="flag-key">Key: ⚠ beside a figure, its step has a warning above (click the ⚠ for it); '
+        "<p class=\"flag-key\">Key: <strong>Invalid</strong>, the figure is not the drive's (a cache or the drive's "
+        "map answered, or the measurement broke); <strong>Affects comparison</strong>, the figure is the drive's "
+        "with the PC, the heat or the timing in it; <strong>Information</strong>, no figure is touched. "
+        "⚠ beside a figure, its step has a warning above (click the ⚠ for it); "
         "⚠ host on a bar, the PC is in that figure; ★ best, the best drive of the bench.</p></div>"
     )
     return "".join(out)

@@ -34,30 +34,36 @@ CPU_WAIT_LIMIT = 10.0
 # Its cause, which a testbed whose calibration found fio short of a whole CPU shares (results/testbed.py).
 HOST_CAUSE = "the PC, not the drive, is in part of the figure"
 UNWRITTEN = "reads of LBAs never written"
+# How much a cause weighs, worst first (the pages order causes by it): the figure is not the drive's at all (a cache
+# or the drive's map answered, the measurement broke); it is the drive's, with the PC, the heat or the timing in it,
+# so that it sets apart from another testbed's; or nothing in the figures is touched.
+INVALID, AFFECTS, INFORMATION = "invalid", "affects comparison", "information"
+SEVERITIES = (INVALID, AFFECTS, INFORMATION)
 
 
 class Flag(str):
     """A reason, in words, that knows its rule's cause: a few words that name what went wrong, the same for every
-    step the rule flags, so that the pages show one line for the steps of one cause. A reason that is a plain
-    str (a rule without a cause yet) is grouped by its own words (results/causes.py)."""
+    step the rule flags, so that the pages show one line for the steps of one cause; and its severity. A reason
+    that is a plain str (a rule without a cause yet) is grouped by its own words (results/causes.py)."""
 
-    def __new__(cls, text, cause):
+    def __new__(cls, text, cause, severity=AFFECTS):
         flag = super().__new__(cls, text)
         flag.cause = cause
+        flag.severity = severity
         return flag
 
     def __getnewargs__(self):
         # a copy (copy.deepcopy, pickle) makes it again with its cause
-        return str(self), self.cause
+        return str(self), self.cause, self.severity
 
 
-def cause(words):
-    """Each reason a rule returns as a Flag of this cause."""
+def cause(words, severity=AFFECTS):
+    """Each reason a rule returns as a Flag of this cause and severity."""
 
     def tag(rule):
         @functools.wraps(rule)
         def tagged(*args):
-            return [Flag(text, words) for text in rule(*args)]
+            return [Flag(text, words, severity) for text in rule(*args)]
 
         return tagged
 
@@ -67,6 +73,11 @@ def cause(words):
 def cause_of(reason):
     """A step's reason's cause: its rule's, or its consequence, its words after its last colon."""
     return getattr(reason, "cause", None) or reason.rsplit(": ", 1)[-1]
+
+
+def severity_of(reason):
+    """A step's reason's severity: its rule's, or, for a rule that names none, that it affects comparison."""
+    return getattr(reason, "severity", AFFECTS)
 
 
 def suspects(run):
@@ -195,7 +206,7 @@ def link_limit(link):
     return bits * encoding / 8 * int(lanes.group(1))
 
 
-@cause("faster than the drive's link: a cache answered")
+@cause("faster than the drive's link: a cache answered", INVALID)
 def over_link(metrics, limit, link):
     """Rule 2: a bandwidth above what the drive's link can carry, so a cache answered, not the drive."""
     if limit is None:
@@ -215,7 +226,7 @@ def over_link(metrics, limit, link):
     ]
 
 
-@cause("the busy time is not the kernel's")
+@cause("the busy time is not the kernel's", INVALID)
 def busy_mismatch(metrics):
     """Rule 4: a trace's disk busy time, rebuilt from fio's logs (all.busy_s), differs from what the kernel
     counted for the drive over the same fio (kernel.busy_s, its io_ticks) by more than BUSY_TOLERANCE of the
@@ -233,7 +244,7 @@ def busy_mismatch(metrics):
     ]
 
 
-@cause("the background fell behind its clock")
+@cause("the background fell behind its clock", INVALID)
 def overran(metrics):
     """Rule 6: Mixed Burst's background fell behind its clock. A period whose writes were not all done when the
     next was due made the reads share the drive with late writes, not with the 20 MB/s download the suite asks:
@@ -308,6 +319,7 @@ def unwritten_reads(run):
                         f"reads LBAs never written since {since} ({'; '.join(short)}): the drive answers them "
                         "without reading its flash",
                         UNWRITTEN,
+                        INVALID,
                     )
                 )
     return out
