@@ -203,8 +203,9 @@ def test_a_4kn_drive_runs_512_b_rows_and_trace_ios_rounded_up_to_its_blocks(loop
     assert logged and all(s.offset % 4096 == 0 and s.bs % 4096 == 0 for s in logged)
     # The run carries it as a warning, on its page and in its offline report; each step keeps its own notes.
     warning = (
-        "adapted to the drive's 4096 B logical blocks: in xfer, trace, the block sizes and trace IOs that are not "
-        "whole logical blocks ran rounded up to them (each step says how)"
+        "adapted to the drive's 4096 B logical blocks: in Sequential MB/s against transfer size, QD1; Trace playback "
+        "(synthetic smoke trace), the block sizes and trace IOs that are not whole logical blocks ran rounded up to "
+        "them (each step says how)"
     )
     doc = document.run_document(db, 1)
     assert warning in doc["warnings"] and str(escape(warning)).encode() in offline_report.render(

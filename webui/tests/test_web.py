@@ -347,7 +347,7 @@ def test_run_and_compare_pages_show_a_suspect_step(client, data_dir, token):
     reason = (
         "read 404.5 MB/s: above the 250 MB/s that the drive's link (2.5 GT/s PCIe x1) carries, so something cached it"
     )
-    line = f"step rand-read-4k is suspect: {reason}"
+    line = f"4K random read, QD3 is suspect: {reason}"
     # the run page under its cause, with the step's title; compare in the run's warnings
     assert str(escape(f"4K random read, QD3: {reason}")).encode() in client.get("/runs/1").data
     assert str(escape(line)).encode() in client.get("/compare?run=1&run=2").data

@@ -47,7 +47,7 @@ def of(run, suspects=None):
     for step, reasons in zip(run["steps"], suspects):
         for reason in reasons:
             found = group(validity.cause_of(reason), validity.severity_of(reason))
-            title = step.get("title") or step["key"]
+            title = document.title(step)
             if step["key"] not in (s["key"] for s in found["steps"]):
                 found["steps"].append({"key": step["key"], "title": title})
             found["details"].append(f"{title}: {reason}")

@@ -66,12 +66,12 @@ def run_warnings(run, suspects=None):
             "environment recorded then"
         )
     adapted = [
-        step["key"] for step in run["steps"] if isinstance(step["detail"], dict) and step["detail"].get("adapted")
+        title(step) for step in run["steps"] if isinstance(step["detail"], dict) and step["detail"].get("adapted")
     ]
     if adapted:
         out.append(
             f"adapted to the drive's {run['drive'].get('logical_block_size')} B logical blocks: in "
-            f"{', '.join(adapted)}, the block sizes and trace IOs that are not whole logical blocks ran rounded up to "
+            f"{'; '.join(adapted)}, the block sizes and trace IOs that are not whole logical blocks ran rounded up to "
             "them (each step says how)"
         )
     why = ((run.get("environment") or {}).get("data") or {}).get("why")
@@ -80,8 +80,14 @@ def run_warnings(run, suspects=None):
     out += testbed.flags(run)
     for step, reasons in zip(run["steps"], validity.suspects(run) if suspects is None else suspects):
         if reasons:
-            out.append(f"step {step['key']} is suspect: {'; '.join(reasons)}")
+            out.append(f"{title(step)} is suspect: {'; '.join(reasons)}")
     return out
+
+
+def title(step):
+    """A step as the pages name it: its title, or its id where it has none (titles hold commas: a list of them is
+    joined by "; ")."""
+    return step.get("title") or step["key"]
 
 
 def run_document(db, run_id):
