@@ -213,7 +213,8 @@ def test_a_trace_uploaded_on_the_web_plays_through_the_queue_and_is_non_standard
     run = client.get("/api/runs/1").get_json()
     trace = run["steps"][-1]["detail"]["trace"]
     assert trace["name"] == "msr" and trace["sha256"] == entry["sha256"] and trace["synthetic"] is False
-    own = f"step trace plays the tester's own trace msr (sha256 {entry['sha256']}), not a standard trace"
+    played = run["steps"][-1]["title"]
+    own = f"{played} plays the tester's own trace msr (sha256 {entry['sha256']}), not a standard trace"
     assert own in " ".join(run["warnings"]) and any("non-standard suite" in w for w in run["warnings"])
     assert b"plays the tester&#39;s own trace msr" in client.get("/runs/1").data
     bundle = zipfile.ZipFile(io.BytesIO(client.get("/api/runs/1/bundle").data))

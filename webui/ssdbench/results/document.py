@@ -44,7 +44,7 @@ def incomparable(run):
         trace = (step.get("detail") or {}).get("trace") or {}
         if trace.get("synthetic") is False:
             out.append(
-                f"step {step['key']} plays the tester's own trace {trace.get('name')} (sha256 {trace.get('sha256')}), "
+                f"{title(step)} plays the tester's own trace {trace.get('name')} (sha256 {trace.get('sha256')}), "
                 "not a standard trace: it compares only with runs of that same trace"
             )
     if run["drive"].get("development_target"):
