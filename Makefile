@@ -21,8 +21,8 @@ help:
 	@echo "make lint    ruff on webui/, shellcheck on the shell scripts of board/, overlay/ and .ci/"
 	@echo "make test    run every test (needs root: loop devices, real fio)"
 	@echo "make screenshots  make the docs' screenshots (docs/screenshots) again in chromium"
-	@echo "make bench   measure the harness against plain fio, result ingestion, the web, the lab's uploads and pages, the same figures on a free, a slow and a busy host, how far quick's figures repeat, then make bench-vm (about 95 minutes)"
-	@echo "make bench-vm  how far smoke's figures repeat on the VM's NVMe drive, x5 against plain fio, and whether reading the temperature once a second slows a QD32 read on its AHCI and NVMe drives (about 40 minutes)"
+	@echo "make bench   measure the harness against plain fio, result ingestion, the web, the lab's uploads and pages, the appliance's pages, the same figures on a free, a slow and a busy host, how far quick's figures repeat, then make bench-vm (about 95 minutes)"
+	@echo "make bench-vm  how far smoke's figures repeat on the VM's NVMe drive, x5 against plain fio, its pages' p95, and whether reading the temperature once a second slows a QD32 read on its AHCI and NVMe drives (about 40 minutes)"
 	@echo "make lab     a local lab (results server) on its own PostgreSQL in build/lab, on port 8090"
 	@echo "make vm-image  build the VM test image from Debian packages and the image's BusyBox: $(VM_DIR)/"
 	@echo "make demo    boot the appliance in QEMU, the web UI on http://localhost:8080"
@@ -99,6 +99,7 @@ bench: assets fio
 	cd webui && $(FIO_PATH) $(PYTHON) bench/bench_web.py
 	cd webui && $(FIO_PATH) $(PYTHON) bench/bench_lab.py
 	cd webui && $(FIO_PATH) $(PYTHON) bench/bench_lab_pages.py
+	cd webui && $(PYTHON) bench/bench_pages.py
 	cd webui && $(FIO_PATH) $(PYTHON) bench/bench_repeat.py
 	@$(MAKE) --no-print-directory bench-vm
 

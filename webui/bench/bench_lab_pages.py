@@ -16,18 +16,14 @@ every part works, not the times).
 import argparse
 import datetime
 import hashlib
-import http.cookiejar
 import json
 import os
-import re
 import shutil
-import statistics
 import sys
 import time
-import urllib.parse
-import urllib.request
 
 from bench_lab import empty_lab, lab_server, standard_bundle
+from session import Session, timed
 
 from ssdbench.lab import access, admit, index, shelf
 from ssdbench.web import data
@@ -117,25 +113,6 @@ def link(store_dir, path, runs):
         os.link(source, target)
 
 
-class Client:
-    """A logged-in browser's plain HTTP: the login form's CSRF token, then the session cookie."""
-
-    def __init__(self, url, user, password):
-        self.url = url
-        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
-        csrf = re.search(r'name="csrf_token" value="([^"]+)"', self.get("/login"))[1]
-        form = urllib.parse.urlencode({"user": user, "password": password, "csrf_token": csrf}).encode()
-        with self.opener.open(url + "/login", data=form) as response:
-            if not response.geturl().endswith("/history"):
-                raise SystemExit("the login failed")
-
-    def get(self, path):
-        with self.opener.open(self.url + path, timeout=120) as response:
-            if response.status != 200:
-                raise SystemExit(f"{path}: {response.status}")
-            return response.read().decode(errors="replace")  # a bundle's zip too
-
-
 def main():
     args = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     args.add_argument("--short", action="store_true", help="2,000 runs, 5 requests a page: check that it works")
@@ -165,20 +142,14 @@ def main():
             ),
         }
         with lab_server(db_url, store_dir) as url:
-            client = Client(url, "bench", password)
+            client = Session(url, user="bench", password=password)
             for name, (path, expect) in pages.items():
                 if expect not in client.get(path).replace(": ", ":"):
                     problems.append(f"{name}: {path} does not show {expect!r}")
-                took = []
-                for _ in range(requests):
-                    began = time.perf_counter()
-                    client.get(path)
-                    took.append((time.perf_counter() - began) * 1000)
-                cuts = statistics.quantiles(took, n=100, method="inclusive")
-                results[name] = {"p50_ms": cuts[49], "p95_ms": cuts[94]}
-                print(f"{name} ({path[:40]}): p50 {cuts[49]:.0f} ms, p95 {cuts[94]:.0f} ms", flush=True)
-                if not short and cuts[94] > LIMIT_MS:
-                    problems.append(f"{name}: p95 {cuts[94]:.0f} ms, over {LIMIT_MS} ms")
+                results[name] = took = timed(requests, lambda path=path: client.get(path))
+                print(f"{name} ({path[:40]}): p50 {took['p50_ms']:.0f} ms, p95 {took['p95_ms']:.0f} ms", flush=True)
+                if not short and took["p95_ms"] > LIMIT_MS:
+                    problems.append(f"{name}: p95 {took['p95_ms']:.0f} ms, over {LIMIT_MS} ms")
     for p in problems:
         print(f"PROBLEM: {p}")
     print(json.dumps({"runs": runs, "pages": results, "ok": not problems}))

@@ -41,6 +41,12 @@ def test_the_web_bench_runs():
 
 
 @needs_root()
+def test_the_appliance_pages_bench_runs():
+    result = short_bench("bench_pages.py")
+    assert result["ok"] and len(result["pages"]) == 5 and all(p["p95_ms"] > 0 for p in result["pages"].values())
+
+
+@needs_root()
 def test_the_lab_bench_runs():
     result = short_bench("bench_lab.py")
     assert result["ok"] and result["uploads_per_s"] > 0 and result["p99_ms"] > 0

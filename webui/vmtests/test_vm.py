@@ -66,6 +66,9 @@ VM_APPLIANCE, HOST_APPLIANCE = "vm-appliance", "host-appliance"
 # mode, which checks that it works in the VM; make bench-vm sets SSDBENCH_VM_REPEAT to the number of smoke runs
 # (how far smoke's figures repeat on the VM's NVMe drive against plain fio's), and its table goes to COV_TABLE.
 BENCH = os.path.join(TOP, "webui", "bench", "bench_repeat.py")
+# make bench-vm also times the pages a tester waits on, on the VM's own drives (bench_pages.py, from this host).
+PAGE_BENCH = os.path.join(TOP, "webui", "bench", "bench_pages.py")
+PAGES_TABLE = os.path.join(TOP, "build", "vm-pages.txt")
 REPEAT_TIMES = int(os.environ.get("SSDBENCH_VM_REPEAT", "0"))
 COV_TABLE = os.path.join(TOP, "build", "vm-cov-smoke.txt")
 
@@ -628,6 +631,20 @@ def repeat_bench(vm, drive):
     return bench_in_vm(vm, bench, REPEAT_TIMES * 2 * RUN_TIMEOUT_S)
 
 
+def page_bench(vm, drive):
+    """bench/bench_pages.py from this host against the VM's web UI (its emulated drives discovered as a PC's are):
+    each page's p50 and p95, printed and kept in PAGES_TABLE; not judged (TCG on a shared host)."""
+    proc = subprocess.run(
+        [sys.executable, PAGE_BENCH, "--url", f"http://127.0.0.1:{vm.port}", "--pin", PIN, "--drive", drive],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
+    print(proc.stdout)
+    pathlib.Path(PAGES_TABLE).write_text(proc.stdout)
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
 def bench_result(img, seconds):
     """The bench's result from its stick, its table printed and kept in COV_TABLE."""
     table = mtools("mtype", "-i", img, "::table.txt")
@@ -857,6 +874,10 @@ def test_power_cut_leaves_the_run_interrupted_with_its_steps(boot, disks):
     # tests/test_bench.py.)
     if REPEAT_TIMES:
         rc, seconds = repeat_bench(vm, next(d for d in drives(vm) if d["path"] == namespace(vm, 1)))
+        pages = page_bench(vm, namespace(vm, 1))
+        assert (
+            len(drives(vm)) >= 4 and len(pages["pages"]) == 5 and all(p["p95_ms"] > 0 for p in pages["pages"].values())
+        )
     vm.poweroff()
     assert mtools("mdir", "-b", "-i", full_img, "::").split() == ["::/filler", "::/ssdbench-results/"]
     assert mtools("mdir", "-b", "-i", full_img, "::ssdbench-results").split() == []
