@@ -77,15 +77,13 @@ test: assets
 LATE_TESTS = tests/test_api_contract.py tests/test_packaging.py tests/test_bench.py
 
 .PHONY: test-host-lane test-vm-lane
-# make fio (about 30 s of CPU) starts the host's lane, whose tests run it, and is done long before the VM's
-# lane reaches its late tests.
+# make fio (about 30 s of CPU) starts both lanes, made once: the host's tests run it, and the VM image holds it.
 test-host-lane: fio
 	@.ci/timed pytest sh -c 'cd webui && $(FIO_PATH) $(PYTEST) -q --durations=40 $(addprefix --ignore=,$(LATE_TESTS))'
 
-test-vm-lane:
+test-vm-lane: fio
 	@.ci/timed test-vm $(MAKE) --no-print-directory test-vm
 	@.ci/timed test-boot $(MAKE) --no-print-directory test-boot
-	@$(MAKE) --no-print-directory fio
 	@.ci/timed pytest-late sh -c 'cd webui && $(FIO_PATH) $(PYTEST) -q $(LATE_TESTS)'
 
 # The docs' screenshots, made again from the report pages' browser test.
@@ -112,10 +110,9 @@ lab:
 # BusyBox and the image (overlay, package, release) are rebuilt separately,
 # each only when its inputs change.
 VM_DIR = build/vm
-# The VM's fio: Debian's (trixie's 3.39) while this is empty. Set it to a fio
-# program built on this host (the image's 3.41 with its patches) and
-# build-image.sh puts it in place of Debian's.
-VM_FIO ?=
+# The VM's fio: make fio's (the image's 3.41 with its patches, static), which
+# build-image.sh puts in place of Debian's (trixie's 3.39). Empty: Debian's.
+VM_FIO ?= $(FIO_DIR)/bin/fio
 VM_BASE_INPUTS = board/vm/build-base.sh board/vm/packages board/vm/rootfs/etc/modules
 VM_IMAGE_INPUTS = board/vm/build-image.sh board/ssdbench/post-build.sh board/ssdbench/ssdbench.conf $(VENDOR)/uPlot.LICENSE \
 	$(VM_DIR)/version $(VM_DIR)/busybox $(VM_FIO) $(shell find overlay board/vm/rootfs webui/ssdbench -type f -not -path '*/__pycache__/*')

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# make fio: the image's fio on a test host. fio's source as Debian ships it (the upstream tarball of unstable's
-# fio, the version Buildroot builds), with the image's patches (board/ssdbench/patches/fio/), built into $1.
+# make fio: the image's fio on a test host and in the VM. fio's source as Debian ships it (the upstream tarball of
+# unstable's fio, the version Buildroot builds), with the image's patches (board/ssdbench/patches/fio/), built
+# into $1.
 # Debian's archive is the only network: apt checks the tarball against the archive's signed index. Nothing
 # outside $1 changes, and no root is needed: apt works on lists of its own in $1/apt.
 set -euo pipefail
@@ -42,7 +43,10 @@ cd "$out/src/fio-$version"
 for p in "$patches"/*.patch; do
     patch -p1 -F0 -s <"$p"
 done
-./configure --disable-native >configure.log
-make -s -j"$(nproc)" fio >make.log
-cp fio "$out/bin/fio"
+# Static (libaio and zlib inside): the same program runs the host's tests and, in the VM image (make vm-image's
+# VM_FIO), on trixie's C library, whose libaio is another soname (libaio.so.1t64). The linker warns that dlopen
+# and getaddrinfo want the host's glibc at run time: only external engines and fio's network engines use them.
+./configure --disable-native --build-static >configure.log
+make -s -j"$(nproc)" fio >make.log 2>&1
+install -s fio "$out/bin/fio"
 "$out/bin/fio" --version

@@ -13,8 +13,9 @@ set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=$1
 ROOT=$OUT.d
-# Trixie, not the host's Debian 12: its Python (3.13), fio (3.39) and Flask
-# (3.1) are the nearest to the image's that a stable release has.
+# Trixie, not the host's Debian 12: its Python (3.13) and Flask (3.1) are the
+# nearest to the image's that a stable release has (its fio, 3.39, gives way to
+# make fio's 3.41 in build-image.sh).
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 
 rm -rf "$ROOT"
