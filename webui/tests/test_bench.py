@@ -59,16 +59,6 @@ def test_the_lab_pages_bench_runs():
 
 
 @needs_root()
-def test_the_testbeds_bench_runs():
-    """Its short mode: the figures on a free host twice, a slow one and a busy one. A slow host (30% of a CPU)
-    is flagged whatever else the machine runs, and no figure may differ silently, nor for its data's cost with only
-    the run-wide flags: the bench exits non-zero on either (short_bench asserts it exits 0)."""
-    result = short_bench("bench_testbeds.py")
-    assert result["ok"] and result["flagged"]["b: slow"] > 0
-    assert result["silent"] == 0 and result["run_wide_only"] == 0
-
-
-@needs_root()
 def test_the_repeat_bench_runs():
     result = short_bench("bench_repeat.py")
     assert result["ok"] and result["state"] == "done" and result["times"] == 2
