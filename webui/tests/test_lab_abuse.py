@@ -419,10 +419,15 @@ def with_manifest(path, out, change):
 
 
 def peak_memory(server):
-    """The largest peak resident size of the server's worker processes, in bytes."""
-    children = pathlib.Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()
+    """The largest peak resident size of the server's worker processes, in bytes. gunicorn listens before it forks
+    its workers (a busy host once read none): it waits for them."""
+
+    def workers():
+        return pathlib.Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()
+
+    wait_until(workers, "the lab server's workers")
     peaks = []
-    for pid in children:
+    for pid in workers():
         status = pathlib.Path(f"/proc/{pid}/status").read_text()
         peaks.append(int(re.search(r"VmHWM:\s+(\d+) kB", status)[1]) * 1024)
     return max(peaks)
