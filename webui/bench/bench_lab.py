@@ -22,7 +22,6 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -30,6 +29,7 @@ import time
 import zipfile
 
 from bench_web import synthetic_run
+from session import served
 
 from ssdbench.lab import access, cluster, schema
 from ssdbench.results import bundle, store, upload
@@ -58,14 +58,6 @@ def variants(path, count, folder):
     return made
 
 
-def free_port():
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextlib.contextmanager
 def empty_lab(prefix):
     """A migrated lab database on a PostgreSQL of its own in a new folder: (the folder, the database's URL, a
@@ -92,36 +84,11 @@ def standard_bundle(work):
     return bundle.write(store.connect(data), data, run_id, work)
 
 
-@contextlib.contextmanager
 def lab_server(db_url, store_dir):
-    """The real `ssdbench lab serve` on a free port, listening: its base URL."""
-    port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "ssdbench.cli", "lab", "serve", "--db", db_url, "--store", store_dir]
-        # Its access log beside the store, written as in production, not into this report.
-        + ["--port", str(port), "--access-log", os.path.join(os.path.dirname(store_dir), "access.log")],
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 300
-        while not _listening(port):
-            if time.monotonic() > deadline or server.poll() is not None:
-                raise SystemExit("the lab server did not start")
-            time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.terminate()
-        server.wait()
-
-
-def _listening(port):
-    import socket
-
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=5):
-            return True
-    except OSError:
-        return False
+    """The real `ssdbench lab serve` on a free port, listening: a context of its base URL."""
+    # Its access log beside the store, written as in production, not into this report.
+    log = os.path.join(os.path.dirname(store_dir), "access.log")
+    return served(["lab", "serve", "--db", db_url, "--store", store_dir, "--access-log", log])
 
 
 def send_all(order, url, tokens):

@@ -17,14 +17,12 @@ import argparse
 import contextlib
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 
 from bench_web import synthetic_run
-from session import Session, timed
+from session import Session, served, timed
 
 from ssdbench.results import store
 
@@ -40,7 +38,7 @@ def measure(url, pin, drive, requests):
         problems.append(f"the Drives page does not list {drive}")
 
     def start():
-        status, text = browser.post("/start", {"drive": drive, "suite": "smoke", "confirm": "not-its-id"})
+        status, text = browser.send("/start", {"drive": drive, "suite": "smoke", "confirm": "not-its-id"})
         if status != 409 or "Not started: the ID typed does not match" not in text:
             problems.append(f"a Start with a wrong ID answered {status}, not its refusal")
 
@@ -75,27 +73,9 @@ def local_appliance(work):
                     ["losetup", "-f", "--show", image], check=True, capture_output=True, text=True
                 ).stdout.strip()
             )
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
         drives = [arg for dev in devices for arg in ("--drive", dev)]
-        server = subprocess.Popen(
-            [sys.executable, "-m", "ssdbench.cli", "web", "--port", str(port), "--data-dir", data_dir, *drives],
-            env={**os.environ, "SSDBENCH_PIN": PIN},
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            deadline = time.monotonic() + 120
-            while True:
-                with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise SystemExit("ssdbench web did not listen")
-                time.sleep(0.2)
-            yield f"http://127.0.0.1:{port}", devices[0]
-        finally:
-            server.terminate()
-            server.wait()
+        with served(["web", "--data-dir", data_dir, *drives], env={**os.environ, "SSDBENCH_PIN": PIN}) as url:
+            yield url, devices[0]
     finally:
         for dev in devices:
             subprocess.run(["losetup", "-d", dev], capture_output=True)

@@ -1,15 +1,53 @@
-"""The page benchmarks' browser: plain HTTP with a session cookie, logged in through the login form as a tester
-is, each request's time taken on the client, as the browser waits for it."""
+"""The HTTP benchmarks' two ends: one of ssdbench's servers started on a free port and waited for, and a browser
+of plain HTTP with a session cookie, logged in through the login form as a tester is, each request's time taken
+on the client, as the browser waits for it."""
 
+import contextlib
 import http.cookiejar
 import re
+import socket
 import statistics
+import subprocess
+import sys
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 
 CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def served(args, env=None):
+    """`python -m ssdbench.cli ARGS --port PORT` on a free port, once it listens: its base URL; stopped after."""
+    port = free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "ssdbench.cli", *args, "--port", str(port)], env=env, stderr=subprocess.DEVNULL
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while not _listening(port):
+            if time.monotonic() > deadline or server.poll() is not None:
+                raise SystemExit(f"ssdbench {args[0]} did not start")
+            time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.terminate()
+        server.wait()
+
+
+def _listening(port):
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=5):
+            return True
+    except OSError:
+        return False
 
 
 class Session:
@@ -19,20 +57,20 @@ class Session:
         self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
         self.csrf = None
         self.get("/login")
-        status, _ = self.post("/login", login)
+        status, _ = self.send("/login", login)
         if status != 200 or self.last.endswith("/login"):
             raise SystemExit(f"the login at {url} failed ({status})")
 
     def get(self, path):
         """The page's text (a bundle's zip too); anything but 200 ends the benchmark."""
-        status, text = self.post(path, None)
+        status, text = self.send(path)
         if status != 200:
             raise SystemExit(f"{path}: {status}")
         return text
 
-    def post(self, path, fields):
-        """(status, text) of a form sent with the session's CSRF token, or of a GET where `fields` is None: a
-        refusal's status too, as a form's answer is a page whatever it says."""
+    def send(self, path, fields=None):
+        """(status, text) of a GET, or of a form's POST of `fields` with the session's CSRF token: a refusal's
+        status too, as a form's answer is a page whatever it says."""
         data = None if fields is None else urllib.parse.urlencode({**fields, "csrf_token": self.csrf or ""}).encode()
         try:
             with self.opener.open(self.url + path, data=data, timeout=120) as response:
