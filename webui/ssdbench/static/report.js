@@ -409,8 +409,9 @@
   // Spans of the x axis under a chart's lines (a run's steps under its temperature), drawn first, under the
   // grid and the lines: a shade for each (two, alternating, so that steps that touch stay apart), a line where
   // each begins (a step shorter than a pixel still shows), and its label where the band is wide enough for it.
-  // The x axis spans every band, even where no point falls, and the legend names the band under the cursor.
-  function bandsPlugin(bands) {
+  // The x axis spans every band, even where no point falls, and the legend names the band under the cursor. Drawn
+  // in the chart's theme, `look`.
+  function bandsPlugin(bands, look) {
     const first = Math.min(...bands.map((b) => b.from));
     const last = Math.max(...bands.map((b) => b.to));
     const range = (u, min, max) => [Math.min(min, first), Math.max(max, last)];
@@ -419,7 +420,6 @@
       const value = (self, v, ...rest) => `${x.value(self, v, ...rest)} ${bandAt(bands, v)}`.trim();
       return {...given, scales: {...given.scales, x: {...given.scales.x, range}}, series: [{...x, value}, ...lines]};
     };
-    const look = theme();
     const draw = (u) => {
       const {ctx, bbox} = u;
       ctx.save();
@@ -465,9 +465,8 @@
 
   // Values across a chart at x (a step's latency percentiles over its histogram): a dashed line each, labelled.
   // Markers at one place (p50 and p90 in one bin) share a line and a label; a label goes on the first row where
-  // it clears the one before it, so that none overlaps another.
-  function markersPlugin(markers) {
-    const look = theme();
+  // it clears the one before it, so that none overlaps another. Drawn in the chart's theme, `look`.
+  function markersPlugin(markers, look) {
     const draw = (u) => {
       const {ctx, bbox} = u;
       const r = uPlot.pxRatio;
@@ -615,8 +614,8 @@
     const width = Math.max(360, Math.min(1100, (parent.clientWidth || 900) - 8));
     const xLog = Boolean(spec.xAxis.log);
     const t = theme();
-    const plugins = [...(spec.bands ? [bandsPlugin(spec.bands)] : []),
-                     ...(spec.markers && spec.markers.length ? [markersPlugin(spec.markers)] : [])];
+    const plugins = [...(spec.bands ? [bandsPlugin(spec.bands, t)] : []),
+                     ...(spec.markers && spec.markers.length ? [markersPlugin(spec.markers, t)] : [])];
     const opts = {
       width, height: 280, plugins,
       scales: {
