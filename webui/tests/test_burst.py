@@ -7,13 +7,11 @@ re-derived here from fio's own files (the writers' replays and lat logs) and com
 """
 
 import collections
-import contextlib
 import os
 import re
-import tempfile
 
 import pytest
-from conftest import DATA, needs_root, ssdbench
+from conftest import DATA, needs_root, ssdbench, throttled
 
 from ssdbench.errors import SsdbenchError
 from ssdbench.results import document, store
@@ -76,43 +74,6 @@ def test_a_period_in_whole_milliseconds_is_taken_and_a_replay_too_big_for_the_di
     monkeypatch.setattr(burst, "MAX_WRITES", burst.period_count(step) * WRITES - 1)
     with pytest.raises(SsdbenchError, match=r"would replay \d+ writes .* shorten the step or its bursts"):
         burst.prepare(step, tmp_path)
-
-
-@contextlib.contextmanager
-def throttled(dev, iops, what="write"):
-    """A cgroup in which a process reads or writes `dev` at no more than `iops` IOs a second (the kernel's block
-    throttle): a slow drive made of a fast one. Yields a preexec_fn that moves a child into it."""
-    rdev = os.stat(dev).st_rdev
-    device = f"{os.major(rdev)}:{os.minor(rdev)}"
-    v1 = "/sys/fs/cgroup/blkio"
-    if os.path.exists(f"{v1}/blkio.throttle.{what}_iops_device"):
-        group = tempfile.mkdtemp(prefix="ssdbench-test-", dir=v1)
-        limit = (f"blkio.throttle.{what}_iops_device", f"{device} {iops}")
-    elif "io" in open_text("/sys/fs/cgroup/cgroup.controllers").split():
-        with contextlib.suppress(OSError):
-            write_text("/sys/fs/cgroup/cgroup.subtree_control", "+io")
-        group = tempfile.mkdtemp(prefix="ssdbench-test-", dir="/sys/fs/cgroup")
-        limit = ("io.max", f"{device} {what[0]}iops={iops}")
-    else:
-        pytest.skip("no block throttle here: neither cgroup v1 blkio nor cgroup v2 io")
-    try:
-        write_text(os.path.join(group, limit[0]), limit[1])
-        yield lambda: write_text(os.path.join(group, "cgroup.procs"), str(os.getpid()))
-    finally:
-        os.rmdir(group)
-
-
-def open_text(path):
-    try:
-        with open(path) as f:
-            return f.read()
-    except OSError:
-        return ""
-
-
-def write_text(path, text):
-    with open(path, "w") as f:
-        f.write(text)
 
 
 def run_burst(dev, data_dir, join, suite=SUITE):
