@@ -28,7 +28,7 @@ set -eu
 EXTERNAL=$(cd "$(dirname "$0")/../.." && pwd)
 DEFCONFIG=ssdbench_x86_64_defconfig
 # The packages show-info must list.
-REQUIRED="ssdbench uplot python3 python-flask python-waitress sqlite fio libaio
+REQUIRED="ssdbench uplot python3 python-flask python-waitress sqlite fio libaio kbd
 nvme json-c hdparm smartmontools util-linux dosfstools exfatprogs e2fsprogs
 eudev busybox linux grub2 shim-signed ca-certificates"
 # What the resolved configuration must set, and what it must leave out:

@@ -13,19 +13,34 @@ set -eu
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=$1
 ROOT=$OUT.d
-# Trixie, not the host's Debian 12: its Python (3.13) and Flask (3.1) are the
-# nearest to the image's that a stable release has (its fio, 3.39, gives way to
-# make fio's 3.41 in build-image.sh).
+# Trixie, not the host's Debian 12: its Flask (3.1) is the image's, and a
+# stable release does not change under CI from one day to the next. Only
+# the packages that board/vm/packages names with /unstable (Python 3.14 and
+# its C library) come from unstable; its fio, 3.39, gives way to make fio's
+# 3.41 in build-image.sh. A mirror's copy of unstable that is not updated
+# keeps its last Release file, whose date has passed: apt is told not to
+# refuse it for that.
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+PACKAGES=$(grep -v '^#' "$HERE/packages")
 
 rm -rf "$ROOT"
 INITRD=No mmdebstrap --variant=essential \
-	--include="$(grep -v '^#' "$HERE/packages" | paste -sd, -)" \
+	--include="$(echo "$PACKAGES" | paste -sd, -)" \
+	--aptopt='APT::Default-Release "trixie"' \
 	--dpkgopt='path-exclude=/usr/share/doc/*' \
 	--dpkgopt='path-exclude=/usr/share/man/*' \
 	--dpkgopt='path-exclude=/usr/share/info/*' \
 	--dpkgopt='path-exclude=/usr/share/locale/*' \
-	trixie "$ROOT" "deb $MIRROR trixie main"
+	trixie "$ROOT" "deb $MIRROR trixie main" "deb [check-valid-until=no] $MIRROR unstable main"
+
+# python3 is the image's 3.14, and trixie's 3.13 is gone, so that nothing
+# runs on it by mistake. Debian compiled the pure-Python packages (Flask,
+# ...) for 3.13 only: compiled again for 3.14, since Python starts slowly
+# enough under emulation.
+ln -sf python3.14 "$ROOT/usr/bin/python3"
+rm -rf "$ROOT"/usr/bin/python3.13 "$ROOT"/usr/lib/python3.13 "$ROOT"/usr/lib/x86_64-linux-gnu/libpython3.13*
+find "$ROOT/usr/lib/python3/dist-packages" -name '*.cpython-313*' -delete
+chroot "$ROOT" python3 -m compileall -q /usr/lib/python3/dist-packages
 
 # The kernel's own initramfs is never used (the whole root file system is
 # the initramfs), and neither is perl, which packaging pulls in. udev
@@ -56,7 +71,7 @@ mkdir -p "$ROOT/usr/lib/vm"
 mv "$ROOT/usr/bin/kmod" "$ROOT/usr/lib/vm/kmod"
 ln -s kmod "$ROOT/usr/lib/vm/modprobe"
 # shellcheck disable=SC2016 # ${Package} is dpkg-query's, not the shell's
-{ grep -v -e '^#' -e '^kmod$' "$HERE/packages"; chroot "$ROOT" dpkg-query -W -f '${Package}\n' | grep '^python3'; } |
+{ echo "$PACKAGES" | sed 's|/.*||' | grep -v '^kmod$'; chroot "$ROOT" dpkg-query -W -f '${Package}\n' | grep '^python3'; } |
 	sort -u | xargs chroot "$ROOT" dpkg -L | sed -e 's|^/bin/|/usr/bin/|' -e 's|^/sbin/|/usr/sbin/|' |
 	sort -u > "$ROOT/keep"
 find "$ROOT/usr/bin" "$ROOT/usr/sbin" -mindepth 1 ! -type d | sed "s|^$ROOT||" | sort |

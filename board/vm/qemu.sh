@@ -44,7 +44,8 @@ STICK_UUID=$(blkid -p -O 1048576 -o value -s UUID "$DISK_DIR/stick.img")
 if [ -n "${SSDBENCH_TAP:-}" ]; then
 	NIC="tap,ifname=$SSDBENCH_TAP,script=no,downscript=no,model=virtio-net-pci"
 else
-	NIC="user,model=virtio-net-pci,hostfwd=tcp:127.0.0.1:${SSDBENCH_HOST_PORT:-8080}-:80"
+	# to the address DHCP gives, or to SSDBENCH_GUEST_ADDRESS (a fixed one)
+	NIC="user,model=virtio-net-pci,hostfwd=tcp:127.0.0.1:${SSDBENCH_HOST_PORT:-8080}-${SSDBENCH_GUEST_ADDRESS:-}:80"
 fi
 
 # TCG, never KVM: the same on every machine, CI included. usb-storage

@@ -36,6 +36,10 @@ PROGRAMS = {
     # BR2_PACKAGE_SG3_UTILS_PROGS: every sg_* program; these are the ones the appliance runs (drives behind an HBA).
     "sg3_utils": "sg_inq sg_vpd sg_sanitize sg_format sg_unmap sg_readcap sg_turs sg_requests sg_logs",
     "smartmontools": "smartctl smartd",
+    # kbd: its keyboard programs; the appliance runs loadkeys, with the keymaps kbd installs.
+    "kbd": """chvt deallocvt dumpkeys fgconsole getkeycodes kbd_mode kbdinfo kbdrate loadkeys loadunimap mapscrn
+        openvt psfxtable setfont setkeycodes setleds setmetamode setvtrgb showconsolefont showkey unicode_start
+        unicode_stop""",
     "python3": "python3",
     "eudev": "udevadm udevd",
     "ssdbench": "ssdbench",

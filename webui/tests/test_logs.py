@@ -126,7 +126,7 @@ def test_the_diagnostics_zip_holds_the_logs_and_the_pc_redacted(appliance, tmp_p
     with zipfile.ZipFile(path) as zf:
         names = zf.namelist()
         assert {"logs/ssdbench-runner.log", "var-log/ssdbench-runner.log", "lspci-mk.txt", "lsblk.txt"} <= set(names)
-        assert {"dmesg.txt", "cmdline.txt", "drives.json", "testbed.json"} <= set(names)
+        assert {"dmesg.txt", "cmdline.txt", "uptime.txt", "drives.json", "testbed.json"} <= set(names)
         for name in names:
             text = zf.read(name).decode(errors="replace")
             assert TOKEN not in text and pin not in text, name

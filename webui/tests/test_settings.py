@@ -75,6 +75,37 @@ def test_the_kernel_command_line_overrides_the_file_and_a_bad_word_keeps_the_fil
     ]
 
 
+def test_a_fixed_address_with_its_gateway_and_dns_servers(tmp_path):
+    """address, gateway, dns and interface as S50ssdbench and the dhcp helper read them; each that cannot be used
+    is refused with why, and neither a gateway nor a port's name nor DNS servers set anything without an address."""
+    data = conf("address = 192.168.1.50/24", "gateway = 192.168.1.1", "dns = 192.168.1.1, 9.9.9.9", "interface = eth1")
+    env, errors, _ = read(tmp_path, data)
+    assert errors == []
+    assert (env["SSDBENCH_ADDRESS"], env["SSDBENCH_GATEWAY"]) == ("192.168.1.50/24", "192.168.1.1")
+    assert (env["SSDBENCH_DNS"], env["SSDBENCH_INTERFACE"]) == ("192.168.1.1,9.9.9.9", "eth1")
+    data = conf(
+        "address = 192.168.1.50",
+        "gateway = 10.0.0.1",
+        "dns = 1.1.1.1,8.8.8.8,9.9.9.9,1.0.0.1",
+        "interface = eth0; reboot",
+    )
+    env, errors, _ = read(tmp_path, data)
+    assert env == DEFAULTS
+    assert errors == [
+        "ssdbench.conf line 1: address=192.168.1.50 ignored: an IPv4 address with its network's prefix length, "
+        "such as 192.168.1.50/24",
+        "ssdbench.conf line 3: dns=1.1.1.1,8.8.8.8,9.9.9.9,1.0.0.1 ignored: three servers at most",
+        "ssdbench.conf line 4: interface=eth0; reboot ignored: a network port's name, such as eth0",
+        "gateway ignored: no address (the port gets its address by DHCP)",
+    ]
+    for bad, why in (("192.168.1.0/24", "not a host's address"), ("10.0.0.1/31", "not a host's address")):
+        _, errors, _ = read(tmp_path, conf(f"address = {bad}"))
+        assert len(errors) == 1 and why in errors[0], errors
+    env, errors, _ = read(tmp_path, conf("address = 10.1.2.3/16", "gateway = 10.2.0.1"))
+    assert env["SSDBENCH_ADDRESS"] == "10.1.2.3/16" and "SSDBENCH_GATEWAY" not in env
+    assert errors == ["gateway=10.2.0.1 ignored: not in the address's network (10.1.2.3/16)"]
+
+
 def test_hostile_lines_are_refused_one_by_one_with_where_and_why(tmp_path):
     """Escape sequences, shell syntax, NUL bytes, bytes that are not UTF-8, a line too long, unknown keys, a key
     set twice: each refused with its line number, shown printable; the good lines around them apply."""
@@ -142,19 +173,27 @@ def test_a_file_that_is_not_a_settings_file_is_not_read(tmp_path):
 
 def test_what_does_not_hold_together(tmp_path, monkeypatch):
     """An upload without a token, a keyboard layout the image lacks, a CA that is not on the stick."""
+    # kbd's keymaps as the image installs them, and one named as Debian's console-data (the VM's) names it
     keymaps = tmp_path / "keymaps"
-    keymaps.mkdir()
-    (keymaps / "de.bmap").write_bytes(b"bkeymap")
+    (keymaps / "qwertz").mkdir(parents=True)
+    (keymaps / "qwerty").mkdir()
+    (keymaps / "qwertz" / "de.map.gz").write_bytes(b"")
+    (keymaps / "qwertz" / "de-latin1.map.gz").write_bytes(b"")
+    (keymaps / "qwerty" / "uk.kmap.gz").write_bytes(b"")
+    (keymaps / "qwerty" / "README").write_bytes(b"")
     monkeypatch.setattr(settings, "KEYMAPS", str(keymaps))
+    assert settings.keymaps() == {"us", "de", "de-latin1", "uk"}
     env, errors, ca = read(tmp_path, conf("upload = https://lab.example/", "keymap = fr", "lab_ca = mine.pem"))
     assert ca == "" and env == DEFAULTS
     assert errors == [
         "upload ignored: no token for the lab",
-        "keymap=fr ignored: this image has no such layout (it has: us, de)",
+        "keymap=fr ignored: this image has no such layout (it has 4, such as de, de-latin1, uk, us)",
         "lab_ca=mine.pem ignored: no file of that name on the stick's SSDBENCH partition",
     ]
     (tmp_path / "mine.pem").write_text("a certificate\n")
     (tmp_path / "lab-ca.pem").write_text("another\n")
+    env, errors, _ = read(tmp_path, conf("keymap = de_latin1"))
+    assert errors == ["keymap=de_latin1 ignored: this image has no such layout (it has 4, such as de-latin1)"]
     env, errors, ca = read(tmp_path, conf("keymap = de", "lab_ca = mine.pem"))
     assert errors == [] and env["SSDBENCH_KEYMAP"] == "de" and ca == str(tmp_path / "mine.pem")
     # Without lab_ca, lab-ca.pem on the stick, as before the settings file; a token without a lab goes nowhere.

@@ -14,6 +14,7 @@ HTTPS."""
 import concurrent.futures
 import contextlib
 import ctypes
+import io
 import json
 import os
 import pathlib
@@ -85,16 +86,18 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def qemu(disks, console_log, extra=(), append="", netns=None, stick=None):
+def qemu(disks, console_log, extra=(), append="", netns=None, stick=None, guest="", uart=True):
     """A boot of the VM image on the stick and drives in disks (board/vm/qemu.sh), with the test's PIN; with
     `netns`, QEMU runs in that network namespace, the VM's network card on its TAP device; with `stick`, the
-    stick is that drive (SSDBENCH_STICK)."""
-    env = {"SSDBENCH_PIN": PIN, "SSDBENCH_APPEND": append, **({"SSDBENCH_STICK": stick} if stick else {})}
+    stick is that drive (SSDBENCH_STICK); with `guest`, the web UI's port is forwarded to that address of the VM
+    (a fixed one), not to the one DHCP gives; uart=False: no serial port at all (VM)."""
+    env = {"SSDBENCH_PIN": PIN, "SSDBENCH_APPEND": append, "SSDBENCH_GUEST_ADDRESS": guest}
+    env.update({"SSDBENCH_STICK": stick} if stick else {})
     command = [QEMU_SH, VM_DIR, disks, *extra]
     if netns:
         env["SSDBENCH_TAP"] = TAP
         command = ["ip", "netns", "exec", netns, *command]
-    return VM(command, disks, console_log, env)
+    return VM(command, disks, console_log, env, uart)
 
 
 @pytest.fixture(scope="module")
@@ -187,8 +190,8 @@ def boot(disks, request):
         os.unlink(log)
     vms = []
 
-    def start(*extra, append=""):
-        vms.append(qemu(disks, log, extra, append))
+    def start(*extra, append="", guest=""):
+        vms.append(qemu(disks, log, extra, append, guest=guest))
         vms[-1].boot(PIN)
         return vms[-1]
 
@@ -273,10 +276,15 @@ def test_boot_runs_upload_export_and_verify(boot, disks, tmp_path, host_lab):
         "insecure = 1",
         "serial = ttyS1",
         "serial_baud = 57600",
+        "keymap = de",
+        # a fixed address on the one port, in QEMU's user network, with its gateway (the lab on the host) and DNS
+        "address = 10.0.2.50/24",
+        "gateway = 10.0.2.2",
+        "dns = 10.0.2.3",
     ]
     settings_file(stick_img, *settings)
     ttys0 = os.path.join(disks, "ttyS0.log")
-    vm = boot(*extra, "-serial", f"file:{ttys0}")
+    vm = boot(*extra, "-serial", f"file:{ttys0}", guest="10.0.2.50")
     # The stick is the disk holding the partition it booted from (ssdbench.stick=, as GRUB passes it): the USB
     # one, not the SATA drive with an old image, which is neither mounted nor grown.
     stick = vm.shell("cat /run/ssdbench/boot-disk")
@@ -300,9 +308,19 @@ def test_boot_runs_upload_export_and_verify(boot, disks, tmp_path, host_lab):
     assert own and own[1] != built and fat_uuid(os.path.join(disks, "stick.img")) == own[1], (own, built)
     # The settings file, checked, set the lab and the serial port: the status screen is on ttyS1 at 57600 baud, not
     # on ttyS0, which shows the kernel's messages only; the token was never on the console, and its copy is gone.
-    assert "settings: ssdbench.conf: upload, token, insecure, serial, serial_baud" in console
+    assert "settings: ssdbench.conf: upload, token, insecure, serial, serial_baud, keymap" in console
     assert "settings: ERROR" not in console and token not in console + vm.console_text()
     assert vm.shell("stty -F /dev/ttyS1 | grep -o 'speed [0-9]*'") == "speed 57600"
+    # The German layout is the keyboard's: the key right of T (keycode 21) types z, where us types y.
+    assert "settings: keyboard layout de" in console
+    assert vm.shell("dumpkeys < /dev/tty0 | grep '^keycode  21 =' | awk '{print $4}'") == "z"
+    # The fixed address replaced DHCP's on eth0, with the default route and DNS server of the settings; the web UI
+    # answered on it (boot), and the uploads below go through its gateway.
+    assert "network: eth0 at 10.0.2.50/24 (fixed, from the settings)" in console
+    assert vm.shell("ip -4 -o addr show dev eth0 | awk '{print $4}'") == "10.0.2.50/24"
+    assert vm.shell("test -e /run/udhcpc.eth0.pid && echo dhcp || echo none") == "none"
+    assert vm.shell("ip route | awk '/^default/ {print $3, $5}'") == "10.0.2.2 eth0"
+    assert vm.shell("grep nameserver /etc/resolv.conf") == "nameserver 10.0.2.3"
     assert "Press Enter for a shell." not in console and "Press Enter for a shell." in vm.console_text()
     assert vm.shell("test -e /run/ssdbench/stick && echo left || echo gone") == "gone"
     # A quiet image: rcS starts the appliance's scripts and no other, and no cron or log daemon runs.
@@ -351,8 +369,8 @@ def test_boot_runs_upload_export_and_verify(boot, disks, tmp_path, host_lab):
     assert sticks[0]["identity_source"] == "the USB bridge only (SCSI INQUIRY)"
     assert any(note.startswith("identity from the bridge only") for note in sticks[0]["notes"]), sticks[0]["notes"]
 
-    # The status screen on the serial console: the URL (QEMU's user network gives 10.0.2.15) and the drives.
-    start = vm.wait_console("Web UI: http://10.0.2.15/")
+    # The status screen on the serial console: the URL (the settings' fixed address) and the drives.
+    start = vm.wait_console("Web UI: http://10.0.2.50/")
     screen = vm.console_text()[start : vm.wait_console("Press Enter for a shell.", after=start)]
     for text in (f"PIN:    {PIN}", main, NVME["serial"], SATA["serial"], "this is the ssdbench boot stick"):
         assert text in screen, text
@@ -1055,6 +1073,35 @@ def lab_network(folder, lab_port):
             listener.close()
         subprocess.run(["ip", "-n", ns, "tuntap", "del", "dev", TAP, "mode", "tap"], capture_output=True)
         ip("netns", "delete", ns)
+
+
+def test_a_pc_without_a_serial_port_starts_its_serial_status_screen_once(tmp_path):
+    """QEMU with no serial device at all, as a PC without a UART, the settings' serial port left at ttyS0: the
+    serial status screen's service finds no UART behind ttyS0 (which the kernel has all the same, and which opens)
+    and waits, once a boot; init never starts it again in a loop, re-querying every drive each time (issue 43,
+    item 5). Nothing reads a console: the web UI's diagnostics
+    zip holds the kernel's log, which says it once, and how long the PC had been up by then."""
+    disks = str(tmp_path)
+    subprocess.run(["cp", "--sparse=always", os.path.join(VM_DIR, "stick.img"), disks], check=True)
+    os.makedirs(ARTIFACTS, exist_ok=True)
+    vm = qemu(disks, os.path.join(ARTIFACTS, "vm-console-no-uart.log"), uart=False)
+    try:
+        vm.boot(PIN)
+        said = r"^\[ *([0-9.]+)\] ssdbench: no status screen on /dev/ttyS0: no serial port there$"
+        while True:
+            request = urllib.request.Request(
+                f"http://127.0.0.1:{vm.port}/diagnostics", data=b"", headers={"X-CSRF-Token": vm.csrf}
+            )
+            with vm.http.open(request, timeout=120) as response, zipfile.ZipFile(io.BytesIO(response.read())) as zf:
+                times = [float(t) for t in re.findall(said, zf.read("dmesg.txt").decode(), re.M)]
+                up = float(zf.read("uptime.txt").split()[0])
+            assert len(times) == 1, f"the serial status screen started {len(times)} times by {up:.0f} s of uptime"
+            # A service started again in a loop says it again within seconds: 20 s of the VM's own clock.
+            if up - times[0] >= 20:
+                break
+        print(f"no serial port: its status screen said so once, at {times[0]:.1f} s, up to {up:.1f} s of uptime")
+    finally:
+        vm.close()
 
 
 def test_unattended_mode_runs_uploads_exports_and_powers_off(tmp_path, host_lab):

@@ -26,20 +26,32 @@ def free_port():
 class VM:
     """One boot: QEMU with its serial console on a socket, and an HTTP client with a session."""
 
-    def __init__(self, command, folder, console_log, env=None):
+    def __init__(self, command, folder, console_log, env=None, uart=True):
         """command: a QEMU launcher and its arguments, which forwards the guest's port 80 to the host port
         that SSDBENCH_HOST_PORT names (board/vm/qemu.sh, board/boottest/qemu.sh); the serial console is added
-        on a socket in folder."""
+        on a socket in folder. uart=False: a PC without a serial port, which has no console to read or type on,
+        only its web UI and QMP."""
         self.port = free_port()
         sock = os.path.join(folder, "serial.sock")
         self.qmp_path = os.path.join(folder, "qmp.sock")
         self.started = time.monotonic()
         # wait=on: QEMU waits for us to connect, so the console is read from its first byte.
+        serial = ["-serial", "chardev:ser", "-chardev", f"socket,id=ser,path={sock},server=on,wait=on"]
         self.proc = subprocess.Popen(
-            [*command, "-serial", "chardev:ser", "-chardev", f"socket,id=ser,path={sock},server=on,wait=on"]
-            + ["-qmp", f"unix:{self.qmp_path},server=on,wait=off"],
+            [*command, *(serial if uart else []), "-qmp", f"unix:{self.qmp_path},server=on,wait=off"],
             env={**os.environ, **(env or {}), "SSDBENCH_HOST_PORT": str(self.port)},
         )
+        self.console = b""
+        self.shell_ended = 0
+        self.lock = threading.Lock()
+        self.serial = self.reader = None
+        self.log = open(console_log, "ab")
+        self.http = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
+        self.csrf = None
+        if uart:
+            self._connect(sock)
+
+    def _connect(self, sock):
         deadline = time.monotonic() + 30
         while True:
             try:
@@ -51,14 +63,8 @@ class VM:
                 if time.monotonic() > deadline or self.proc.poll() is not None:
                     raise AssertionError("QEMU did not open its serial console socket") from exc
                 time.sleep(0.1)
-        self.console = b""
-        self.shell_ended = 0
-        self.lock = threading.Lock()
-        self.log = open(console_log, "ab")
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
-        self.http = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar()))
-        self.csrf = None
 
     def _read(self):
         while data := self.serial.recv(65536):
@@ -216,6 +222,7 @@ class VM:
     def close(self):
         if self.proc.poll() is None:
             self.kill()
-        self.serial.close()
-        self.reader.join(timeout=5)
+        if self.serial:
+            self.serial.close()
+            self.reader.join(timeout=5)
         self.log.close()

@@ -270,6 +270,8 @@ def diagnostics(data_dir, folder):
                 text = f"unavailable: {' '.join(argv)}: {exc}"
             zf.writestr(member, redactor(text))
         zf.writestr("cmdline.txt", redactor(sysfs.read("/proc/cmdline", "")))
+        # how long the PC had been up, in seconds: what dmesg.txt's times count from
+        zf.writestr("uptime.txt", sysfs.read("/proc/uptime", ""))
         zf.writestr("drives.json", redactor(json.dumps(discovery.discover(), indent=1, default=str)))
         zf.writestr("testbed.json", redactor(json.dumps(environment.host(), indent=1)))
     os.replace(path + ".part", path)

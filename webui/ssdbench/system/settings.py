@@ -9,6 +9,8 @@ services (/usr/libexec/ssdbench/service), and the messages to ERRORS_FILE, which
 and the web UI's drives page show. Every value that gets through is made of characters that need no quoting in a
 shell, and none holds a space, so that the services can read ENV_FILE with `.` and anything with one split."""
 
+import difflib
+import ipaddress
 import os
 import re
 
@@ -20,8 +22,10 @@ CONF_NAME = "ssdbench.conf"
 ENV_FILE = "/run/ssdbench/env"
 ERRORS_FILE = "/run/ssdbench/settings-errors"
 CMDLINE = "/proc/cmdline"
-# The console's keyboard layouts, as BusyBox's loadkmap reads them (NAME.bmap); us is the kernel's own.
-KEYMAPS = "/usr/share/keymaps"
+# The console's keyboard layouts: kbd's keymaps for PC keyboards, i386/GROUP/NAME.map.gz (Debian's console-data
+# names them NAME.kmap.gz), which loadkeys finds by NAME; us is the kernel's own.
+KEYMAPS = "/usr/share/keymaps/i386"
+KEYMAP_SUFFIXES = (".map.gz", ".map", ".kmap.gz", ".kmap")
 # A settings file is a few lines: a larger one is not ours (or not text), and is not read.
 MAX_FILE_BYTES = 64 * 1024
 MAX_LINE = 1024
@@ -79,6 +83,34 @@ def _serial(value):
     return value
 
 
+def _address(value):
+    """An IPv4 address with its prefix length, as 192.168.1.50/24."""
+    if "/" not in value:
+        raise ValueError("an IPv4 address with its network's prefix length, such as 192.168.1.50/24")
+    try:
+        found = ipaddress.IPv4Interface(value)
+    except ValueError:
+        raise ValueError("an IPv4 address with its network's prefix length, such as 192.168.1.50/24") from None
+    if found.network.prefixlen > 30 or found.ip in (found.network.network_address, found.network.broadcast_address):
+        raise ValueError("not a host's address in a network of two hosts or more")
+    return str(found)
+
+
+def _ipv4(value):
+    try:
+        return str(ipaddress.IPv4Address(value))
+    except ValueError:
+        raise ValueError("an IPv4 address, such as 192.168.1.1") from None
+
+
+def _servers(value):
+    """Up to three DNS servers, separated by commas."""
+    servers = [x.strip() for x in value.split(",")]
+    if len(servers) > 3:
+        raise ValueError("three servers at most")
+    return ",".join(_ipv4(x) for x in servers)
+
+
 def _baud(value):
     if value not in BAUDS:
         raise ValueError(f"one of {', '.join(BAUDS)}")
@@ -96,7 +128,23 @@ SETTINGS = {
     "port": ("SSDBENCH_PORT", _port, "80", False),
     "serial": ("SSDBENCH_SERIAL", _serial, "ttyS0", False),
     "serial_baud": ("SSDBENCH_SERIAL_BAUD", _baud, "115200", False),
-    "keymap": ("SSDBENCH_KEYMAP", _pattern(r"[a-z][a-z0-9_-]{0,31}", "a layout's name, such as us or de"), "us", False),
+    # A fixed address in place of DHCP, on the first wired port (or the one named): a network without a DHCP
+    # server, or a lab's that wants to know where each testbed is.
+    "address": ("SSDBENCH_ADDRESS", _address, "", False),
+    "gateway": ("SSDBENCH_GATEWAY", _ipv4, "", False),
+    "dns": ("SSDBENCH_DNS", _servers, "", False),
+    "interface": (
+        "SSDBENCH_INTERFACE",
+        _pattern(r"[a-z][a-z0-9_-]{0,14}", "a network port's name, such as eth0"),
+        "",
+        False,
+    ),
+    "keymap": (
+        "SSDBENCH_KEYMAP",
+        _pattern(r"[A-Za-z][A-Za-z0-9_.-]{0,31}", "a layout's name, such as de or uk"),
+        "us",
+        False,
+    ),
     "auto": ("SSDBENCH_AUTO", _pattern(r"[a-z0-9_-]{1,64}", "not a suite name"), "", False),
     "export": ("SSDBENCH_EXPORT", _pattern(r"auto", "only auto"), "", False),
 }
@@ -186,6 +234,15 @@ def _listing(folder):
         return []
 
 
+def keymaps():
+    """The names of the keyboard layouts that loadkeys finds on this system."""
+    names = {"us"}
+    for group in _listing(KEYMAPS):
+        for name in _listing(os.path.join(KEYMAPS, group)):
+            names.update(name[: -len(suffix)] for suffix in KEYMAP_SUFFIXES if name.endswith(suffix))
+    return names
+
+
 def merge(conf, cmdline, ca_dir=STICK_COPY):
     """The settings of the file and of the command line, the command line's first, as the services get them
     ({variable: value}), the messages about what does not hold together, and the lab's CA certificate to trust
@@ -195,10 +252,23 @@ def merge(conf, cmdline, ca_dir=STICK_COPY):
         errors.append("upload ignored: no token for the lab")
         del values["upload"]
     keymap = values.get("keymap", "us")
-    if keymap != "us" and not os.path.isfile(os.path.join(KEYMAPS, keymap + ".bmap")):
-        have = sorted(name[: -len(".bmap")] for name in _listing(KEYMAPS) if name.endswith(".bmap"))
-        errors.append(f"keymap={keymap} ignored: this image has no such layout (it has: {', '.join(['us', *have])})")
+    have = keymaps() if keymap != "us" else {"us"}
+    if keymap not in have:
+        # a hundred and more: the nearest names, as a tester who typed "german" or "gb" needs them
+        near = difflib.get_close_matches(keymap, have, n=5, cutoff=0.4) or sorted(have)[:5]
+        errors.append(
+            f"keymap={keymap} ignored: this image has no such layout (it has {len(have)}, such as {', '.join(near)})"
+        )
         del values["keymap"]
+    address = values.get("address")
+    for key in ("gateway", "dns", "interface"):
+        if values.get(key) and not address:
+            errors.append(f"{key} ignored: no address (the port gets its address by DHCP)")
+            del values[key]
+    gateway = values.get("gateway")
+    if address and gateway and ipaddress.IPv4Address(gateway) not in ipaddress.IPv4Interface(address).network:
+        errors.append(f"gateway={gateway} ignored: not in the address's network ({address})")
+        del values["gateway"]
     # The lab's CA: the file named, else lab-ca.pem when the stick holds one.
     ca = values.pop("lab_ca", "")
     if ca and not os.path.isfile(os.path.join(ca_dir, ca)):
