@@ -57,9 +57,8 @@ def gigabytes(nbytes):
 def drives_page(message=None, status=200, chosen=None):
     """The drives, each with its Start form. `chosen`: the form that was refused, whose choices its drive's form
     keeps (the suite, the ID typed, the tick, the repeat count)."""
-    # a refused Start (chosen) lists the drives afresh, as its check did: what it says of them shows
-    refresh = chosen is not None or request.args.get("refresh") == "1"
-    found, problems = data.drive_list(current_app.config, refresh=refresh)
+    # a refused Start (chosen) shows its drive as its check found it (data.remember), the others as listed
+    found, problems = data.drive_list(current_app.config, refresh=request.args.get("refresh") == "1")
     suites = data.suite_list()[0]
     for d in found:
         # shortest first on this drive, so that the first suite offered is the quick one, not the longest name
