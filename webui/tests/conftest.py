@@ -306,29 +306,48 @@ def finished_run(tmp_path_factory):
         subprocess.run(["losetup", "-d", dev], capture_output=True)
 
 
+class BlockThrottle:
+    """A cgroup of its own in which a process reads or writes `dev` at no more than `rate` IOs (per="iops") or
+    bytes (per="bps") a second (the kernel's block throttle): a slow drive made of a fast one. cgroup v1's blkio
+    controller, or cgroup v2's io controller, whichever is mounted. Never a skip: the tests that use it are proofs,
+    and every host here has one. `join` is a preexec_fn that moves a child into it; `limit` sets another rate."""
+
+    def __init__(self, dev, rate, what="write", per="iops"):
+        rdev = os.stat(dev).st_rdev
+        self.device = f"{os.major(rdev)}:{os.minor(rdev)}"
+        v1 = "/sys/fs/cgroup/blkio"
+        if os.path.exists(f"{v1}/blkio.throttle.{what}_{per}_device"):
+            self.root, self.file, self.line = v1, f"blkio.throttle.{what}_{per}_device", "{device} {rate}"
+        elif "io" in read_text("/sys/fs/cgroup/cgroup.controllers").split():
+            with contextlib.suppress(OSError):
+                write_text("/sys/fs/cgroup/cgroup.subtree_control", "+io")
+            self.root, self.file, self.line = "/sys/fs/cgroup", "io.max", f"{{device}} {what[0]}{per}={{rate}}"
+        else:
+            pytest.fail("no block throttle here: neither cgroup v1's blkio nor cgroup v2's io controller")
+        self.path = tempfile.mkdtemp(prefix="ssdbench-test-", dir=self.root)
+        self.limit(rate)
+
+    def limit(self, rate):
+        write_text(os.path.join(self.path, self.file), self.line.format(device=self.device, rate=rate))
+
+    def join(self):
+        write_text(os.path.join(self.path, "cgroup.procs"), str(os.getpid()))
+
+    def remove(self):
+        # none once its run has ended; a process left over (a test that failed meanwhile) goes back to the root
+        for pid in read_text(os.path.join(self.path, "cgroup.procs")).split():
+            write_text(os.path.join(self.root, "cgroup.procs"), pid)
+        os.rmdir(self.path)
+
+
 @contextlib.contextmanager
 def throttled(dev, rate, what="write", per="iops"):
-    """A cgroup in which a process reads or writes `dev` at no more than `rate` IOs (per="iops") or bytes
-    (per="bps") a second (the kernel's block throttle): a slow drive made of a fast one. Yields a preexec_fn that
-    moves a child into it. Never a skip: the tests that use it are proofs, and every host here has one."""
-    rdev = os.stat(dev).st_rdev
-    device = f"{os.major(rdev)}:{os.minor(rdev)}"
-    v1 = "/sys/fs/cgroup/blkio"
-    if os.path.exists(f"{v1}/blkio.throttle.{what}_{per}_device"):
-        group = tempfile.mkdtemp(prefix="ssdbench-test-", dir=v1)
-        limit = (f"blkio.throttle.{what}_{per}_device", f"{device} {rate}")
-    elif "io" in read_text("/sys/fs/cgroup/cgroup.controllers").split():
-        with contextlib.suppress(OSError):
-            write_text("/sys/fs/cgroup/cgroup.subtree_control", "+io")
-        group = tempfile.mkdtemp(prefix="ssdbench-test-", dir="/sys/fs/cgroup")
-        limit = ("io.max", f"{device} {what[0]}{per}={rate}")
-    else:
-        pytest.fail("no block throttle here: neither cgroup v1's blkio nor cgroup v2's io controller")
+    """A BlockThrottle while the context lasts: yields its preexec_fn."""
+    throttle = BlockThrottle(dev, rate, what, per)
     try:
-        write_text(os.path.join(group, limit[0]), limit[1])
-        yield lambda: write_text(os.path.join(group, "cgroup.procs"), str(os.getpid()))
+        yield throttle.join
     finally:
-        os.rmdir(group)
+        throttle.remove()
 
 
 def read_text(path):

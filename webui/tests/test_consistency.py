@@ -16,7 +16,7 @@ import sys
 import tomllib
 
 import pytest
-from conftest import fio_status, needs_root, show, wait_until
+from conftest import BlockThrottle, fio_status, needs_root, show, wait_until
 
 from ssdbench.results import headline, store
 from ssdbench.run import fio_output, steady
@@ -24,8 +24,6 @@ from ssdbench.suites import locked
 
 pytestmark = needs_root()
 
-CGROUP = "/sys/fs/cgroup"
-BLKIO = f"{CGROUP}/blkio"
 # Limits far below the loop device's own (tens of thousands of IOPS), and low enough that fio, pinned to one
 # core of a busy 2-core host, need only run every few tens of milliseconds to keep its 32 IOs queued at them
 # (at 2000 IOPS a busy host once left a second 20% short, inside the judged window).
@@ -79,67 +77,28 @@ def consistency_suite(folder, through="consistency-spare", round_s=None):
     return str(path)
 
 
-def throttles():
-    """How this host's block cgroup holds a device's writes, by what is mounted: (root, file to write, line for
-    `device` and `iops`). cgroup v1's blkio controller (blkio.throttle.write_iops_device), or cgroup v2's io
-    controller (io.max, enabled for the root's children). None where neither is."""
-    if os.path.exists(os.path.join(BLKIO, "blkio.throttle.write_iops_device")):
-        return BLKIO, "blkio.throttle.write_iops_device", "{device} {iops}"
-    try:
-        with open(os.path.join(CGROUP, "cgroup.controllers")) as f:
-            v2 = "io" in f.read().split()
-    except FileNotFoundError:
-        v2 = False
-    if v2:
-        with open(os.path.join(CGROUP, "cgroup.subtree_control"), "w") as f:
-            f.write("+io")
-        return CGROUP, "io.max", "{device} wiops={iops}"
-    return None
-
-
-class Throttle:
-    """A cgroup of its own in which writes to `dev` are held to a number of IOs a second."""
+class Throttle(BlockThrottle):
+    """A cgroup of its own in which writes to `dev` are held to a number of IOs a second, and the run in it. Never
+    a skip (BlockThrottle): this is the proof that the steady-state figures are the drive's (issue 33)."""
 
     def __init__(self, dev, iops):
-        found = throttles()
-        if found is None:
-            # never a skip: this is the proof that the steady-state figures are the drive's (issue 33)
-            pytest.fail("neither cgroup v1's blkio controller nor cgroup v2's io controller is mounted")
-        self.root, self.file, self.line = found
-        rdev = os.stat(dev).st_rdev
-        self.device = f"{os.major(rdev)}:{os.minor(rdev)}"
-        self.path = os.path.join(self.root, f"ssdbench-test-{os.getpid()}-{os.path.basename(dev)}")
-        os.mkdir(self.path)
+        super().__init__(dev, iops)
         self.proc = None
-        self.limit(iops)
-
-    def limit(self, iops):
-        with open(os.path.join(self.path, self.file), "w") as f:
-            f.write(self.line.format(device=self.device, iops=iops))
 
     def start(self, dev, data_dir, suite):
         """`ssdbench run` of the suite, joined to the cgroup before it runs anything."""
-        procs = os.path.join(self.path, "cgroup.procs")
-
-        def join():
-            with open(procs, "w") as f:
-                f.write(str(os.getpid()))
-
         argv = [sys.executable, "-m", "ssdbench.cli", "run", "--suite-file", suite, "--non-standard"]
         argv += ["--drive", dev, "--confirm", os.path.basename(dev), "--data-dir", str(data_dir)]
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=join)
+        self.proc = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=self.join
+        )
         return self.proc
 
     def remove(self):
         if self.proc is not None and self.proc.poll() is None:  # a test that failed while its run ran
             self.proc.terminate()
             self.proc.communicate()
-        with open(os.path.join(self.path, "cgroup.procs")) as f:
-            left = f.read().split()
-        for pid in left:  # none once the run has ended; a process left over goes back to the root group
-            with open(os.path.join(self.root, "cgroup.procs"), "w") as f:
-                f.write(pid)
-        os.rmdir(self.path)
+        super().remove()
 
 
 @pytest.fixture

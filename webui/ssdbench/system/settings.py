@@ -85,12 +85,13 @@ def _serial(value):
 
 def _address(value):
     """An IPv4 address with its prefix length, as 192.168.1.50/24."""
+    why = "an IPv4 address with its network's prefix length, such as 192.168.1.50/24"
     if "/" not in value:
-        raise ValueError("an IPv4 address with its network's prefix length, such as 192.168.1.50/24")
+        raise ValueError(why)
     try:
         found = ipaddress.IPv4Interface(value)
     except ValueError:
-        raise ValueError("an IPv4 address with its network's prefix length, such as 192.168.1.50/24") from None
+        raise ValueError(why) from None
     if found.network.prefixlen > 30 or found.ip in (found.network.network_address, found.network.broadcast_address):
         raise ValueError("not a host's address in a network of two hosts or more")
     return str(found)

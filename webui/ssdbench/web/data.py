@@ -122,12 +122,13 @@ def remember(config, drive):
         if _listing["drives"] is None or _listing["key"] != _devices_changed_key(config):
             return
         drives, problems = _listing["drives"]
-        fresh = copy.deepcopy(drive)
-        fresh["estimates"] = estimates(fresh, suite_list()[0])
         rows = []
         for d in drives:
-            if d["path"] == fresh["path"]:
-                d = {**fresh, "temperature_c": d.get("temperature_c")}
+            if d["path"] == drive["path"]:
+                # the estimates follow the capacity alone: made again only where it changed
+                same = d["capacity_bytes"] == drive["capacity_bytes"]
+                kept = d["estimates"] if same else estimates(drive, suite_list()[0])
+                d = {**copy.deepcopy(drive), "estimates": kept, "temperature_c": d.get("temperature_c")}
             rows.append(d)
         _listing["drives"] = (rows, problems)
 
