@@ -21,7 +21,7 @@ help:
 	@echo "make lint    ruff on webui/, shellcheck on the shell scripts of board/, overlay/ and .ci/"
 	@echo "make test    run every test (needs root: loop devices, real fio)"
 	@echo "make screenshots  make the docs' screenshots (docs/screenshots) again in chromium"
-	@echo "make bench   measure the harness against plain fio, result ingestion, the web, the lab's uploads and pages, the appliance's pages, the same figures on a free, a slow and a busy host, how far quick's figures repeat, then make bench-vm (about 95 minutes)"
+	@echo "make bench   measure the harness against plain fio, the host's cost of the data, the gaps of a trace's replay, result ingestion, the web, the lab's uploads and pages, the appliance's pages, the same figures on a free, a slow and a busy host, how far quick's figures repeat, then make bench-vm (about 100 minutes)"
 	@echo "make bench-vm  how far smoke's figures repeat on the VM's NVMe drive, x5 against plain fio, its pages' p95, and whether reading the temperature once a second slows a QD32 read on its AHCI and NVMe drives (about 40 minutes)"
 	@echo "make lab     a local lab (results server) on its own PostgreSQL in build/lab, on port 8090"
 	@echo "make vm-image  build the VM test image from Debian packages and the image's BusyBox: $(VM_DIR)/"
@@ -93,6 +93,7 @@ screenshots: assets
 bench: assets fio
 	cd webui && $(FIO_PATH) $(PYTHON) bench/bench_engine.py
 	cd webui && $(FIO_PATH) $(PYTHON) bench/bench_host_cost.py
+	cd webui && $(FIO_PATH) $(PYTHON) bench/bench_playback.py
 	cd webui && $(FIO_PATH) $(PYTHON) bench/bench_testbeds.py
 	cd webui && $(FIO_PATH) $(PYTHON) bench/bench_web.py
 	cd webui && $(FIO_PATH) $(PYTHON) bench/bench_lab.py

@@ -35,6 +35,15 @@ def test_the_host_cost_bench_runs():
     assert all(set(r["us_per_io"]) == {"4k", "128k", "1m"} for r in rows.values())
 
 
+@needs_root()
+def test_the_playback_bench_runs():
+    result = short_bench("bench_playback.py")
+    # --short: smoke's trace, played with fio's own handoff (make fio's start_fifo) and measured
+    (replay,) = result["replays"]
+    assert result["ok"] and replay["handoff"] == "start_fifo, done_fifo" and replay["segments"] > 1
+    assert replay["wall_s"] > 0 and replay["ios"] > 0 and replay["longest_gap_s"] >= 0
+
+
 def test_the_web_bench_runs():
     result = short_bench("bench_web.py")
     assert result["ok"] and all(result[k] > 0 for k in ("report_json_ms", "report_page_ms", "bundle_ms"))

@@ -181,6 +181,81 @@ def test_a_repeat_queued_from_the_web_runs_one_run_after_another_and_its_cancel_
     assert service.poll() is None, service.stderr.read()
 
 
+def test_a_run_cut_off_resumes_from_the_web_after_its_question_and_a_cancelled_resume_leaves_it_to_resume(
+    loopdev, tmp_path, runner_service
+):
+    """The runner service killed as it prepares a run, as a crash or a power cut; the run page offers to resume it,
+    on a page that names the step it starts again from and the drive it destroys and takes the drive's ID; the
+    service resumes it from its purge. A resume cancelled before it began leaves the run interrupted, to resume
+    later. (A run killed in a step, and its steps run again, is test_runner's: the resume is the same.)"""
+    dev, _ = loopdev("128M")
+    data_dir = tmp_path / "data"
+    client = make_app(data_dir, SSDBENCH_EXTRA_DRIVES=[dev]).test_client()
+    token = login(client)
+    headers = {"X-CSRF-Token": token}
+    body = {"drive": dev, "suite": "smoke", "confirm": os.path.basename(dev)}
+    assert client.post("/api/runs", json=body, headers=headers).status_code == 201
+    service = runner_service(data_dir)
+
+    wait_for(data_dir, state_is(1, "running"))
+    service.kill()  # as a crash would: the run is left running
+    service.wait()
+    cut = store.get_run(store.connect(data_dir), 1)
+    assert cut["state"] == "running" and client.get("/runs/1/resume").status_code == 200
+    # Until a service (or a console run) marks it interrupted under the run lock, nothing resumes it.
+    assert "Resume this run" not in client.get("/runs/1").data.decode()
+    assert client.post("/api/runs/1/resume", json={"confirm": body["confirm"]}, headers=headers).status_code == 409
+    service = runner_service(data_dir)
+    wait_for(data_dir, state_is(1, "interrupted"))
+    service.terminate()
+    service.wait()
+    cut_at = store.get_run(store.connect(data_dir), 1)["finished_at"]
+
+    page = client.get("/runs/1").data.decode()
+    assert 'href="/runs/1/resume"' in page and "Resume this run" in page
+    question = " ".join(client.get("/runs/1/resume").data.decode().split())
+    assert "It starts again at step 1, Purge" in question and f"now at {dev}" in question
+    assert f"<code>{os.path.basename(dev)}</code>" in question  # the ID to type
+    wrong = client.post("/runs/1/resume", data={"confirm": "nope", "csrf_token": token})
+    assert wrong.status_code == 409 and f"Type {os.path.basename(dev)} exactly" in wrong.data.decode()
+    assert store.run_state(store.connect(data_dir), 1) == "interrupted"
+
+    # Queued with no service to take it, then cancelled: the service finds it cancelled and leaves it interrupted.
+    queued = client.post("/runs/1/resume", data={"confirm": body["confirm"], "csrf_token": token})
+    assert queued.status_code == 302 and queued.headers["Location"].endswith("/runs/1")
+    run = store.get_run(store.connect(data_dir), 1)
+    assert run["state"] == "queued" and run["request"]["resume"] is True
+    assert client.post("/api/runs", json=body, headers=headers).status_code == 409  # one run at a time
+    assert client.post("/api/runs/1/cancel", headers=headers).status_code == 202
+    service = runner_service(data_dir)
+
+    def left_to_resume(db):
+        """the cancelled resume to leave run 1 interrupted"""
+        return store.run_state(db, 1) == "interrupted" and "not resumed" in (store.get_run(db, 1)["error"] or "")
+
+    wait_for(data_dir, left_to_resume)
+    run = store.get_run(store.connect(data_dir), 1)
+    assert run["error"] == "not resumed: cancelled before it started" and not (run["environment"] or {}).get("resumed")
+
+    # Through the API this time; the service resumes it from its purge, the first step, then a cancel ends it.
+    resumed = client.post("/api/runs/1/resume", json={"confirm": body["confirm"]}, headers=headers)
+    assert resumed.status_code == 202 and resumed.get_json() == {"id": 1, "url": "/runs/1", "from_step": "purge"}
+
+    def resumed_running(db):
+        """run 1 to be resumed, and running"""
+        run = store.get_run(db, 1)
+        return run["state"] == "running" and run["environment"].get("resumed")
+
+    wait_for(data_dir, resumed_running)
+    assert client.post("/api/runs/1/cancel", headers=headers).status_code == 202
+    wait_for(data_dir, state_is(1, "cancelled"), timeout=120)
+    run = store.get_run(store.connect(data_dir), 1)
+    [entry] = run["environment"]["resumed"]
+    assert (entry["cut_step"], entry["from_step"], entry["from_step_index"]) == ("purge", "purge", 0)
+    assert entry["cut_at"] == cut_at and run["started_at"] == cut["started_at"]  # the run's own times, not the resume's
+    assert service.poll() is None, service.stderr.read()
+
+
 def test_a_trace_uploaded_on_the_web_plays_through_the_queue_and_is_non_standard_everywhere(
     loopdev, data_dir, runner_service
 ):

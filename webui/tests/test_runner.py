@@ -809,15 +809,17 @@ def test_a_run_killed_in_a_step_resumes_from_its_purge_and_its_bundle_says_so(lo
 
 def test_a_run_resumes_from_the_last_purge_at_or_before_the_step_that_was_cut():
     kinds = ["purge", "fio", "fio", "purge", "fio", "trace"]
-    steps = [SimpleNamespace(index=i, id=f"s{i}-{k}", kind=k) for i, k in enumerate(kinds)]
 
     def cut(states):
         run = {
             "id": 1,
             "finished_at": 5.0,
-            "steps": [{"idx": i, "key": s.id, "state": st} for i, (s, st) in enumerate(zip(steps, states))],
+            "steps": [
+                {"idx": i, "key": f"s{i}-{k}", "kind": k, "state": state}
+                for i, (k, state) in enumerate(zip(kinds, states))
+            ],
         }
-        entry = runner.resume_entry(run, steps)
+        entry = runner.resume_entry(run)
         return entry["cut_step"], entry["from_step"]
 
     done = ["done"] * 6
@@ -825,7 +827,7 @@ def test_a_run_resumes_from_the_last_purge_at_or_before_the_step_that_was_cut():
     assert cut(done[:3] + ["interrupted", "skipped", "skipped"]) == ("s3-purge", "s3-purge")  # a purge cut: itself
     assert cut(done[:2] + ["interrupted"] + ["skipped"] * 3) == ("s2-fio", "s0-purge")
     assert cut(done[:4] + ["skipped", "skipped"]) == ("s4-fio", "s3-purge")  # cut between steps: the next one
-    steps[0].kind = "fio"  # no purge before it: the run's first step
+    kinds[0] = "fio"  # no purge before it: the run's first step
     assert cut(done[:2] + ["interrupted"] + ["skipped"] * 3) == ("s2-fio", "s0-purge")
     with pytest.raises(SsdbenchError, match="no step left to run"):
         cut(done)

@@ -58,6 +58,14 @@ RUN_FILES = {
     "health-after.json": "drive/health-after.json",
 }
 BLOCK = 1 << 20
+# rerun.sh's edit of a trace's job file: its handoffs, fio's own or a stock fio's shell commands, give way to
+# stonewall (sed expressions that any sed takes)
+RERUN_SED = (
+    "s/^start_fifo=.*/stonewall=1/",
+    "/^done_fifo=/d",
+    "s/^exec_prerun=.*/stonewall=1/",
+    "/^exec_postrun=/d",
+)
 # manifest.json and result.json are read into memory: a full suite's are a few MB.
 MAX_JSON_BYTES = 256 << 20
 # What a problem quotes of an imported document's value: a lab's refusal of an 8 MB suite name is a line.
@@ -129,9 +137,10 @@ def rerun_script(doc):
         "}",
         "job() {",
         '\tmkdir -p "$out/$step"',
-        "\t# a trace's segments hand over through FIFOs that the appliance makes and holds (exec_prerun and",
-        "\t# exec_postrun): here each starts once the one before it has ended (stonewall), as plain fio does",
-        '\tsed -e "s/^exec_prerun=.*/stonewall=1/" -e "/^exec_postrun=/d" \\',
+        "\t# a trace's segments hand over through FIFOs that the appliance makes and holds (start_fifo and",
+        "\t# done_fifo, our fio patch's; exec_prerun and exec_postrun on a stock fio): here each starts once the",
+        "\t# one before it has ended (stonewall), as plain fio does",
+        f"\tsed {' '.join(f'-e {shlex.quote(e)}' for e in RERUN_SED)} \\",
         '\t\t"$top/jobs/$step.fio" > "$out/$step/$step.fio"',
         '\tfor f in "$top/raw/$step"/*.replay; do if [ -e "$f" ]; then cp "$f" "$out/$step/"; fi; done',
         "\t# a trace's replay iologs are kept gzip-compressed",

@@ -718,14 +718,37 @@ def mark_interrupted(db):
     return ids
 
 
-def resume_run(db, data_dir, run_id, suite_hash, entry):
+def queue_resume(db, run_id, request):
+    """Queue an interrupted run to resume, with the tester's `request` (its "resume" true): the runner service
+    resumes it as it takes it (run/queue.py). Refused with RunBusy while another run is queued or running, and
+    with SsdbenchError when the run is not an interrupted run of this appliance (checked in the same
+    transaction)."""
+    with transaction(db):
+        check_idle(db)
+        cur = db.execute(
+            """UPDATE runs SET state='queued', request_json=?, cancel_requested=0
+                      WHERE id=? AND state='interrupted' AND origin='local'""",
+            (json.dumps(request), run_id),
+        )
+        if cur.rowcount != 1:
+            raise SsdbenchError(f"run {run_id} is not a run of this appliance cut off by a crash or power loss")
+
+
+def keep_interrupted(db, run_id, error):
+    """A queued resume that did not begin (the drive changed, or a cancel came first): the run is interrupted
+    again, as it was cut, and says why it was not resumed."""
+    db.execute("UPDATE runs SET state='interrupted', pid=NULL, error=? WHERE id=?", (error, run_id))
+
+
+def resume_run(db, data_dir, run_id, suite_hash, entry, claimed=False):
     """Make an interrupted run running again from step entry["from_step_index"] on: that step and every one after
     it pending again, their metrics, series and raw files gone (what they had is of the drive before the cut), and
-    `entry` added to the run's environment's "resumed". Only under the run lock, for a run of this suite."""
+    `entry` added to the run's environment's "resumed". Only under the run lock, for a run of this suite; a
+    queued resume that the runner service has `claimed` is running already."""
     run = get_run(db, run_id)
     if run is None or run["origin"] != "local":
         raise SsdbenchError(f"no run {run_id} of this appliance to resume")
-    if run["state"] != "interrupted":
+    if run["state"] != ("running" if claimed else "interrupted"):
         raise SsdbenchError(f"run {run_id} is {run['state']}: only a run cut off by a crash or power loss resumes")
     if run["suite_hash"] != suite_hash:
         raise SsdbenchError(
@@ -942,10 +965,13 @@ def next_queued_run(db):
 
 
 def claim_run(db, run_id):
-    """A queued run becomes this process's running run; False if it is no longer queued."""
+    """A queued run becomes this process's running run; False if it is no longer queued. A resume keeps the time
+    the run first started."""
     cur = db.execute(
-        "UPDATE runs SET state='running', started_at=?, pid=? WHERE id=? AND state='queued'",
-        (time.time(), os.getpid(), run_id),
+        """UPDATE runs SET state='running', pid=?,
+                  started_at=CASE WHEN json_extract(request_json, '$.resume') THEN started_at ELSE ? END
+                  WHERE id=? AND state='queued'""",
+        (os.getpid(), time.time(), run_id),
     )
     return cur.rowcount == 1
 

@@ -101,8 +101,9 @@ PER_IO_LOGS = {"log_avg_msec": 0, "log_offset": 1}
 # fio takes about 0.4 s to start each job of a step (measured with fio 3.33 on a loop device).
 JOB_START_S = 0.4
 # A trace replays each of its up to 1000 segments as a job, each taking over from the one before it at once
-# (playback): 4 to 11 ms a segment on a busy 2-core host, which the estimate counts.
-HANDOFF_S = 0.01
+# (playback): through fio's own start_fifo and done_fifo, about a millisecond a segment on a busy 2-core host
+# (a stock fio's shell commands take 4 to 11 ms), which the estimate counts.
+HANDOFF_S = 0.001
 # The runner's own work around a step that runs fio on the drive (its temperature and health read before and after,
 # fio's output derived and stored): 0.2 s a step. On smoke's steps on a loop device it took about 0.6 s beside
 # other tests and less on an idle host, where a 0.6 s estimate of a 512 MiB smoke run (132 s) was 23% over the run

@@ -11,11 +11,14 @@ which would write two more per-IO logs and hold fio's own time before each submi
 The segments do not wait for fio to start each job in turn: fio starts a job only after polling, twice 100 ms,
 so 900 segments one after another (`stonewall`) left the drive idle about 0.3 s each. Instead the jobs of a
 part start together, as threads of one fio, and set up at once (their iolog read, their buffers made), and
-each then waits, in its `exec_prerun`, to read a line from a FIFO of its own (`segNNNN.go`); the job before it
-writes that line in its `exec_postrun`, as it ends. The runner holds every FIFO open while the playback runs,
-so that when the runner ends, whatever ends it, a job still waiting reads an end of file, fails and does no IO.
-A job waiting in its prerun is inside system(), which ignores SIGINT in all of fio: a part is stopped with
-SIGTERM, fio's other clean stop.
+each then waits, before its first IO, to read a line from a FIFO of its own (`segNNNN.go`); the job before it
+writes that line as its IOs end. The wait and the line are fio's own `start_fifo` and `done_fifo` (our patch,
+board/ssdbench/patches/fio/0002-*): a thread woken through a pipe, well under a millisecond, where a stock
+fio's `exec_prerun` and `exec_postrun` start a shell each, a few ms, and only after the job's logs are
+written (`handoff_options`). The runner holds every FIFO open while the playback runs, so that when the
+runner ends, whatever ends it, a job still waiting reads an end of file and ends with no IO. A stock fio's job
+waiting in its prerun is inside system(), which ignores SIGINT in all of fio: a part is stopped with SIGTERM,
+fio's other clean stop, which ends a wait in start_fifo too.
 
 The Heavy trace's 4 million IOs make about 110 MB of iologs and 130 MB of latency logs: more than a
 small stick's data partition holds. So the step's one job file is played in parts of about
@@ -53,6 +56,12 @@ PART_JOBS = 64
 PART_BUFFER_BYTES = 128 * 2**20
 GO = "go"  # the line a segment's job writes to the next one's FIFO as it ends
 STOP = "stop"  # the line the runner writes to every FIFO when the playback stops: the jobs still waiting end
+FIO_PATCH = "0002-backend-add-start_fifo-and-done_fifo.patch"
+SHELL_WHY = (
+    f"this fio has no start_fifo ({FIO_PATCH}): each segment's job waits for the one before it, and lets the "
+    "next one start, through a shell command (exec_prerun, exec_postrun), a few ms each and only once its logs "
+    "are written: gaps that the replay measures and validity rule 7 flags over 1%"
+)
 
 
 def job_name(k):
@@ -64,9 +73,34 @@ def handoff(k):
     return f"{job_name(k)}.go"
 
 
-def replay_job(k, qd, data=plan.HASHED, last=False):
+def handoff_options(k, last, native=True):
+    """The options with which segment k's job waits for k - 1 to end and lets k + 1 start (none after the
+    `last`): fio's own start_fifo and done_fifo (`native`, our patch), or a stock fio's shell commands."""
+    options = {}
+    if k:
+        options["start_fifo" if native else "exec_prerun"] = (
+            handoff(k) if native else f'read -r line < {handoff(k)} && test "$line" = {GO}'
+        )
+    if not last:
+        # fio cuts an option at a ";" or "#", and appends its own redirection of stdout to the command: the line
+        # goes to the FIFO from inside a subshell, opened read and write so that the open never waits
+        options["done_fifo" if native else "exec_postrun"] = (
+            handoff(k + 1) if native else f"(echo {GO} >&3) 3<>{handoff(k + 1)}"
+        )
+    return options
+
+
+def handoff_record(native):
+    """What the step records of its handoffs: fio's own, or a stock fio's shell commands and why."""
+    if native:
+        return {"options": "start_fifo, done_fifo", "fio_patch": FIO_PATCH}
+    return {"options": "exec_prerun, exec_postrun", "why": SHELL_WHY}
+
+
+def replay_job(k, qd, data=plan.HASHED, last=False, native=True):
     """The fio job that replays segment k of a trace, at the segment's queue depth, with what `data` makes its
-    writes, after segment k - 1 and before k + 1 (none after the `last`): (name, options)."""
+    writes, after segment k - 1 and before k + 1 (none after the `last`), handing over as `native` says
+    (handoff_options): (name, options)."""
     name = job_name(k)
     options = {
         "read_iolog": f"{name}.replay",
@@ -80,20 +114,16 @@ def replay_job(k, qd, data=plan.HASHED, last=False):
         "write_lat_log": name,
         **plan.PER_IO_LOGS,
         "log_unix_epoch": 1,
+        **handoff_options(k, last, native),
     }
-    if k:
-        options["exec_prerun"] = f'read -r line < {handoff(k)} && test "$line" = {GO}'
-    if not last:
-        # fio cuts an option at a ";" or "#", and appends its own redirection of stdout to the command: the line
-        # goes to the FIFO from inside a subshell, opened read and write so that the open never waits
-        options["exec_postrun"] = f"(echo {GO} >&3) 3<>{handoff(k + 1)}"
     return name, options
 
 
-def replay_jobs(spec, data=plan.HASHED):
-    """Every replay job of a trace step, in order, its writes made as `data` makes them."""
+def replay_jobs(spec, data=plan.HASHED, native=True):
+    """Every replay job of a trace step, in order, its writes made as `data` makes them, handing over as `native`
+    says."""
     segments = plan.trace_segments(spec)
-    return [replay_job(k, qd, data, last=k == len(segments) - 1) for k, (qd, _) in enumerate(segments)]
+    return [replay_job(k, qd, data, k == len(segments) - 1, native) for k, (qd, _) in enumerate(segments)]
 
 
 def _write_replay(path, ios):
@@ -134,9 +164,10 @@ def _widened(trace, block):
     return trace_file.Trace(trace.meta, source), figures
 
 
-def prepare(step, out_dir, capacity, suite, data_dir, block=plan.SECTOR):
+def prepare(step, out_dir, capacity, suite, data_dir, block=plan.SECTOR, native=True):
     """The trace the step plays, as mapped onto a drive of `capacity` bytes in logical blocks of `block`
-    bytes, with the job file that replays it and what the step records of it: (trace, job file, info). A
+    bytes, with the job file that replays it (its handoffs fio's own where `native`, else a stock fio's shell
+    commands) and what the step records of it: (trace, job file, info). A
     trace whose bytes are not the ones the suite's workload hash covers is refused. A tester's trace is read
     from the data folder's imported traces."""
     os.makedirs(out_dir, exist_ok=True)
@@ -153,7 +184,7 @@ def prepare(step, out_dir, capacity, suite, data_dir, block=plan.SECTOR):
             f"covers ({expected[:16]}...): this Python or this ssdbench does not make the locked trace"
         )
     mapped, was_mapped = trace_file.map_to_capacity(trace, capacity)
-    jobs = replay_jobs(spec, step.data)
+    jobs = replay_jobs(spec, step.data, native)
     info = {
         **{key: value for key, value in plan.trace_figures(spec).items() if key in ("profile", "seed", "name")},
         "label": trace.label,
@@ -162,6 +193,7 @@ def prepare(step, out_dir, capacity, suite, data_dir, block=plan.SECTOR):
         "stats": figures,
         "segments": len(jobs),
         "mapped_to_capacity": was_mapped,
+        "handoff": handoff_record(native),
     }
     if not trace.synthetic:
         info |= {key: trace.meta[key] for key in ("format", "source", "qd")}
@@ -198,7 +230,7 @@ def _pack(out_dir, names):
                 shutil.copyfileobj(src, dst)
             os.replace(f"{path}.gz.part", f"{path}.gz")
             os.remove(path)
-        for run in ("prerun", "postrun"):  # fio's files of each command's output: they say nothing
+        for run in ("prerun", "postrun"):  # a stock fio's files of each command's output: they say nothing
             with contextlib.suppress(FileNotFoundError):
                 os.remove(os.path.join(out_dir, f"{name}.{run}.txt"))
 

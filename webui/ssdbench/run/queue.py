@@ -48,6 +48,25 @@ def enqueue_repeat(db, data_dir, suite_name, times, device, confirm, destroy_dat
     return store.create_repeat(db, drive, suite, times, thresholds, request, plan=steps)
 
 
+def enqueue_resume(db, data_dir, run_id, device, confirm, destroy_data=False, allow_usb=False):
+    """Queue an interrupted run to resume on its drive, now at `device`, after the checks that `ssdbench run
+    --resume` makes: the same suite, the same drive (model, serial, capacity, ID) and plan. The service resumes
+    it as it takes it (start_claimed); returns where it resumes (runner.resume_entry)."""
+    run = store.get_run(db, run_id)
+    if run is None:
+        raise SsdbenchError(f"no run {run_id}")
+    trace = (run["request"] or {}).get("trace")
+    suite, drive, steps, request = checked(db, data_dir, run["suite"], device, confirm, destroy_data, allow_usb, trace)
+    if suite.sha256 != run["suite_hash"]:
+        raise SsdbenchError(
+            f"run {run_id} ran another version of the suite {run['suite']} (sha256 {run['suite_hash'][:16]}...): "
+            "this release cannot resume it"
+        )
+    entry = runner.resumable(db, run_id, drive, steps)
+    store.queue_resume(db, run_id, {**request, "resume": True})
+    return entry
+
+
 def checked(db, data_dir, suite_name, device, confirm, destroy_data, allow_usb, trace=None):
     """The suite, the drive, the plan and the tester's request, once every check has passed."""
     store.check_idle(db)
@@ -178,20 +197,33 @@ def queued_suite(data_dir, row):
 
 
 def start_claimed(db, data_dir, lock, row, signals):
-    """Check a claimed run's request again, as the drive may have changed since it was queued, then run it."""
+    """Check a claimed run's request again, as the drive may have changed since it was queued, then run it; or
+    resume it, when it is an interrupted run queued to resume (enqueue_resume). A resume that does not begin
+    leaves the run interrupted, still to be resumed, and says why."""
+    request = json.loads(row["request_json"])
+    resume = request.get("resume", False)
 
     def cancelled():
         return signals.received or store.cancel_requested(db, row["id"])
 
+    def not_started(state, error):
+        if resume:
+            store.keep_interrupted(db, row["id"], f"not resumed: {error}")
+        else:
+            store.finish_run(db, row["id"], state, error)
+        return state, error
+
     if cancelled():
-        store.finish_run(db, row["id"], "cancelled", "cancelled before it started")
-        return "cancelled", None
+        return not_started("cancelled", "cancelled before it started")
     try:
         suite = queued_suite(data_dir, row)
-        drive, steps = runner.prepare_again(data_dir, suite, json.loads(row["request_json"]))
+        drive, steps = runner.prepare_again(data_dir, suite, request)
+        entry = runner.resumable(db, row["id"], drive, steps) if resume else None
     except SsdbenchError as exc:
-        state, error = ("cancelled", "cancelled before it started") if cancelled() else ("failed", str(exc))
-        store.finish_run(db, row["id"], state, error)
-        return state, error
-    store.set_run_drive(db, row["id"], drive)
-    return runner.run_under_lock(db, data_dir, lock, row["id"], suite, drive, steps, signals)
+        return not_started(*(("cancelled", "cancelled before it started") if cancelled() else ("failed", str(exc))))
+    if entry is None:
+        store.set_run_drive(db, row["id"], drive)
+    else:
+        runner.stop_leftovers(store.run_dir(data_dir, row["id"]))
+        store.resume_run(db, data_dir, row["id"], suite.sha256, entry, claimed=True)
+    return runner.run_under_lock(db, data_dir, lock, row["id"], suite, drive, steps, signals, resumed=entry)

@@ -250,7 +250,13 @@ class Run:
         adapted = plan.adaptation_notes(step.adapted)
         if step.kind == "trace":
             trace, job_text, detail["trace"] = playback.prepare(
-                step, out_dir, self.drive["capacity_bytes"], self.suite, self.data_dir, self.drive["logical_block_size"]
+                step,
+                out_dir,
+                self.drive["capacity_bytes"],
+                self.suite,
+                self.data_dir,
+                self.drive["logical_block_size"],
+                tools.fio_knows("start_fifo"),
             )
             adapted += playback.adaptation_notes(detail["trace"])
             store.set_job_file(self.db, sid, job_text)
@@ -401,9 +407,9 @@ class Run:
         return state, error
 
     def each_step(self):
-        """The health snapshot before (a resumed run keeps the one from its start), then the steps in order, from
-        the resumed run's first, until one does not end done."""
-        if not self.resumed:
+        """The health snapshot before (a resumed run keeps the one from its start, where it was cut after taking
+        it), then the steps in order, from the resumed run's first, until one does not end done."""
+        if not (self.resumed and os.path.exists(os.path.join(self.run_dir, "health-before.json"))):
             self.write_json("health-before.json", health.snapshot(self.drive))
         for step in self.steps[self.resumed["from_step_index"] if self.resumed else 0 :]:
             if self.should_stop():
@@ -702,22 +708,23 @@ def run_under_lock(
         store.release_reserve(data_dir)
 
 
-def resume_entry(run, steps):
+def resume_entry(run):
     """Where an interrupted run resumes: the step that was cut (the one left interrupted; none was: the first that
     did not run), and the step it starts again from, the last purge at or before it (none: the run's first step),
     so that the cut step meets the drive in the state it declares. Every step from there runs again."""
-    cut = next((s for s in run["steps"] if s["state"] == "interrupted"), None) or next(
-        (s for s in run["steps"] if s["state"] not in ("done",)), None
+    steps = run["steps"]
+    cut = next((s for s in steps if s["state"] == "interrupted"), None) or next(
+        (s for s in steps if s["state"] not in ("done",)), None
     )
     if cut is None:
         raise SsdbenchError(f"run {run['id']} has no step left to run")
-    start = max((st.index for st in steps[: cut["idx"] + 1] if st.kind == "purge"), default=0)
+    start = max((s["idx"] for s in steps[: cut["idx"] + 1] if s["kind"] == "purge"), default=0)
     return {
         "at": time.time(),
         "cut_at": run["finished_at"],
         "cut_step": cut["key"],
         "cut_step_index": cut["idx"],
-        "from_step": steps[start].id,
+        "from_step": steps[start]["key"],
         "from_step_index": start,
     }
 
@@ -761,9 +768,9 @@ def resumable(db, run_id, drive, steps):
         raise SsdbenchError(f"no run {run_id}")
     if any(drive.get(k) != run["drive"].get(k) for k in ("capacity_bytes", "confirm_id", "serial", "model")):
         raise SsdbenchError(f"{drive['path']} is not the drive run {run_id} ran on")
-    if len(steps) != len(run["steps"]):
+    if [st.id for st in steps] != [s["key"] for s in run["steps"]]:
         raise SsdbenchError(f"run {run_id} ran another plan: resume it with its own suite")
-    return resume_entry(run, steps)
+    return resume_entry(run)
 
 
 def cancel(data_dir):

@@ -76,6 +76,15 @@ def version(name):
     return next((line.strip() for line in out.splitlines() if line.strip()), "unknown")
 
 
+def fio_knows(option):
+    """Whether fio's own help (`fio --cmdhelp`) knows an option: a stock fio lacks our patches' options."""
+    try:
+        out = run([require("fio"), f"--cmdhelp={option}"], timeout=10, ok=None)
+    except SsdbenchError:
+        return False
+    return re.search(rf"^\s*{re.escape(option)}:", out, re.M) is not None
+
+
 def fio_values(option):
     """The values that fio's own help (`fio --cmdhelp`) lists for one of its options: empty where it lists none."""
     try:

@@ -201,6 +201,11 @@ def cancel(run_id):
     return answer(data.cancel_run(get_db(), run_id))
 
 
+@bp.post("/runs/<int:run_id>/resume")
+def resume(run_id):
+    return answer(data.resume_run(get_db(), run_id, json_body(), current_app.config))
+
+
 @bp.get("/compare")
 def compare():
     ids = [int(i) for i in g.query["run"]]  # whole numbers (checked), maybe written as 2.0

@@ -323,6 +323,53 @@ def _start(db, body, config, enqueue, trace=None):
         return {"error": str(exc)}, 409
 
 
+def drive_of(config, run):
+    """The drive listed now that is the one `run` ran on (its model, serial and capacity; its path may have
+    changed since), or None."""
+    listed, _ = drive_list(config)
+    return next(
+        (d for d in listed if all(d.get(k) == run["drive"].get(k) for k in ("model", "serial", "capacity_bytes"))),
+        None,
+    )
+
+
+def resume_run(db, run_id, body, config):
+    """Queue an interrupted run to resume on its drive, from the request body ({"confirm": the drive's ID,
+    "destroy_data": ...}): (JSON document, HTTP status). Shared by the API and the run page's Resume form. The
+    drive is the one the drives list shows with the run's model, serial and capacity, never a path from a form."""
+    run = store.get_run(db, run_id)
+    if run is None:
+        return {"error": f"no run {run_id}"}, 404
+    if run["state"] != "interrupted" or run["origin"] != "local":
+        return {"error": f"run {run_id} is {run['state']}: only a run cut off by a crash or power loss resumes"}, 409
+    try:
+        store.check_idle(db)
+    except store.RunBusy as exc:
+        return {"error": f"a run is already active: {exc}"}, 409
+    listed = drive_of(config, run)
+    if listed is not None:
+        listed = listed_drives(config, only=listed["path"])[0].get(listed["path"])
+    if listed is None:
+        ran_on = f"{run['drive'].get('model')}, serial {run['drive'].get('serial')}"
+        return {"error": f"the drive run {run_id} ran on ({ran_on}) is not connected: connect it, then look again"}, 404
+    remember(config, listed)
+    confirm, destroy_data = body.get("confirm"), body.get("destroy_data") in (True, "1", "on", "true")
+    if confirm != listed["confirm_id"]:
+        return {
+            "error": f"Not resumed: the ID typed does not match this drive's. Type {listed['confirm_id']} exactly, "
+            "to confirm that every byte on it may be destroyed."
+        }, 409
+    try:
+        entry = queue.enqueue_resume(
+            db, config["SSDBENCH_DATA_DIR"], run_id, listed["path"], confirm, destroy_data, config["SSDBENCH_ALLOW_USB"]
+        )
+    except store.RunBusy as exc:
+        return {"error": f"a run is already active: {exc}"}, 409
+    except SsdbenchError as exc:
+        return {"error": str(exc)}, 409
+    return {"id": run_id, "url": url_for("pages.run", run_id=run_id), "from_step": entry["from_step"]}, 202
+
+
 def trace_list(config):
     """The imported traces, and a line for each record that cannot be read."""
     return user_traces.entries(config["SSDBENCH_DATA_DIR"])

@@ -397,6 +397,7 @@ REPEAT_REQUEST = closed(
     },
     [*START_REQUEST["required"], "times"],
 )
+RESUME_REQUEST = closed({k: START_REQUEST["properties"][k] for k in ("confirm", "destroy_data")}, ["confirm"])
 TRACE_START_REQUEST = closed(
     {k: START_REQUEST["properties"][k] for k in ("drive", "confirm", "destroy_data")}, ["drive", "confirm"]
 )
@@ -659,6 +660,34 @@ DOCUMENT = {
                     "409": _json("the run is not queued or running", ERROR),
                 },
                 security=STATE_CHANGE,
+            )
+        ),
+        "/api/runs/{run_id}/resume": _run_path(
+            post=_operation(
+                "Queue a run cut off by a crash or power loss to resume on its drive (destroys its data): from the "
+                "last purge at or before the step that was cut",
+                {
+                    "202": _json(
+                        "queued to resume",
+                        closed(
+                            {
+                                "id": {"type": "integer"},
+                                "url": {"type": "string"},
+                                "from_step": {"type": "string", "description": "the step it starts again from"},
+                            },
+                            ["id", "url", "from_step"],
+                        ),
+                    ),
+                    "404": _json("the drive the run ran on is not connected", ERROR),
+                    "409": _json(
+                        "refused: the run was not cut off (or is a lab's), another run is queued or running, the "
+                        "confirmation is not the drive's confirm_id, the drive is no longer eligible, or its suite or "
+                        "plan changed since",
+                        ERROR,
+                    ),
+                },
+                security=STATE_CHANGE,
+                body=RESUME_REQUEST,
             )
         ),
         "/api/repeats": {

@@ -28,6 +28,7 @@ from ..errors import SsdbenchError
 from ..human import clock, figure, run_name, sentence, shown, shown_unit, when
 from ..lab import index
 from ..results import bench, repeatability, report_html, store, summary, testbed, upload
+from ..run import runner
 from ..run.repeat import MAX_TIMES
 from ..suites import user_traces
 from . import data
@@ -286,6 +287,39 @@ def delete(run_id):
         return redirect(url_for("pages.run", run_id=run_id))
     flash(f"Run {run_id} deleted, with its files.")
     return redirect(url_for("pages.history"))
+
+
+@bp.get(f"/runs/<{data.ID}:run_id>/resume")
+def resume_question(run_id):
+    """Resume asks first, on a page of its own: it names the run, the step it starts again from and the drive whose
+    data that destroys, and takes that drive's ID typed."""
+    run = store.get_run(get_db(), run_id)
+    if run is None:
+        abort(404, description=gone(run_id))
+    return _resume_page(run)
+
+
+@bp.post(f"/runs/<{data.ID}:run_id>/resume")
+def resume(run_id):
+    form = {"confirm": request.form.get("confirm", ""), "destroy_data": request.form.get("destroy_data")}
+    body, status = data.resume_run(get_db(), run_id, form, current_app.config)
+    if status == 202:
+        flash(f"Run {run_id} is queued to resume from step {body['from_step']}.")
+        return redirect(body["url"])
+    run = store.get_run(get_db(), run_id)
+    if run is None:
+        abort(404, description=gone(run_id))
+    return _resume_page(run, body["error"], status, form["confirm"])
+
+
+def _resume_page(run, error=None, status=200, typed=""):
+    resumable = run["state"] == "interrupted" and run["origin"] == "local"
+    entry = runner.resume_entry(run) if resumable else None
+    drive = data.drive_of(current_app.config, run) if resumable else None
+    page = render_template(
+        "resume.html", run=run, name=run_name(run), entry=entry, drive=drive, error=error, typed=typed
+    )
+    return page, status
 
 
 def gone(run_id):
