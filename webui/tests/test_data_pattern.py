@@ -255,7 +255,7 @@ def test_a_replay_that_reads_zeros_and_rewrites_its_blocks_still_writes_incompre
     for _ in range(2):
         for at in range(0, 4 * 1024 * 1024, big):
             ios += [("R", half + at, big), ("W", at, big), ("W", 4 * 1024 * 1024 + at // 32, BLOCK)]
-    name, options = playback.replay_job(0, 1)
+    name, options = playback.replay_job(0, 1, last=True)  # no job after it: no FIFO to hand over to
     playback._write_replay(tmp_path / f"{name}.replay", ios)
     job = tmp_path / "replay.fio"
     job.write_text(

@@ -809,14 +809,15 @@ def test_a_run_killed_in_a_step_resumes_from_its_purge_and_its_bundle_says_so(lo
 
 def test_a_run_resumes_from_the_last_purge_at_or_before_the_step_that_was_cut():
     kinds = ["purge", "fio", "fio", "purge", "fio", "trace"]
+    keys = [f"s{i}-{k}" for i, k in enumerate(kinds)]
 
     def cut(states):
         run = {
             "id": 1,
             "finished_at": 5.0,
             "steps": [
-                {"idx": i, "key": f"s{i}-{k}", "kind": k, "state": state}
-                for i, (k, state) in enumerate(zip(kinds, states))
+                {"idx": i, "key": key, "kind": k, "state": state}
+                for i, (key, k, state) in enumerate(zip(keys, kinds, states))
             ],
         }
         entry = runner.resume_entry(run)

@@ -60,7 +60,7 @@
   // at gaps) or as dots, the bands' shades a plugin drew (passed in), the legend's names and the small print.
   function uplotSvg(u, title, fineprint, options) {
     const {bands} = options || {};
-    const t = SsdbenchReport.theme(); // the chart's own colours: its series were drawn for this ground
+    const t = u.look; // the chart's own colours: its series were drawn for this ground
     const r = uPlot.pxRatio;
     const box = {left: u.bbox.left / r, top: u.bbox.top / r, width: u.bbox.width / r, height: u.bbox.height / r};
     const legend = u.series.slice(1).filter((s) => s.show !== false);
@@ -144,7 +144,7 @@
   // The canvas uPlot drew (axes, grid, series and the bands), under its title, over its legend and small print.
   function uplotPng(u, title, fineprint) {
     const r = uPlot.pxRatio;
-    const t = SsdbenchReport.theme();
+    const t = u.look;
     const src = u.ctx.canvas;
     const legend = u.series.slice(1).filter((s) => s.show !== false);
     const head = 24 * r;

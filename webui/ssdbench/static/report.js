@@ -642,6 +642,7 @@
       ],
     };
     const u = new uPlot(opts, data, holder);
+    u.look = t; // its export's ground and ink: the theme it was drawn in, whatever the system's is by then
     charts.push(u);
     return u;
   }

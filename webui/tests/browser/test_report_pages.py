@@ -261,6 +261,13 @@ def test_every_chart_saves_as_a_valid_png_and_svg(site):
         assert name.endswith(".png") and valid_png(content), name
         name, content = saved(page, figure.locator("button[data-save=svg]"))
         assert name.endswith(".svg") and valid_svg(content), name
+    # Saved after the system turned dark, a chart drawn in the light theme keeps its light ground and ink
+    page.emulate_media(color_scheme="dark")
+    try:
+        svg = ET.fromstring(saved(page, shown(page, "consistency").locator("button[data-save=svg]"))[1])
+    finally:
+        page.emulate_media(color_scheme="light")
+    assert svg.find("{http://www.w3.org/2000/svg}rect").get("fill") == "#fafafa" and svg.get("fill") == "#1b1b1b"
     page.goto(f"{base}/compare?runs=2,1")
     bars = page.locator("figure.bars[data-chart=seq-read-128k]")
     assert valid_png(saved(page, bars.locator("button[data-save=png]"))[1])
