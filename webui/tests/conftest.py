@@ -306,6 +306,13 @@ def finished_run(tmp_path_factory):
         subprocess.run(["losetup", "-d", dev], capture_output=True)
 
 
+def cgroup2():
+    """Where cgroup v2 is mounted (/sys/fs/cgroup on a host of v2 alone, /sys/fs/cgroup/unified beside v1's
+    hierarchies), or None."""
+    mounts = (line.split() for line in read_text("/proc/self/mounts").splitlines())
+    return next((fields[1] for fields in mounts if fields[2] == "cgroup2"), None)
+
+
 class BlockThrottle:
     """A cgroup of its own in which a process reads or writes `dev` at no more than `rate` IOs (per="iops") or
     bytes (per="bps") a second (the kernel's block throttle): a slow drive made of a fast one. cgroup v1's blkio
@@ -315,13 +322,13 @@ class BlockThrottle:
     def __init__(self, dev, rate, what="write", per="iops"):
         rdev = os.stat(dev).st_rdev
         self.device = f"{os.major(rdev)}:{os.minor(rdev)}"
-        v1 = "/sys/fs/cgroup/blkio"
+        v1, v2 = "/sys/fs/cgroup/blkio", cgroup2()
         if os.path.exists(f"{v1}/blkio.throttle.{what}_{per}_device"):
             self.root, self.file, self.line = v1, f"blkio.throttle.{what}_{per}_device", "{device} {rate}"
-        elif "io" in read_text("/sys/fs/cgroup/cgroup.controllers").split():
+        elif v2 and "io" in read_text(f"{v2}/cgroup.controllers").split():
             with contextlib.suppress(OSError):
-                write_text("/sys/fs/cgroup/cgroup.subtree_control", "+io")
-            self.root, self.file, self.line = "/sys/fs/cgroup", "io.max", f"{{device}} {what[0]}{per}={{rate}}"
+                write_text(f"{v2}/cgroup.subtree_control", "+io")
+            self.root, self.file, self.line = v2, "io.max", f"{{device}} {what[0]}{per}={{rate}}"
         else:
             pytest.fail("no block throttle here: neither cgroup v1's blkio nor cgroup v2's io controller")
         self.path = tempfile.mkdtemp(prefix="ssdbench-test-", dir=self.root)

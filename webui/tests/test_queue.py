@@ -134,7 +134,7 @@ def test_service_checks_the_room_again_when_it_takes_a_queued_run(loopdev, small
 def test_a_repeat_queued_from_the_web_runs_one_run_after_another_and_its_cancel_stops_the_set(
     loopdev, tmp_path, runner_service
 ):
-    dev, _ = loopdev()
+    dev, _ = loopdev("128M")
     data_dir = tmp_path / "data"
     client = make_app(data_dir, SSDBENCH_EXTRA_DRIVES=[dev]).test_client()
     headers = {"X-CSRF-Token": login(client)}
