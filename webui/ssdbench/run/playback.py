@@ -76,18 +76,14 @@ def handoff(k):
 def handoff_options(k, last, native=True):
     """The options with which segment k's job waits for k - 1 to end and lets k + 1 start (none after the
     `last`): fio's own start_fifo and done_fifo (`native`, our patch), or a stock fio's shell commands."""
-    options = {}
-    if k:
-        options["start_fifo" if native else "exec_prerun"] = (
-            handoff(k) if native else f'read -r line < {handoff(k)} && test "$line" = {GO}'
-        )
-    if not last:
+    if native:
+        wait, post = {"start_fifo": handoff(k)}, {"done_fifo": handoff(k + 1)}
+    else:
+        wait = {"exec_prerun": f'read -r line < {handoff(k)} && test "$line" = {GO}'}
         # fio cuts an option at a ";" or "#", and appends its own redirection of stdout to the command: the line
         # goes to the FIFO from inside a subshell, opened read and write so that the open never waits
-        options["done_fifo" if native else "exec_postrun"] = (
-            handoff(k + 1) if native else f"(echo {GO} >&3) 3<>{handoff(k + 1)}"
-        )
-    return options
+        post = {"exec_postrun": f"(echo {GO} >&3) 3<>{handoff(k + 1)}"}
+    return {**(wait if k else {}), **({} if last else post)}
 
 
 def handoff_record(native):

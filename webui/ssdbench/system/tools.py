@@ -76,20 +76,21 @@ def version(name):
     return next((line.strip() for line in out.splitlines() if line.strip()), "unknown")
 
 
-def fio_knows(option):
-    """Whether fio's own help (`fio --cmdhelp`) knows an option: a stock fio lacks our patches' options."""
+def _fio_help(option):
+    """fio's own help of one of its options (`fio --cmdhelp`): empty where there is no fio to ask."""
     try:
-        out = run([require("fio"), f"--cmdhelp={option}"], timeout=10, ok=None)
+        return run([require("fio"), f"--cmdhelp={option}"], timeout=10, ok=None)
     except SsdbenchError:
-        return False
-    return re.search(rf"^\s*{re.escape(option)}:", out, re.M) is not None
+        return ""
+
+
+def fio_knows(option):
+    """Whether fio's own help knows an option: a stock fio lacks our patches' options."""
+    return re.search(rf"^\s*{re.escape(option)}:", _fio_help(option), re.M) is not None
 
 
 def fio_values(option):
-    """The values that fio's own help (`fio --cmdhelp`) lists for one of its options: empty where it lists none."""
-    try:
-        out = run([require("fio"), f"--cmdhelp={option}"], timeout=10, ok=None)
-    except SsdbenchError:
-        return set()
+    """The values that fio's own help lists for one of its options: empty where it lists none."""
+    out = _fio_help(option)
     # "        valid values: 0          Do not scramble buffers" and "                    : hash       Hashed ..."
     return set(re.findall(r"^\s*(?:valid values)?\s*:\s+(\S+)\s", out, re.M))

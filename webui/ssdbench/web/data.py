@@ -294,29 +294,49 @@ def _start(db, body, config, enqueue, trace=None):
             user_traces.entry(config["SSDBENCH_DATA_DIR"], trace)
         except SsdbenchError as exc:
             return {"error": str(exc)}, 404
+    missing = f"{drive} is not one of the drives this appliance lists (see the drives page)"
+    destroy_data = _destroys(body)
+    refused = _refused(db, config, drive, missing, confirm, destroy_data, "started")
+    if refused:
+        return refused
+    return _queued(lambda: enqueue(suite, drive, confirm, destroy_data, config["SSDBENCH_ALLOW_USB"]), 201)
+
+
+def _destroys(body):
+    """Whether the tester ticked "I know it holds data": JSON's true, or a form's checkbox."""
+    return body.get("destroy_data") in (True, "1", "on", "true")
+
+
+def _refused(db, config, path, missing, confirm, destroy_data, verb):
+    """Why Start (or Resume, `verb` says which) does not queue a run on the drive at `path`, as (JSON document,
+    HTTP status); None when it may. The drive is discovered afresh (its listing's row with it); a drive not listed
+    is refused with `missing`."""
     try:
         store.check_idle(db)
     except store.RunBusy as exc:
         return {"error": f"a run is already active: {exc}"}, 409
-    listed = listed_drives(config, only=drive)[0].get(drive)
+    listed = listed_drives(config, only=path)[0].get(path) if path else None
     if listed is None:
-        return {"error": f"{drive} is not one of the drives this appliance lists (see the drives page)"}, 404
+        return {"error": missing}, 404
     remember(config, listed)
-    destroy_data = body.get("destroy_data") in (True, "1", "on", "true")
-    # The two refusals a tester meets at Start, in the page's words; the queue checks them again, in the
-    # command line's.
+    # The two refusals a tester meets, in the page's words; the queue checks them again, in the command line's.
     if listed["eligible"] and confirm != listed["confirm_id"]:
         return {
-            "error": f"Not started: the ID typed does not match this drive's. Type {listed['confirm_id']} exactly, "
+            "error": f"Not {verb}: the ID typed does not match this drive's. Type {listed['confirm_id']} exactly, "
             "to confirm that every byte on it may be destroyed."
         }, 409
     if listed["eligible"] and listed["needs_wipe_confirmation"] and not destroy_data:
         return {
-            "error": 'Not started: this drive holds data (a partition table or a file system). Tick "I know it '
+            "error": f'Not {verb}: this drive holds data (a partition table or a file system). Tick "I know it '
             'holds data" to destroy it.'
         }, 409
+    return None
+
+
+def _queued(enqueue, status):
+    """(what enqueue() queued, `status`), or why the queue refused it: (JSON document, HTTP status)."""
     try:
-        return enqueue(suite, drive, confirm, destroy_data, config["SSDBENCH_ALLOW_USB"]), 201
+        return enqueue(), status
     except store.RunBusy as exc:
         return {"error": f"a run is already active: {exc}"}, 409
     except SsdbenchError as exc:  # the drive's state or its confirmation, a suite that fails its lock, no room
@@ -342,32 +362,20 @@ def resume_run(db, run_id, body, config):
         return {"error": f"no run {run_id}"}, 404
     if run["state"] != "interrupted" or run["origin"] != "local":
         return {"error": f"run {run_id} is {run['state']}: only a run cut off by a crash or power loss resumes"}, 409
-    try:
-        store.check_idle(db)
-    except store.RunBusy as exc:
-        return {"error": f"a run is already active: {exc}"}, 409
-    listed = drive_of(config, run)
-    if listed is not None:
-        listed = listed_drives(config, only=listed["path"])[0].get(listed["path"])
-    if listed is None:
-        ran_on = f"{run['drive'].get('model')}, serial {run['drive'].get('serial')}"
-        return {"error": f"the drive run {run_id} ran on ({ran_on}) is not connected: connect it, then look again"}, 404
-    remember(config, listed)
-    confirm, destroy_data = body.get("confirm"), body.get("destroy_data") in (True, "1", "on", "true")
-    if confirm != listed["confirm_id"]:
-        return {
-            "error": f"Not resumed: the ID typed does not match this drive's. Type {listed['confirm_id']} exactly, "
-            "to confirm that every byte on it may be destroyed."
-        }, 409
-    try:
-        entry = queue.enqueue_resume(
-            db, config["SSDBENCH_DATA_DIR"], run_id, listed["path"], confirm, destroy_data, config["SSDBENCH_ALLOW_USB"]
-        )
-    except store.RunBusy as exc:
-        return {"error": f"a run is already active: {exc}"}, 409
-    except SsdbenchError as exc:
-        return {"error": str(exc)}, 409
-    return {"id": run_id, "url": url_for("pages.run", run_id=run_id), "from_step": entry["from_step"]}, 202
+    path = (drive_of(config, run) or {}).get("path")
+    ran_on = f"{run['drive'].get('model')}, serial {run['drive'].get('serial')}"
+    missing = f"the drive run {run_id} ran on ({ran_on}) is not connected: connect it, then look again"
+    confirm, destroy_data = body.get("confirm"), _destroys(body)
+    refused = _refused(db, config, path, missing, confirm, destroy_data, "resumed")
+    if refused:
+        return refused
+
+    def enqueue():
+        data_dir, allow_usb = config["SSDBENCH_DATA_DIR"], config["SSDBENCH_ALLOW_USB"]
+        entry = queue.enqueue_resume(db, data_dir, run_id, path, confirm, destroy_data, allow_usb)
+        return {"id": run_id, "url": url_for("pages.run", run_id=run_id), "from_step": entry["from_step"]}
+
+    return _queued(enqueue, 202)
 
 
 def trace_list(config):
