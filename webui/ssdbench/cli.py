@@ -25,7 +25,7 @@ from .results import bundle, document, offline_report, repeatability, store, upl
 from .run import host_cost, plan, queue, repeat, runner, space, workload
 from .suites import locked, user_traces
 from .system import clock as wall_clock
-from .system import settings, tls
+from .system import settings, tls, tools
 
 DEFAULT_DATA_DIR = "/var/lib/ssdbench"
 EXIT_ERROR = 2
@@ -118,7 +118,7 @@ def cmd_suites(args):
 def cmd_plan(args):
     s = locked.load(args.suite)
     steps = plan.compile_plan(s, args.capacity, args.logical_block)
-    total = plan.estimate_seconds(steps) + host_cost.seconds(steps)
+    total = plan.estimate_seconds(steps) + host_cost.seconds(steps, tools.fio_knows("start_fifo"))
     room = space.needed_bytes(steps)
     if args.json:
         return out_json(

@@ -15,7 +15,7 @@ import pytest
 from conftest import data, needs_root
 
 from ssdbench.results import document, store, validity
-from ssdbench.run import derive, fio_output, plan, playback, steady
+from ssdbench.run import derive, fio_output, handoff, plan, steady
 from ssdbench.suites import locked, trace_file, trace_generator
 
 pytestmark = needs_root()
@@ -285,7 +285,7 @@ def test_trace_playback_is_labelled_synthetic_and_checked_against_the_lock(smoke
     assert info["sha256"] == locked.manifest()["smoke"]["traces"]["trace"]["sha256"]
     assert info["sha256"] == trace_file.digest(trace_generator.generate(info["profile"], info["seed"]))
     # on make fio's fio, the segments hand over through fio's own start_fifo and done_fifo, recorded with the patch
-    assert info["handoff"] == {"options": "start_fifo, done_fifo", "fio_patch": playback.FIO_PATCH}
+    assert info["handoff"] == {"options": "start_fifo, done_fifo", "fio_patch": handoff.FIO_PATCH}
 
 
 def test_trace_files_are_packed_and_only_completion_latency_is_logged(smoke_run):

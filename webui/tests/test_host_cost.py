@@ -16,8 +16,9 @@ from conftest import ENGINE_SUITE, backing_file, login, make_app, needs_root, ss
 from test_review import runs_of
 
 from ssdbench.results import card, causes, document, store, testbed, validity
-from ssdbench.run import fio_output, host_cost, kernel_device, plan
+from ssdbench.run import fio_output, handoff, host_cost, kernel_device, plan
 from ssdbench.suites import locked
+from ssdbench.system import tools
 
 V1 = "/sys/fs/cgroup/cpu"
 
@@ -40,10 +41,21 @@ def test_a_run_measures_the_hosts_cost_and_every_figure_carries_its_share(finish
     # every job of the plan that the null engine plays, once, each traced to the calibration's own fio output
     assert [job["key"] for job in cost["jobs"]] == list(host_cost.jobs_of(steps))
     with open(os.path.join(run_dir, cost["job_file"])) as f:
-        assert f.read().count("ioengine=null") == 1
+        text = f.read()
+    assert text.count("ioengine=null") == 1
+    # on make fio's fio, one job after another through fio's own start_fifo and done_fifo: one stonewall, a FIFO
+    # waited on by each job after the first, and none left in the folder
+    assert cost["handoff"] == {"options": "start_fifo, done_fifo", "fio_patch": handoff.FIO_PATCH}
+    assert text.count("stonewall=1") == 1 and text.count("start_fifo=") == len(cost["jobs"]) - 1
+    assert not [name for name in os.listdir(os.path.join(run_dir, host_cost.FOLDER)) if name.endswith(".go")]
     for n, job in enumerate(cost["jobs"]):
         measured = host_cost.iops(fio_job(os.path.join(run_dir, cost["output"]), f"job{n}"))
         assert job["iops"] == measured > 0 and job["us_per_io"] == pytest.approx(1e6 / measured)
+        # fio's own clock, in ms: each job began once the one before it had played its time
+        if n:
+            before = fio_job(os.path.join(run_dir, cost["output"]), f"job{n - 1}")["job_start"]
+            began = fio_job(os.path.join(run_dir, cost["output"]), f"job{n}")["job_start"]
+            assert began >= before + host_cost.CALIBRATE_MS - 1, n
         # the host's CPU time per IO: its wall time per IO, less the share of it fio waited for a CPU
         assert job["cpu_us_per_io"] == pytest.approx(job["us_per_io"] * min(job["cpu_percent"], 100) / 100)
     # the same jobs through the kernel, with the suite's ioengine and direct IO: on null_blk where the kernel has
@@ -99,7 +111,7 @@ def test_a_cpu_that_slowed_by_the_runs_end_or_a_calibration_that_failed_flags_th
     # As if the CPU had run twice as fast when the run began: fio on the null engine at the end, for real, takes
     # about twice the CPU time per IO in every job played again.
     fast = {**cost, "jobs": [{**job, "cpu_us_per_io": job["cpu_us_per_io"] / 2} for job in cost["jobs"]]}
-    end = host_cost.again(suite, fast, str(tmp_path), None, lambda now=False: False)
+    end = host_cost.again(suite, fast, str(tmp_path), None, lambda now=False: False, True)
     assert end["moved"] and len(end["ratios"]) == 2 and min(end["ratios"]) > 1 + host_cost.DRIFT_LIMIT
     cost["end"] = end
     assert any("the CPU's speed changed while the steps ran" in f for f in testbed.flags(run))
@@ -113,6 +125,22 @@ def test_a_cpu_that_slowed_by_the_runs_end_or_a_calibration_that_failed_flags_th
     assert not any("calibration failed" in f for f in testbed.flags(run))  # a suite with no job to calibrate
     run["environment"]["host_cost"]["failed"] = True
     assert any("the host-cost calibration failed" in f for f in testbed.flags(run))
+
+
+@needs_root()
+def test_a_stock_fio_calibrates_each_job_once_the_one_before_has_ended_and_says_why(tmp_path, monkeypatch):
+    # Debian's own fio (/usr/bin/fio) lacks start_fifo: each job after a stonewall, as before our patch
+    (tmp_path / "fio").symlink_to("/usr/bin/fio")
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    suite = locked.load(path=ENGINE_SUITE[1], allow_non_standard=True)
+    steps = [step for step in plan.compile_plan(suite, 2**30, data=plan.STOCK) if step.kind == "fio"][:2]
+    native = tools.fio_knows("start_fifo")
+    cost = host_cost.calibrate(suite, steps, str(tmp_path / "run"), None, lambda now=False: False, native)
+    assert cost["handoff"] == {"options": "stonewall", "why": host_cost.STONEWALL_WHY}
+    assert len(cost["jobs"]) == 2 and all(job["iops"] > 0 for job in cost["jobs"])
+    for job_file in (cost["job_file"], cost["kernel"]["job_file"]):
+        text = (tmp_path / "run" / job_file).read_text()
+        assert text.count("stonewall=1") == 2 and "_fifo=" not in text, job_file
 
 
 @needs_root()

@@ -12,7 +12,7 @@ from conftest import needs_root
 
 from ssdbench.errors import SsdbenchError
 from ssdbench.results import bundle, validity
-from ssdbench.run import derive, plan, playback, workload
+from ssdbench.run import derive, handoff, plan, playback, workload
 from ssdbench.suites import locked, trace_file
 from ssdbench.system import tools
 
@@ -144,7 +144,7 @@ def test_a_stock_fio_hands_over_through_shell_commands_and_rerun_sh_plays_either
             step, str(tmp_path / str(native)), CAPACITY, smoke, str(tmp_path), native=native
         )
         assert info["handoff"] == playback.handoff_record(native)
-    assert "why" in info["handoff"] and playback.FIO_PATCH in info["handoff"]["why"]
+    assert "why" in info["handoff"] and handoff.FIO_PATCH in info["handoff"]["why"]
     # rerun.sh's edit leaves no handoff, a stonewall before every segment but the first, and a job file that the
     # run's fio takes
     for native, text in texts.items():

@@ -20,7 +20,8 @@ import json
 import os
 
 from ..errors import SsdbenchError
-from . import derive, fio, kernel_device, plan
+from ..suites import locked
+from . import derive, fio, handoff, kernel_device, plan
 
 # A quarter second holds a hundred thousand IOs on the null engine, and thousands through the kernel even at QD1
 # on a loop device; fio's CPU time is counted exactly (the kernel's runtime of its threads). fio reads a runtime of
@@ -76,8 +77,17 @@ def jobs_of(steps):
     return out
 
 
-# fio starts a null-engine job in about 0.3 s (smoke's 29 jobs took 23.1 s on an idle 2-CPU host).
+# fio starts a null-engine job after `stonewall` in about 0.3 s (smoke's 29 jobs took 23.1 s on an idle 2-CPU
+# host), most of it polling, twice 100 ms; a job that another one hands over to (handoff) starts within a ms.
 JOB_START_S = 0.3
+# On our fio the jobs of a chain set up together, each with its buffers (its queue depth times its block size):
+# a chain holds at most so many bytes of them, so that the calibration holds no more memory than its largest
+# job alone (standard's 8 MiB reads at QD32: 256 MiB), where all of standard's 68 jobs at once hold 1 GiB.
+CHAIN_BUFFER_BYTES = 128 * 2**20
+STONEWALL_WHY = (
+    f"this fio has no start_fifo ({handoff.FIO_PATCH}): each job of the calibration starts once the one before "
+    "it has ended (stonewall), about 0.3 s later"
+)
 # Each job through the kernel plays as long as on the null engine.
 KERNEL_MS = CALIBRATE_MS
 # At the run's end, this many of the plan's jobs play on the null engine again (its first and its last): a CPU
@@ -90,11 +100,14 @@ END_JOBS = 2
 DRIFT_LIMIT = 0.20
 
 
-def seconds(steps):
+def seconds(steps, native):
     """The calibration's time foreseen: each distinct job of the plan plays CALIBRATE_MS on the null engine and
-    KERNEL_MS through the kernel, and END_JOBS of them CALIBRATE_MS again at the end, fio starting each."""
-    n = len(jobs_of(steps))
-    return (n + min(n, END_JOBS)) * (CALIBRATE_MS / 1000 + JOB_START_S) + n * (KERNEL_MS / 1000 + JOB_START_S)
+    KERNEL_MS through the kernel, and END_JOBS of them CALIBRATE_MS again at the end, fio starting each chain
+    (chains(): each job, on a stock fio)."""
+    jobs = jobs_of(steps)
+    n, started = len(jobs), len(chains(jobs, native))
+    end = min(n, END_JOBS) * CALIBRATE_MS / 1000 + (1 if native else min(n, END_JOBS)) * JOB_START_S
+    return n * (CALIBRATE_MS + KERNEL_MS) / 1000 + 2 * started * JOB_START_S + (end if n else 0)
 
 
 def iops(job):
@@ -102,8 +115,8 @@ def iops(job):
     return sum(job[d]["iops"] for d in ("read", "write", "trim"))
 
 
-def job_file(suite, jobs):
-    """The null engine's job file: each of the plan's jobs (jobs_of) once, one after another."""
+def job_file(suite, jobs, native):
+    """The null engine's job file: each of the plan's jobs (jobs_of) once, one after another (chains())."""
     lines = [
         f"; ssdbench host cost: every job of suite {suite.name} v{suite.data['version']} on fio's null engine",
         "[global]",
@@ -113,10 +126,10 @@ def job_file(suite, jobs):
         "time_based=1",
         f"runtime={CALIBRATE_MS}ms",
     ]
-    return "\n".join(lines + sections(jobs)) + "\n"
+    return "\n".join(lines + sections(jobs, native)) + "\n"
 
 
-def kernel_job_file(suite, jobs, what):
+def kernel_job_file(suite, jobs, what, native):
     """The job file through the kernel: each job with the suite's ioengine and direct IO, on the device fio is
     given (kernel_device), over its span."""
     lines = [
@@ -128,14 +141,53 @@ def kernel_job_file(suite, jobs, what):
         "time_based=1",
         f"runtime={KERNEL_MS}ms",
     ]
-    return "\n".join(lines + sections(jobs)) + "\n"
+    return "\n".join(lines + sections(jobs, native)) + "\n"
 
 
-def sections(jobs):
-    lines = []
+def _buffer_bytes(options):
+    """fio's buffers for a job: its queue depth times its block size; None where the job is more than one
+    process or its block size is not one plain size."""
+    try:
+        size = locked.parse_size(options.get("bs", "4k"))
+    except SsdbenchError:
+        return None
+    return size * int(options.get("iodepth", 1)) if str(options.get("numjobs", 1)) == "1" else None
+
+
+def chains(jobs, native):
+    """The jobs' indexes in chains, one chain after another (`stonewall`), the jobs of a chain one after another
+    through FIFOs (handoff): where fio is ours (`native`), as many jobs as hold CHAIN_BUFFER_BYTES of buffers
+    together (a larger one alone, and one whose buffers are not known); on a stock fio, each job alone."""
+    out, chain, held = [], [], 0
     for n, options in enumerate(jobs.values()):
-        lines += [f"[job{n}]", "stonewall=1", *(f"{k}={v}" for k, v in options.items())]
+        size = _buffer_bytes(options) if native else None
+        if chain and (size is None or held + size > CHAIN_BUFFER_BYTES):
+            out.append(chain)
+            chain, held = [], 0
+        chain.append(n)
+        held += size or 0
+        if size is None:
+            out.append(chain)
+            chain, held = [], 0
+    return out + ([chain] if chain else [])
+
+
+def sections(jobs, native):
+    """The jobs' sections, in chains (chains())."""
+    options = list(jobs.values())
+    lines = []
+    for chain in chains(jobs, native):
+        for i, n in enumerate(chain):
+            wait = handoff.fifo(f"job{n}") if i else None
+            post = handoff.fifo(f"job{chain[i + 1]}") if i + 1 < len(chain) else None
+            handed = {**({} if i else {"stonewall": 1}), **handoff.options(wait, post)}
+            lines += [f"[job{n}]", *(f"{k}={v}" for k, v in {**handed, **options[n]}.items())]
     return lines
+
+
+def waiting(jobs, native):
+    """The FIFOs that the jobs after the first of each chain wait on."""
+    return [handoff.fifo(f"job{n}") for chain in chains(jobs, native) for n in chain[1:]]
 
 
 def measure(jobs, doc):
@@ -159,20 +211,29 @@ def measure(jobs, doc):
     return measured
 
 
-def play(text, name, out_dir, device, cpus, should_stop, what):
-    """fio's output of a calibration's job file, played on `cpus`; SsdbenchError when fio did not end done."""
-    outcome = fio.run(text, name, out_dir, device, lambda *_: None, should_stop, cpus, output=name, status=False)
+def play(text, jobs, native, name, out_dir, device, cpus, should_stop, what):
+    """fio's output of a calibration's job file of `jobs`, played on `cpus` with the FIFOs of its chains made
+    and held (handoff.Fifos); SsdbenchError when fio did not end done."""
+    os.makedirs(out_dir, exist_ok=True)
+    fifos = handoff.Fifos(out_dir)
+    try:
+        for path in waiting(jobs, native):
+            fifos.make(path)
+        outcome = fio.run(text, name, out_dir, device, lambda *_: None, should_stop, cpus, output=name, status=False)
+    finally:
+        fifos.remove()
     if outcome.state != "done":
         raise SsdbenchError(f"the host-cost calibration {what} {outcome.state}: {outcome.error}")
     return outcome.doc
 
 
-def through_kernel(suite, jobs, out_dir, cpus, should_stop, name):
+def through_kernel(suite, jobs, native, out_dir, cpus, should_stop, name):
     """The jobs played through the kernel (kernel_device): the device used and why, and each job's figures;
     why not, where the device or fio failed."""
     try:
         with kernel_device.device(f"ssdbench-{name}-{os.getpid()}") as (dev, what):
-            doc = play(kernel_job_file(suite, jobs, what), name, out_dir, dev, cpus, should_stop, "through the kernel")
+            text = kernel_job_file(suite, jobs, what, native)
+            doc = play(text, jobs, native, name, out_dir, dev, cpus, should_stop, "through the kernel")
     except (SsdbenchError, OSError) as exc:  # OSError: no room in tmpfs, no losetup
         return {"unavailable": str(exc)}
     return {
@@ -184,7 +245,7 @@ def through_kernel(suite, jobs, out_dir, cpus, should_stop, name):
     }
 
 
-def calibrate(suite, steps, run_dir, cpus, should_stop):
+def calibrate(suite, steps, run_dir, cpus, should_stop, native):
     """Play the plan's jobs on the null engine, then through the kernel, on `cpus` (fio's CPU for the steps).
     Returns the calibration as the environment keeps it: for each job, its options (as key() has them), fio's IOPS
     on the null engine, the host's microseconds per IO, and the share of a CPU fio had; where fio's output lives;
@@ -194,19 +255,21 @@ def calibrate(suite, steps, run_dir, cpus, should_stop):
     if not jobs:
         return None
     out_dir = os.path.join(run_dir, FOLDER)
-    doc = play(job_file(suite, jobs), NAME, out_dir, os.devnull, cpus, should_stop, "on fio's null engine")
+    text = job_file(suite, jobs, native)
+    doc = play(text, jobs, native, NAME, out_dir, os.devnull, cpus, should_stop, "on fio's null engine")
     return {
         "engine": "null",
         "seconds_each": CALIBRATE_MS / 1000,
         "cpus": sorted(cpus) if cpus else "any",
+        "handoff": handoff.record(native, "stonewall", STONEWALL_WHY),
         "job_file": f"{FOLDER}/{NAME}.fio",
         "output": f"{FOLDER}/{NAME}.json",
         "jobs": measure(jobs, doc),
-        "kernel": through_kernel(suite, jobs, out_dir, cpus, should_stop, f"{NAME}-kernel"),
+        "kernel": through_kernel(suite, jobs, native, out_dir, cpus, should_stop, f"{NAME}-kernel"),
     }
 
 
-def again(suite, calibration, run_dir, cpus, should_stop):
+def again(suite, calibration, run_dir, cpus, should_stop, native):
     """At the run's end: END_JOBS of the jobs calibrated on the null engine before the first step, played there
     again. Returns each job's figures, each one's CPU time per IO at the end over the start (ratios), the one that
     moved least (ratio), and whether all moved beyond DRIFT_LIMIT the same way; why not, where fio failed."""
@@ -217,7 +280,8 @@ def again(suite, calibration, run_dir, cpus, should_stop):
     jobs = {job["key"]: json.loads(job["key"]) for job in picked}
     name, out_dir = f"{NAME}-end", os.path.join(run_dir, FOLDER)
     try:
-        doc = play(job_file(suite, jobs), name, out_dir, os.devnull, cpus, should_stop, "at the run's end")
+        text = job_file(suite, jobs, native)
+        doc = play(text, jobs, native, name, out_dir, os.devnull, cpus, should_stop, "at the run's end")
     except SsdbenchError as exc:
         return {"unavailable": str(exc)}
     measured = measure(jobs, doc)

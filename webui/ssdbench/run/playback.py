@@ -11,12 +11,9 @@ which would write two more per-IO logs and hold fio's own time before each submi
 The segments do not wait for fio to start each job in turn: fio starts a job only after polling, twice 100 ms,
 so 900 segments one after another (`stonewall`) left the drive idle about 0.3 s each. Instead the jobs of a
 part start together, as threads of one fio, and set up at once (their iolog read, their buffers made), and
-each then waits, before its first IO, to read a line from a FIFO of its own (`segNNNN.go`); the job before it
-writes that line as its IOs end. The wait and the line are fio's own `start_fifo` and `done_fifo` (our patch,
-board/ssdbench/patches/fio/0002-*): a thread woken through a pipe, well under a millisecond, where a stock
-fio's `exec_prerun` and `exec_postrun` start a shell each, a few ms, and only after the job's logs are
-written (`handoff_options`). The runner holds every FIFO open while the playback runs, so that when the
-runner ends, whatever ends it, a job still waiting reads an end of file and ends with no IO. A stock fio's job
+each then waits for the one before it to end through a FIFO of its own (`segNNNN.go`, the handoff module):
+fio's own `start_fifo` and `done_fifo` (our patch), well under a millisecond, where a stock fio's `exec_prerun`
+and `exec_postrun` start a shell each, a few ms, and only after the job's logs are written. A stock fio's job
 waiting in its prerun is inside system(), which ignores SIGINT in all of fio: a part is stopped with SIGTERM,
 fio's other clean stop, which ends a wait in start_fifo too.
 
@@ -36,7 +33,6 @@ trace names; the step records how many were.
 """
 
 import contextlib
-import glob
 import gzip
 import os
 import shutil
@@ -45,7 +41,7 @@ import subprocess
 
 from ..errors import SsdbenchError
 from ..suites import trace_file, trace_generator, user_traces
-from . import fio, plan
+from . import fio, handoff, plan
 
 DEVICE_NAME = "dut"  # the file name inside the replay iologs; replay_redirect points it at the drive
 OPS = {"R": "read", "W": "write"}
@@ -54,12 +50,9 @@ PART_IOS = 200_000  # about 12 MB of iologs and latency logs before they are pac
 # so many bytes of buffers in a part, and three parts at once for a moment (one ending, one playing, the next).
 PART_JOBS = 64
 PART_BUFFER_BYTES = 128 * 2**20
-GO = "go"  # the line a segment's job writes to the next one's FIFO as it ends
-STOP = "stop"  # the line the runner writes to every FIFO when the playback stops: the jobs still waiting end
-FIO_PATCH = "0002-backend-add-start_fifo-and-done_fifo.patch"
 SHELL_WHY = (
-    f"this fio has no start_fifo ({FIO_PATCH}): each segment's job waits for the one before it, and lets the "
-    "next one start, through a shell command (exec_prerun, exec_postrun), a few ms each and only once its logs "
+    f"this fio has no start_fifo ({handoff.FIO_PATCH}): each segment's job waits for the one before it, and lets "
+    "the next one start, through a shell command (exec_prerun, exec_postrun), a few ms each and only once its logs "
     "are written: gaps that the replay measures and validity rule 7 flags over 1%"
 )
 
@@ -68,29 +61,20 @@ def job_name(k):
     return f"seg{k:04d}"
 
 
-def handoff(k):
+def segment_fifo(k):
     """The FIFO that segment k's job waits on before its first IO."""
-    return f"{job_name(k)}.go"
+    return handoff.fifo(job_name(k))
 
 
 def handoff_options(k, last, native=True):
     """The options with which segment k's job waits for k - 1 to end and lets k + 1 start (none after the
     `last`): fio's own start_fifo and done_fifo (`native`, our patch), or a stock fio's shell commands."""
-    if native:
-        wait, post = {"start_fifo": handoff(k)}, {"done_fifo": handoff(k + 1)}
-    else:
-        wait = {"exec_prerun": f'read -r line < {handoff(k)} && test "$line" = {GO}'}
-        # fio cuts an option at a ";" or "#", and appends its own redirection of stdout to the command: the line
-        # goes to the FIFO from inside a subshell, opened read and write so that the open never waits
-        post = {"exec_postrun": f"(echo {GO} >&3) 3<>{handoff(k + 1)}"}
-    return {**(wait if k else {}), **({} if last else post)}
+    return handoff.options(segment_fifo(k) if k else None, None if last else segment_fifo(k + 1), native)
 
 
 def handoff_record(native):
     """What the step records of its handoffs: fio's own, or a stock fio's shell commands and why."""
-    if native:
-        return {"options": "start_fifo, done_fifo", "fio_patch": FIO_PATCH}
-    return {"options": "exec_prerun, exec_postrun", "why": SHELL_WHY}
+    return handoff.record(native, "exec_prerun, exec_postrun", SHELL_WHY)
 
 
 def replay_job(k, qd, data=plan.HASHED, last=False, native=True):
@@ -231,49 +215,18 @@ def _pack(out_dir, names):
                 os.remove(os.path.join(out_dir, f"{name}.{run}.txt"))
 
 
-class Handoffs:
-    """The FIFOs through which each segment's job lets the next one start, each made before the fio whose job
-    waits on it starts, and held open, read and write, by the runner until its handoff is done. A job waiting on
-    one ends with no IO when it reads the STOP line (stop()), or an end of file: the runner ended, whatever ended
-    it, and its holders with it."""
-
-    def __init__(self, out_dir):
-        self.out_dir, self.held = out_dir, {}
-
-    def make(self, k):
-        path = os.path.join(self.out_dir, handoff(k))
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(path)  # one left by a playback cut short
-        os.mkfifo(path, 0o600)
-        self.held[k] = os.open(path, os.O_RDWR | os.O_CLOEXEC)
-
-    def stop(self):
-        """Every job still waiting ends, now or as it comes to wait: the line stays in its FIFO until read."""
-        for fd in self.held.values():
-            os.write(fd, f"{STOP}\n".encode())
-
-    def release(self, ks):
-        for k in [k for k in ks if k in self.held]:
-            os.close(self.held.pop(k))
-
-    def remove(self):
-        self.release(list(self.held))
-        for path in glob.glob(os.path.join(self.out_dir, "seg*.go")):
-            os.remove(path)
-
-
 def play(trace, job_text, step, out_dir, device, on_tick, should_stop, cpus=None, watch=None):
     """Play the trace part by part (see the module docstring), each part's fio started while the one before it
     plays. Returns fio.Outcome: the state and error of the last part that played, and one document with the
     jobs of every part that ended."""
     count = len(plan.trace_segments(step.spec))
-    handoffs = Handoffs(out_dir)
+    handoffs = handoff.Fifos(out_dir)
 
     def each_segment():
         for k, (qd, ios) in enumerate(trace_file.segments(trace)):
             _write_replay(os.path.join(out_dir, f"{job_name(k)}.replay"), ios)
             if k + 1 < count:
-                handoffs.make(k + 1)
+                handoffs.make(segment_fifo(k + 1))
             yield qd, ios
 
     def begin(n, part):
@@ -300,7 +253,7 @@ def play(trace, job_text, step, out_dir, device, on_tick, should_stop, cpus=None
             if part is not None:  # while the next part plays, before this one is packed: ready in time for it
                 waiting.append(begin(n + 2, part))
             _pack(out_dir, names)
-            handoffs.release(int(name[3:]) for name in names)
+            handoffs.release(handoff.fifo(name) for name in names)
             if outcome.doc is not None:
                 docs.append(outcome.doc)
             if outcome.state != "done":

@@ -110,7 +110,8 @@ class Run:
         self.idle_first = idle_first
         self.db, self.data_dir, self.run_id, self.drive, self.steps = db, data_dir, run_id, drive, steps
         # The host-cost calibration comes first, and counts as done once it has run (calibrate).
-        self.calibration_s = host_cost.seconds(steps)
+        self.native = tools.fio_knows("start_fifo")  # our fio: jobs hand over through FIFOs (handoff)
+        self.calibration_s = host_cost.seconds(steps, self.native)
         self.calibrated_s = 0.0
         self.total_estimate = plan.estimate_seconds(steps) + self.calibration_s or 1.0
         self.signals = signals
@@ -130,7 +131,9 @@ class Run:
         # The live view says what the run does from its first second: no step yet, the whole run's ETA.
         self.store_progress(None, 0.0, self.total_estimate)
         try:
-            self.calibration = host_cost.calibrate(self.suite, self.steps, self.run_dir, self.cpus, self.should_stop)
+            self.calibration = host_cost.calibrate(
+                self.suite, self.steps, self.run_dir, self.cpus, self.should_stop, self.native
+            )
         except SsdbenchError as exc:
             return {"unavailable": str(exc), "failed": True}
         finally:
@@ -140,7 +143,7 @@ class Run:
     def calibrate_again(self):
         """At the run's end, on the same CPU: a few of the jobs calibrated through the kernel, played again
         (host_cost.again), to show a CPU whose speed moved while the steps ran."""
-        return host_cost.again(self.suite, self.calibration, self.run_dir, self.cpus, self.should_stop)
+        return host_cost.again(self.suite, self.calibration, self.run_dir, self.cpus, self.should_stop, self.native)
 
     def should_stop(self, now=False):
         """A signal, or a cancel in the database (read at most once a second, unless `now`)."""
@@ -256,7 +259,7 @@ class Run:
                 self.suite,
                 self.data_dir,
                 self.drive["logical_block_size"],
-                tools.fio_knows("start_fifo"),
+                self.native,
             )
             adapted += playback.adaptation_notes(detail["trace"])
             store.set_job_file(self.db, sid, job_text)

@@ -18,7 +18,7 @@ from ..results import bench, card, document, ranking, store, usbexport
 from ..results.document import recorded
 from ..run import host_cost, plan, queue, repeat
 from ..suites import locked, user_traces
-from ..system import settings
+from ..system import settings, tools
 
 MAX_COMPARE = 10
 # A run's or a repeat set's id: 64 bits at most (SQLite's, PostgreSQL's bigint). A larger one is nobody's, and
@@ -135,7 +135,7 @@ def remember(config, drive):
 
 def run_seconds(steps):
     """A run's time on a drive: its steps', and before them the host-cost calibration (run/host_cost.py)."""
-    return plan.estimate_seconds(steps) + host_cost.seconds(steps)
+    return plan.estimate_seconds(steps) + host_cost.seconds(steps, tools.fio_knows("start_fifo"))
 
 
 class LocalResults:
