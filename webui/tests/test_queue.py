@@ -244,7 +244,8 @@ def test_a_run_cut_off_resumes_from_the_web_after_its_question_and_a_cancelled_r
     def resumed_running(db):
         """run 1 to be resumed, and running"""
         run = store.get_run(db, 1)
-        return run["state"] == "running" and run["environment"].get("resumed")
+        # the environment is written once the run has claimed the drive: None until then
+        return run["state"] == "running" and (run["environment"] or {}).get("resumed")
 
     wait_for(data_dir, resumed_running)
     assert client.post("/api/runs/1/cancel", headers=headers).status_code == 202
