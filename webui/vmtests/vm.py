@@ -32,6 +32,7 @@ class VM:
         on a socket in folder. uart=False: a PC without a serial port, which has no console to read or type on,
         only its web UI and QMP."""
         self.port = free_port()
+        self.seen = {}  # run id -> its progress as wait_run saw it
         sock = os.path.join(folder, "serial.sock")
         self.qmp_path = os.path.join(folder, "qmp.sock")
         self.started = time.monotonic()
@@ -172,11 +173,15 @@ class VM:
         return body
 
     def wait_run(self, run_id):
+        """(its state, the seconds waited) once the run has ended; its live view's progress as this saw it, every
+        2 s, in self.seen[run_id]: (seconds since the wait began, the progress answer)."""
         started = time.monotonic()
-        while (state := self.progress(run_id)["state"]) in ("queued", "running"):
+        self.seen[run_id] = []
+        while (p := self.progress(run_id))["state"] in ("queued", "running"):
+            self.seen[run_id].append((time.monotonic() - started, p))
             assert time.monotonic() - started < RUN_TIMEOUT_S, f"run {run_id} did not end"
             time.sleep(2)
-        return state, time.monotonic() - started
+        return p["state"], time.monotonic() - started
 
     def run(self, run_id):
         status, body = self.api("GET", f"/api/runs/{run_id}")

@@ -19,7 +19,7 @@ from ..errors import SsdbenchError
 from ..results import store
 from ..suites import locked
 from ..system import durable, tools
-from . import burst, cpu_wait, derive, environment, fio, fio_output, host_cost, plan, playback, quiet, space
+from . import burst, cpu_wait, derive, environment, fio, fio_output, host_cost, pace, plan, playback, quiet, space
 
 LOCK_NAME = "run.lock"
 STOPPED = fio.STOPPED
@@ -124,6 +124,7 @@ class Run:
         self.temperatures = None  # the run's TemperatureLog, while the steps run
         self.calibration = None  # what this PC costs each job's IO (host_cost), once calibrate() has run
         self.percent = 0.0  # the most of the run shown done
+        self.pace = pace.Pace(steps)  # the ETA, learned from the steps as they end
 
     def calibrate(self):
         """The host's cost of each job of the plan, measured on fio's CPU before the first step, as the environment
@@ -176,7 +177,7 @@ class Run:
     def progress(self, idx, fraction, iops=None, bw=None):
         done = self.calibrated_s + sum(s.estimate_s for s in self.steps[:idx])
         current = self.steps[idx].estimate_s if idx < len(self.steps) else 0
-        eta = max(0.0, self.total_estimate - done - fraction * current)
+        eta = self.pace.left(idx, fraction)
         # Never backwards: a step's own count (fio's elapsed time, its bytes) may fall short of the estimate
         # that the next step starts from; every step done is 100%, whatever the float sums of the estimates in
         # another order give.
@@ -417,11 +418,13 @@ class Run:
         for step in self.steps[self.resumed["from_step_index"] if self.resumed else 0 :]:
             if self.should_stop():
                 return "cancelled", STOPPED
+            self.pace.start(step.index)
             try:
                 state, error = self.run_step(step)
             except (SsdbenchError, OSError) as exc:
                 state, error = self.failed_or_cancelled(f"step {step.id}: {exc}")
                 store.finish_step(self.db, store.step_id(self.db, self.run_id, step.index), state, error=error)
+            self.pace.end(step.index)
             if state != "done":
                 return state, error
         return "done", None
