@@ -1,5 +1,5 @@
-"""make bench's testbeds bench keeps working: its short mode, in a file of its own so that it runs in the host's
-lane of make test (about 110 s), while tests/test_bench.py's other short modes run late in the VM's lane."""
+"""make bench's testbeds bench keeps working: its short mode (about 100 s), in a file of its own so that make test
+can place it in either lane (Makefile's LATE_TESTS) apart from tests/test_bench.py's other short modes."""
 
 from conftest import needs_root
 from test_bench import short_bench
