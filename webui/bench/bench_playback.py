@@ -21,9 +21,8 @@ import subprocess
 import sys
 import tempfile
 
-from ssdbench.run import derive, plan, playback, workload
+from ssdbench.run import derive, handoff, plan, playback, workload
 from ssdbench.suites import locked
-from ssdbench.system import tools
 
 GOAL_PERCENT = 1.0
 LOOP_SIZE = 2 * 2**30
@@ -69,7 +68,7 @@ def main():
     name, step_id, size = ("smoke", "trace", 64 * 2**20) if short else ("standard", "trace-light", LOOP_SIZE)
     suite = workload.verified(locked.load(name))
     step = next(st for st in plan.compile_plan(suite, size) if st.id == step_id)
-    native = tools.fio_knows("start_fifo")
+    native = handoff.native()
     print(f"{name}'s {step.id} on a {size // 2**20} MiB loop device; the fio on PATH has start_fifo: {native}")
     results = []
     with tempfile.TemporaryDirectory(prefix="bench-playback-") as work:

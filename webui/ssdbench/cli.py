@@ -22,10 +22,10 @@ from .lab import index as lab_index
 from .lab import receive as lab_receive
 from .lab import schema as lab_schema
 from .results import bundle, document, offline_report, repeatability, store, upload, usbexport
-from .run import host_cost, plan, queue, repeat, runner, space, workload
+from .run import handoff, host_cost, plan, queue, repeat, runner, space, workload
 from .suites import locked, user_traces
 from .system import clock as wall_clock
-from .system import settings, tls, tools
+from .system import settings, tls
 
 DEFAULT_DATA_DIR = "/var/lib/ssdbench"
 EXIT_ERROR = 2
@@ -118,7 +118,7 @@ def cmd_suites(args):
 def cmd_plan(args):
     s = locked.load(args.suite)
     steps = plan.compile_plan(s, args.capacity, args.logical_block)
-    total = plan.estimate_seconds(steps) + host_cost.seconds(steps, tools.fio_knows("start_fifo"))
+    total = plan.estimate_seconds(steps) + host_cost.seconds(steps, handoff.native())
     room = space.needed_bytes(steps)
     if args.json:
         return out_json(

@@ -13,9 +13,17 @@ runner ends, whatever ends it, a job still waiting reads an end of file and ends
 import contextlib
 import os
 
+from ..system import tools
+
 FIO_PATCH = "0002-backend-add-start_fifo-and-done_fifo.patch"
 GO = "go"  # the line a job writes to the next one's FIFO as it ends
 STOP = "stop"  # the line the runner writes to every FIFO it holds to end the jobs still waiting
+
+
+def native():
+    """Whether the fio on PATH hands over through FIFOs itself (FIO_PATCH's start_fifo), or needs a stock fio's
+    ways. fio is asked each time (a few ms here): a caller that needs it for many things asks once."""
+    return tools.fio_knows("start_fifo")
 
 
 def fifo(name):

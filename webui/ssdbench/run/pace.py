@@ -33,6 +33,7 @@ class Pace:
 
     def __init__(self, steps):
         self.steps = steps
+        self.paces = [pace(s) for s in steps]  # the progress asks twice a second: each step's, found once
         self.took = {}  # step index -> its wall seconds, its idle before it included, as the estimate counts it
         self.began = None  # (step index, monotonic time) of the step running
 
@@ -46,7 +47,7 @@ class Pace:
 
     def ratio(self, kind):
         """How long the ended steps of a pace took over their estimates; 1 where none has ended."""
-        ended = [s for s in self.steps if s.index in self.took and pace(s) == kind and s.estimate_s > 0]
+        ended = [s for s, p in zip(self.steps, self.paces) if s.index in self.took and p == kind and s.estimate_s > 0]
         foreseen = sum(s.estimate_s for s in ended)
         return sum(self.took[s.index] for s in ended) / foreseen if foreseen else 1.0
 
@@ -54,8 +55,5 @@ class Pace:
         """Seconds left from step `index`, `fraction` of it done (fio's own count, or its time), to the run's end:
         its rest, and each step after it, at their paces' ratios."""
         ratios = {kind: self.ratio(kind) for kind in PACES}
-        rest = 0.0
-        if index < len(self.steps):
-            step = self.steps[index]
-            rest = step.estimate_s * ratios[pace(step)] * (1 - fraction)
-        return rest + sum(s.estimate_s * ratios[pace(s)] for s in self.steps[index + 1 :])
+        foreseen = [s.estimate_s * ratios[p] for s, p in zip(self.steps[index:], self.paces[index:])]
+        return foreseen[0] * (1 - fraction) + sum(foreseen[1:]) if foreseen else 0.0

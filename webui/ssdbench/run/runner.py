@@ -19,7 +19,21 @@ from ..errors import SsdbenchError
 from ..results import store
 from ..suites import locked
 from ..system import durable, tools
-from . import burst, cpu_wait, derive, environment, fio, fio_output, host_cost, pace, plan, playback, quiet, space
+from . import (
+    burst,
+    cpu_wait,
+    derive,
+    environment,
+    fio,
+    fio_output,
+    handoff,
+    host_cost,
+    pace,
+    plan,
+    playback,
+    quiet,
+    space,
+)
 
 LOCK_NAME = "run.lock"
 STOPPED = fio.STOPPED
@@ -110,7 +124,7 @@ class Run:
         self.idle_first = idle_first
         self.db, self.data_dir, self.run_id, self.drive, self.steps = db, data_dir, run_id, drive, steps
         # The host-cost calibration comes first, and counts as done once it has run (calibrate).
-        self.native = tools.fio_knows("start_fifo")  # our fio: jobs hand over through FIFOs (handoff)
+        self.native = handoff.native()  # our fio: jobs hand over through FIFOs
         self.calibration_s = host_cost.seconds(steps, self.native)
         self.calibrated_s = 0.0
         self.total_estimate = plan.estimate_seconds(steps) + self.calibration_s or 1.0

@@ -16,9 +16,9 @@ from ..drives import discovery, health
 from ..errors import SsdbenchError
 from ..results import bench, card, document, ranking, store, usbexport
 from ..results.document import recorded
-from ..run import host_cost, plan, queue, repeat
+from ..run import handoff, host_cost, plan, queue, repeat
 from ..suites import locked, user_traces
-from ..system import settings, tools
+from ..system import settings
 
 MAX_COMPARE = 10
 # A run's or a repeat set's id: 64 bits at most (SQLite's, PostgreSQL's bigint). A larger one is nobody's, and
@@ -106,10 +106,10 @@ def drive_list(config, refresh=False):
 
 def estimates(drive, available):
     """{suite name: the seconds it would take on the drive, or None where it cannot run there}."""
-    found = {}
+    found, native = {}, handoff.native()
     for s in available if drive["capacity_bytes"] else ():
         try:
-            found[s.name] = run_seconds(plan.compile_plan(s, drive["capacity_bytes"]))
+            found[s.name] = run_seconds(plan.compile_plan(s, drive["capacity_bytes"]), native)
         except (SsdbenchError, ValueError):
             found[s.name] = None  # e.g. a drive too small for the suite's spans
     return found
@@ -133,9 +133,10 @@ def remember(config, drive):
         _listing["drives"] = (rows, problems)
 
 
-def run_seconds(steps):
-    """A run's time on a drive: its steps', and before them the host-cost calibration (run/host_cost.py)."""
-    return plan.estimate_seconds(steps) + host_cost.seconds(steps, tools.fio_knows("start_fifo"))
+def run_seconds(steps, native):
+    """A run's time on a drive: its steps', and before them the host-cost calibration (run/host_cost.py), on a fio
+    that hands over through FIFOs where `native`."""
+    return plan.estimate_seconds(steps) + host_cost.seconds(steps, native)
 
 
 class LocalResults:
